@@ -1,0 +1,136 @@
+"""The schema: jobs hold documents, documents hold pages, pages hold attempts."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JSON,
+        datetime: DateTime(timezone=True),
+    }
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    source: Mapped[str] = mapped_column(Text)
+    out_dir: Mapped[str | None] = mapped_column(Text)
+    plan_name: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str | None] = mapped_column(String(64), index=True)
+    options: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    documents: Mapped[list[Document]] = relationship(back_populates="job", order_by="Document.id")
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("job_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    name: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str | None] = mapped_column(String(64), index=True)
+    size_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    page_count: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    error_category: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+    job: Mapped[Job] = relationship(back_populates="documents")
+    pages: Mapped[list[Page]] = relationship(back_populates="document", order_by="Page.number")
+
+
+class Page(Base):
+    __tablename__ = "pages"
+    __table_args__ = (UniqueConstraint("document_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    document_id: Mapped[int] = mapped_column(
+        ForeignKey("documents.id", ondelete="CASCADE"), index=True
+    )
+    number: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    failure_category: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str | None] = mapped_column(Text)
+    final_engine: Mapped[str | None] = mapped_column(String(32))
+    final_step: Mapped[str | None] = mapped_column(String(64))
+    has_text_layer: Mapped[bool | None] = mapped_column(Boolean)
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)
+    render_s: Mapped[float | None] = mapped_column(Float)
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_until: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+    document: Mapped[Document] = relationship(back_populates="pages")
+    attempts: Mapped[list[Attempt]] = relationship(back_populates="page", order_by="Attempt.id")
+
+
+class Attempt(Base):
+    __tablename__ = "attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    page_id: Mapped[int] = mapped_column(ForeignKey("pages.id", ondelete="CASCADE"), index=True)
+    step_index: Mapped[int] = mapped_column(Integer)
+    step_name: Mapped[str] = mapped_column(String(64))
+    engine: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(String(200))
+    endpoint: Mapped[str | None] = mapped_column(String(200))
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    prompt_version: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    started_at: Mapped[datetime]
+    ended_at: Mapped[datetime]
+    duration_s: Mapped[float] = mapped_column(Float)
+    ttft_s: Mapped[float | None] = mapped_column(Float)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    tokens_estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    max_tokens: Mapped[int | None] = mapped_column(Integer)
+    finish_reason: Mapped[str | None] = mapped_column(String(32))
+    verdict_kind: Mapped[str | None] = mapped_column(String(16))
+    verdict_period: Mapped[int | None] = mapped_column(Integer)
+    verdict_onset: Mapped[int | None] = mapped_column(Integer)
+    aborted: Mapped[bool] = mapped_column(Boolean, default=False)
+    output: Mapped[str | None] = mapped_column(Text)
+    output_chars: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+
+    page: Mapped[Page] = relationship(back_populates="attempts")

@@ -1,0 +1,233 @@
+"""Data access for the pipeline: every write the pipeline makes goes through these functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.db.models import Attempt, Document, Job, Page
+from app.domain import (
+    TERMINAL_PAGE_STATUSES,
+    AttemptStatus,
+    DocumentStatus,
+    EngineResult,
+    JobStatus,
+    PageStatus,
+)
+from app.plan import PastAttempt
+from app.settings import PlanStep
+
+
+@dataclass(frozen=True)
+class PageWork:
+    """What processing a page needs to know, read in one go."""
+
+    page_id: int
+    job_id: str
+    number: int
+    path: str
+    plan_name: str
+    options: dict[str, Any]
+
+
+def create_job(
+    session: Session, source: str, out_dir: str | None, plan_name: str, **extra: Any
+) -> Job:
+    job = Job(
+        status=JobStatus.PENDING, source=source, out_dir=out_dir, plan_name=plan_name, **extra
+    )
+    session.add(job)
+    session.flush()
+    return job
+
+
+def find_done_document(session: Session, sha256: str, out_dir: str) -> Document | None:
+    """A finished document with this content, written to the same output folder."""
+    query = (
+        select(Document)
+        .join(Job)
+        .where(Document.sha256 == sha256, Document.status == DocumentStatus.DONE)
+        .where(Job.out_dir == out_dir)
+        .order_by(Document.id.desc())
+    )
+    return session.scalars(query).first()
+
+
+def claim_page(session: Session, page_id: int, owner: str, lease_s: float) -> bool:
+    """Take the page for `owner` unless it is terminal or another live owner holds it."""
+    now = datetime.now(UTC)
+    result = session.execute(
+        update(Page)
+        .where(Page.id == page_id)
+        .where(
+            or_(
+                Page.status == PageStatus.PENDING,
+                Page.lease_owner == owner,
+                Page.lease_until.is_(None),
+                Page.lease_until < now,
+            )
+        )
+        .where(Page.status.not_in(TERMINAL_PAGE_STATUSES))
+        .values(
+            status=PageStatus.RUNNING,
+            lease_owner=owner,
+            lease_until=now + timedelta(seconds=lease_s),
+            started_at=func.coalesce(Page.started_at, now),
+        )
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def page_work(session: Session, page_id: int) -> PageWork:
+    page, document, job = session.execute(
+        select(Page, Document, Job)
+        .join(Document, Page.document_id == Document.id)
+        .join(Job)
+        .where(Page.id == page_id)
+    ).one()
+    return PageWork(page.id, job.id, page.number, document.path, job.plan_name, job.options)
+
+
+def page_status(session: Session, page_id: int) -> PageStatus:
+    status = session.scalar(select(Page.status).where(Page.id == page_id))
+    if status is None:
+        raise KeyError(f"no page {page_id}")
+    return PageStatus(status)
+
+
+def history(session: Session, page_id: int) -> list[PastAttempt]:
+    rows = session.scalars(select(Attempt).where(Attempt.page_id == page_id).order_by(Attempt.id))
+    return [
+        PastAttempt(a.step_index, AttemptStatus(a.status), a.completion_tokens or 0) for a in rows
+    ]
+
+
+def record_attempt(
+    session: Session, work: PageWork, step_index: int, step: PlanStep, result: EngineResult
+) -> Attempt:
+    verdict = result.verdict
+    attempt = Attempt(
+        job_id=work.job_id,
+        page_id=work.page_id,
+        step_index=step_index,
+        step_name=step.name,
+        engine=step.engine,
+        model=result.model,
+        endpoint=result.endpoint,
+        params=result.params or step.sampling(),
+        prompt_version=result.prompt_version,
+        status=result.status,
+        started_at=result.started_at,
+        ended_at=result.ended_at,
+        duration_s=result.duration_s,
+        ttft_s=result.ttft_s,
+        prompt_tokens=result.prompt_tokens,
+        completion_tokens=result.completion_tokens,
+        tokens_estimated=result.tokens_estimated,
+        max_tokens=result.max_tokens,
+        finish_reason=result.finish_reason,
+        verdict_kind=verdict.kind if verdict else None,
+        verdict_period=verdict.period if verdict else None,
+        verdict_onset=verdict.onset if verdict else None,
+        aborted=result.aborted,
+        output=result.text,
+        output_chars=len(result.text),
+        error=result.error,
+    )
+    session.add(attempt)
+    session.flush()
+    return attempt
+
+
+def set_page_rendered(
+    session: Session, page_id: int, size: tuple[int, int], has_text: bool, render_s: float
+) -> None:
+    session.execute(
+        update(Page)
+        .where(Page.id == page_id)
+        .values(width=size[0], height=size[1], has_text_layer=has_text, render_s=render_s)
+    )
+
+
+def finish_page(
+    session: Session,
+    page_id: int,
+    status: PageStatus,
+    *,
+    text: str | None = None,
+    engine: str | None = None,
+    step: str | None = None,
+    failure_category: str | None = None,
+    error: str | None = None,
+) -> None:
+    """Move a page to a terminal status; a page already terminal keeps its first outcome."""
+    session.execute(
+        update(Page)
+        .where(Page.id == page_id, Page.status.not_in(TERMINAL_PAGE_STATUSES))
+        .values(
+            status=status,
+            text=text,
+            final_engine=engine,
+            final_step=step,
+            failure_category=failure_category,
+            error=error,
+            finished_at=datetime.now(UTC),
+            lease_owner=None,
+            lease_until=None,
+        )
+    )
+
+
+def settle_document(session: Session, document_id: int) -> DocumentStatus | None:
+    """Give a document its final status once all its pages are terminal."""
+    statuses = list(session.scalars(select(Page.status).where(Page.document_id == document_id)))
+    if not statuses or any(s not in TERMINAL_PAGE_STATUSES for s in statuses):
+        return None
+    failed = statuses.count(PageStatus.FAILED)
+    status = (
+        DocumentStatus.DONE
+        if failed == 0
+        else DocumentStatus.FAILED
+        if failed == len(statuses)
+        else DocumentStatus.PARTIAL
+    )
+    error = f"{failed} of {len(statuses)} pages failed" if failed else None
+    session.execute(
+        update(Document)
+        .where(Document.id == document_id)
+        .values(
+            status=status,
+            error=error,
+            error_category="pages" if failed else None,
+            finished_at=datetime.now(UTC),
+        )
+    )
+    return status
+
+
+def open_pages(session: Session, job_id: str) -> list[int]:
+    """Ids of the job's pages that are not terminal yet."""
+    query = select(Page.id).where(Page.job_id == job_id)
+    query = query.where(Page.status.not_in(TERMINAL_PAGE_STATUSES)).order_by(Page.id)
+    return list(session.scalars(query))
+
+
+def job_plan(session: Session, job_id: str) -> str:
+    plan = session.scalar(select(Job.plan_name).where(Job.id == job_id))
+    if plan is None:
+        raise KeyError(f"no job {job_id!r}")
+    return plan
+
+
+def set_job_status(session: Session, job_id: str, status: JobStatus) -> None:
+    values: dict[str, Any] = {"status": status}
+    now = datetime.now(UTC)
+    if status == JobStatus.RUNNING:
+        values["started_at"] = func.coalesce(Job.started_at, now)
+    if status in (JobStatus.DONE, JobStatus.CANCELLED):
+        values["finished_at"] = now
+    session.execute(update(Job).where(Job.id == job_id).values(**values))

@@ -1,0 +1,99 @@
+"""Plain values passed between the pipeline's layers (no ORM, HTTP or PyMuPDF objects)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from PIL import Image
+
+
+class PageStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FALLBACK = "fallback"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (PageStatus.SUCCEEDED, PageStatus.FALLBACK, PageStatus.FAILED)
+
+
+TERMINAL_PAGE_STATUSES = tuple(s.value for s in PageStatus if s.terminal)
+
+
+class DocumentStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+class AttemptStatus(StrEnum):
+    OK = "ok"
+    DEGENERATE = "degenerate"
+    EMPTY = "empty"
+    ERROR = "error"
+    TRANSPORT_ERROR = "transport_error"
+
+
+@dataclass(frozen=True)
+class PageInput:
+    """What an engine gets: the rendered page and the PDF's own text for it."""
+
+    image: Image.Image
+    text_layer: str
+    text_layer_usable: bool
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.image.size
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A degeneration verdict as stored on an attempt."""
+
+    kind: str
+    period: int
+    onset: int
+    repeats: int = 0
+    covered: int = 0
+
+
+@dataclass
+class EngineResult:
+    """One engine call's outcome, with everything an attempt row records."""
+
+    text: str
+    status: AttemptStatus
+    started_at: datetime
+    ended_at: datetime
+    model: str | None = None
+    endpoint: str | None = None
+    params: dict[str, object] = field(default_factory=dict)
+    prompt_version: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tokens_estimated: bool = False
+    max_tokens: int | None = None
+    ttft_s: float | None = None
+    verdict: Verdict | None = None
+    aborted: bool = False
+    error: str | None = None
+
+    @property
+    def duration_s(self) -> float:
+        return (self.ended_at - self.started_at).total_seconds()

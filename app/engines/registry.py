@@ -1,0 +1,52 @@
+"""Builds engines on first use and keeps one of each for the process."""
+
+from __future__ import annotations
+
+import threading
+
+from app.engines.base import Engine
+from app.errors import ConfigError
+from app.settings import PlanStep, Settings
+
+
+class EngineSet:
+    """The engines a worker needs, created lazily from settings; `close()` releases them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._engines: dict[str, Engine] = {}
+        self._lock = threading.Lock()
+
+    def for_step(self, step: PlanStep) -> Engine:
+        key = f"vlm:{step.endpoint}" if step.engine == "vlm" else step.engine
+        with self._lock:
+            if key not in self._engines:
+                self._engines[key] = self._build(step)
+            return self._engines[key]
+
+    def _build(self, step: PlanStep) -> Engine:
+        if step.engine == "textlayer":
+            from app.engines.textlayer import TextLayerEngine
+
+            return TextLayerEngine()
+        if step.engine == "tesseract":
+            from app.engines.tesseract import TesseractEngine
+
+            return TesseractEngine(self.settings.tesseract_lang, self.settings.tessdata_dir)
+        return self._build_vlm(step)
+
+    def _build_vlm(self, step: PlanStep) -> Engine:
+        endpoint = self.settings.vlm_endpoints.get(step.endpoint or "")
+        if endpoint is None:
+            raise ConfigError(f"plan step {step.name!r} names unknown endpoint {step.endpoint!r}")
+        from app.degeneration import DetectorConfig, LoopDetector
+        from app.engines.vlm import VlmEngine
+
+        config = DetectorConfig(**self.settings.detector)
+        return VlmEngine(step.endpoint or "", endpoint, lambda: LoopDetector(config))
+
+    def close(self) -> None:
+        with self._lock:
+            for engine in self._engines.values():
+                engine.close()
+            self._engines.clear()

@@ -1,0 +1,44 @@
+"""Folio's exception tree. Each carries a failure category that lands on the page or document."""
+
+from __future__ import annotations
+
+
+class FolioError(Exception):
+    """Base of every error Folio raises on purpose."""
+
+    category = "error"
+
+
+class ConfigError(FolioError):
+    """Settings that cannot work (unknown plan, missing endpoint...)."""
+
+    category = "config"
+
+
+class DocumentError(FolioError):
+    """A document that cannot be processed at all: corrupt, encrypted, empty, not a PDF, too big."""
+
+    category = "document"
+
+    def __init__(self, category: str, reason: str) -> None:
+        super().__init__(reason)
+        self.category = category
+        self.reason = reason
+
+
+class RenderError(FolioError):
+    """One page failed to rasterise; the rest of its document goes on."""
+
+    category = "render"
+
+
+class EngineError(FolioError):
+    """An engine call failed for a reason that retrying the same call will not fix."""
+
+    category = "engine"
+
+
+class TransportError(FolioError):
+    """The engine could not be reached or answered 5xx; the same call may work later."""
+
+    category = "transport"

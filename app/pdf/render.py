@@ -1,0 +1,114 @@
+"""The PDF seam (PyMuPDF): validate a document, rasterise a page, read its text layer."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymupdf
+from PIL import Image
+
+from app.errors import DocumentError, RenderError
+
+# MuPDF keeps global state and PyMuPDF is not thread-safe, even across documents: every call into
+# it goes through this lock. Rendering is fast next to OCR, which runs outside it.
+_MUPDF_LOCK = threading.Lock()
+_OPEN_DOCS: OrderedDict[str, pymupdf.Document] = OrderedDict()
+_MAX_OPEN_DOCS = 8
+_SNIFF_BYTES = 1024
+
+
+@dataclass(frozen=True)
+class DocumentLimits:
+    max_bytes: int
+    max_pages: int
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    image: Image.Image
+    text_layer: str
+
+
+def inspect_document(path: Path, limits: DocumentLimits) -> int:
+    """Page count of a PDF that Folio can process; DocumentError (with a category) otherwise."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError as exc:
+        raise DocumentError("unreadable", f"cannot read file: {exc.strerror or exc}") from exc
+    if size == 0:
+        raise DocumentError("empty_file", "file is empty (0 bytes)")
+    if size > limits.max_bytes:
+        mb = size / 2**20
+        raise DocumentError(
+            "too_large", f"file is {mb:.0f} MiB, over the {limits.max_bytes / 2**20:.0f} MiB limit"
+        )
+    if b"%PDF-" not in head:
+        raise DocumentError("not_pdf", "not a PDF (no %PDF- header)")
+    with _MUPDF_LOCK:
+        try:
+            doc = pymupdf.open(path, filetype="pdf")
+        except Exception as exc:  # MuPDF raises several types for broken files
+            raise DocumentError("corrupt", f"cannot open PDF: {exc}") from exc
+        try:
+            if doc.needs_pass:
+                raise DocumentError("encrypted", "PDF is encrypted and needs a password")
+            count = doc.page_count
+        finally:
+            doc.close()
+    if count == 0:
+        raise DocumentError("no_pages", "PDF has no pages")
+    if count > limits.max_pages:
+        raise DocumentError(
+            "too_many_pages", f"PDF has {count} pages, over the {limits.max_pages} limit"
+        )
+    return count
+
+
+def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPage:
+    """Rasterise page `number` (1-based) at `dpi`, shrunk so its longest side fits `max_side`."""
+    with _MUPDF_LOCK:
+        try:
+            page = _open(path)[number - 1]
+            zoom = dpi / 72
+            longest = max(page.rect.width, page.rect.height) * zoom
+            if longest > max_side:
+                zoom *= max_side / longest
+            pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+            image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+            text = page.get_text()
+        except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
+            raise RenderError(f"page {number} failed to render: {exc}") from exc
+    return RenderedPage(image=image, text_layer=text)
+
+
+def read_text_layer(path: Path, number: int) -> str:
+    """The PDF's own text for page `number` (1-based), without rendering."""
+    with _MUPDF_LOCK:
+        try:
+            return str(_open(path)[number - 1].get_text())
+        except Exception as exc:
+            raise RenderError(f"page {number} text layer unreadable: {exc}") from exc
+
+
+def _open(path: Path) -> pymupdf.Document:
+    key = str(path)
+    doc = _OPEN_DOCS.get(key)
+    if doc is None:
+        doc = pymupdf.open(path, filetype="pdf")
+        _OPEN_DOCS[key] = doc
+        if len(_OPEN_DOCS) > _MAX_OPEN_DOCS:
+            _OPEN_DOCS.popitem(last=False)[1].close()
+    _OPEN_DOCS.move_to_end(key)
+    return doc
+
+
+def close_documents() -> None:
+    """Close every cached document (before a file is rewritten, or at exit)."""
+    with _MUPDF_LOCK:
+        while _OPEN_DOCS:
+            _OPEN_DOCS.popitem()[1].close()

@@ -1,0 +1,55 @@
+"""The embedded executor: pages on a bounded thread pool inside this process."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from app.db import repo
+from app.db.engine import Database
+from app.domain import PageStatus
+from app.pipeline.process_page import PageProcessor
+
+log = logging.getLogger(__name__)
+
+PageCallback = Callable[[int, PageStatus], None]
+
+
+def run_pages(
+    processor: PageProcessor,
+    page_ids: Sequence[int],
+    concurrency: int,
+    on_page: PageCallback | None = None,
+) -> dict[int, PageStatus]:
+    """Process every page with at most `concurrency` at once; each ends terminal, whatever fails."""
+    outcomes: dict[int, PageStatus] = {}
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="folio") as pool:
+        futures = {pool.submit(_process_safely, processor, pid): pid for pid in page_ids}
+        for future in as_completed(futures):
+            page_id = futures[future]
+            outcomes[page_id] = future.result()
+            if on_page:
+                on_page(page_id, outcomes[page_id])
+    return outcomes
+
+
+def _process_safely(processor: PageProcessor, page_id: int) -> PageStatus:
+    # The executor's edge: whatever escapes the page's own handling is recorded on the page.
+    try:
+        return processor.process(page_id)
+    except Exception as exc:
+        log.exception("page %s failed unexpectedly", page_id)
+        return _record_crash(processor.db, page_id, exc)
+
+
+def _record_crash(db: Database, page_id: int, exc: Exception) -> PageStatus:
+    with db.session() as session:
+        repo.finish_page(
+            session,
+            page_id,
+            PageStatus.FAILED,
+            failure_category="internal",
+            error=f"{type(exc).__name__}: {exc}",
+        )
+        return repo.page_status(session, page_id)

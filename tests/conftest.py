@@ -1,0 +1,87 @@
+"""Shared fixtures: real databases (SQLite file, fresh Postgres database per test) and PDFs."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from app.db.engine import dispose_engines, upgrade
+from tests.vllm_cpu.fixtures import vllm_endpoint
+
+POSTGRES_URL = os.environ.get(
+    "FOLIO_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("FOLIO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+SHARED = Path(os.environ.get("FOLIO_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
+_TEMPLATE = "folio_test_template"
+__all__ = ["vllm_endpoint"]  # one server for the session, shared by every vllm test
+
+
+def services_required() -> bool:
+    """In CI a missing service is a failure, never a skip."""
+    return bool(os.environ.get("CI")) or os.environ.get("FOLIO_REQUIRE_SERVICES") == "1"
+
+
+def unavailable(reason: str) -> None:
+    if services_required():
+        pytest.fail(f"required service unavailable: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_template() -> str:
+    """A migrated template database, cloned cheaply for each test."""
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{_TEMPLATE}" WITH (FORCE)'))
+            conn.execute(text(f'CREATE DATABASE "{_TEMPLATE}"'))
+    except Exception as exc:
+        unavailable(f"PostgreSQL at {POSTGRES_URL}: {exc}")
+    finally:
+        admin.dispose()
+    url = make_url(POSTGRES_URL).set(database=_TEMPLATE).render_as_string(hide_password=False)
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def postgres_url(postgres_template: str) -> Iterator[str]:
+    name = f"folio_t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{_TEMPLATE}"'))
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    yield url
+    dispose_engines()
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> Iterator[str]:
+    yield f"sqlite:///{tmp_path / 'folio.db'}"
+    dispose_engines()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Each test using this runs on SQLite and on the local PostgreSQL."""
+    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test reads the developer's folio.toml or FOLIO_* variables."""
+    for key in list(os.environ):
+        if key.startswith("FOLIO_") and not key.startswith(("FOLIO_TEST_", "FOLIO_SHARED")):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("FOLIO_CONFIG", str(tmp_path / "absent-folio.toml"))

@@ -1,0 +1,58 @@
+"""`folio run` as a user runs it: exit codes, files written, messages shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app import samples
+from app.cli import exit_codes
+from app.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(sqlite_url: str) -> dict[str, str]:
+    return {"FOLIO_DATABASE_URL": sqlite_url, "COLUMNS": "160"}
+
+
+def test_samples_run_cleanly_and_rerun_skips(tmp_path: Path, env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["samples", str(tmp_path / "s")], env=env)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    first = runner.invoke(app, ["run", str(tmp_path / "s"), "--out", str(out)], env=env)
+    assert first.exit_code == exit_codes.OK, first.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["pages_total"] == 6 and summary["pages_failed"] == 0
+    assert "Section 4" in (out / "scanned-letter.md").read_text()
+    second = runner.invoke(app, ["run", str(tmp_path / "s"), "--out", str(out)], env=env)
+    assert second.exit_code == exit_codes.OK
+    assert "Skipping 3 document(s)" in second.output
+
+
+def test_broken_files_give_the_partial_exit_code(tmp_path: Path, env: dict[str, str]) -> None:
+    samples.write_samples(tmp_path / "s", broken=True)
+    result = runner.invoke(app, ["run", str(tmp_path / "s"), "--out", str(tmp_path / "o")], env=env)
+    assert result.exit_code == exit_codes.SOME_FAILED
+    assert "PDF is encrypted" in result.output and "not a PDF" in result.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["documents_failed"] == 4 and summary["pages_succeeded"] == 6
+
+
+def test_missing_input_and_unknown_plan(tmp_path: Path, env: dict[str, str]) -> None:
+    missing = runner.invoke(app, ["run", str(tmp_path / "nope")], env=env)
+    assert missing.exit_code == exit_codes.NO_INPUT
+    (tmp_path / "empty").mkdir()
+    empty = runner.invoke(app, ["run", str(tmp_path / "empty")], env=env)
+    assert empty.exit_code == exit_codes.NO_INPUT and "No PDF found" in empty.output
+    bad = runner.invoke(app, ["run", str(tmp_path / "empty"), "--engine", "nope"], env=env)
+    assert bad.exit_code == exit_codes.CONFIG
+
+
+def test_db_upgrade_on_postgres(postgres_url: str) -> None:
+    result = runner.invoke(app, ["db", "upgrade", "--database-url", postgres_url])
+    assert result.exit_code == 0 and "up to date" in result.output
