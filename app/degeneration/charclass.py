@@ -1,0 +1,130 @@
+"""Character normalisation and classification of repeating units.
+
+The detectors compare text after a cheap normalisation done with ``str.translate`` (C speed):
+whitespace and invisible characters are deleted, so a loop that re-wraps its lines, pads table
+cells differently or escapes its newlines is still periodic; ASCII letters are lower-cased.
+
+A repeating unit is then classified, because how much repetition is natural depends on what
+repeats: leader dots, rules and empty table cells repeat a lot in healthy documents, numbers
+repeat in tables, while a line of words repeated three times is already suspicious.
+"""
+
+import re
+from enum import Enum
+from functools import lru_cache
+
+# Characters that documents use to draw leaders, rules, blanks and separators. A unit made only
+# of these (plus markup tags) is "fill": TOC leader dots, `____` form blanks, `| --- |`
+# separators, empty `<td></td>` cells. U+FFFD is here too: mojibake yields long natural runs.
+_FILL_ASCII = ".,;:-_=~*+#|/\\`'\"^"
+_FILL_OTHER = (
+    "·•‧∙…⋯‥⁃‐‑‒–—―−"  # dots and dashes
+    "＿・．。、ー－＝～，；：｜"  # full-width and CJK leaders
+    "■□▪▫●○◆◇◦☐☑☒✓✔"  # checkboxes and bullets
+    "¯‾⎯⏤﹉﹊﹍﹎﹏⋅∗"  # rules and marks drawn with symbols
+    "\ufffd"
+)
+_BOX_DRAWING = "".join(chr(c) for c in range(0x2500, 0x25A0))
+FILL_CHARS = frozenset(_FILL_ASCII + _FILL_OTHER + _BOX_DRAWING)
+
+# Zero-width characters are invisible in rendered text, so they are dropped like whitespace.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+_WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
+DELETED_CHARS = _WHITESPACE + _INVISIBLE
+
+_DIGITS = "0123456789" + "٠١٢٣٤٥٦٧٨٩" + "۰۱۲۳۴۵۶۷۸۹" + "０１２３４５６７８９"
+
+
+def _build_exact_table() -> dict[int, int | None]:
+    table: dict[int, int | None] = {ord(ch): None for ch in DELETED_CHARS}
+    for upper in range(ord("A"), ord("Z") + 1):
+        table[upper] = upper + 32
+    return table
+
+
+# Deletes whitespace/invisibles and lower-cases ASCII: the "exact" view of the text.
+EXACT_TABLE = _build_exact_table()
+# Maps every digit to "0": applied to the exact view it gives the "shape" view, in which
+# repeats that differ only in numbers (counters, timestamps) become identical.
+SHAPE_TABLE: dict[int, int | None] = {ord(d): ord("0") for d in _DIGITS}
+
+_FILL_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in FILL_CHARS}
+# Symbols that accompany numbers in tables: a unit of digits and these is numeric.
+_NUMERIC_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in _DIGITS + "%$€£¥°()[]"}
+_LETTER_RE = re.compile(r"[^\W\d_]")
+_DIGIT_RE = re.compile(r"\d")
+_TAG_RE = re.compile(r"<[^<>]*>|&#?\w{2,8};")
+# Hex literals (`0x00`, `0xFF`) are numbers: register tables and byte arrays repeat them.
+_HEX_RE = re.compile(r"0x[0-9a-fA-F]+")
+
+
+class UnitClass(Enum):
+    """What a repeating unit is made of, from most to least natural to repeat."""
+
+    FILL = "fill"  # leaders, rules, separators only
+    MARKUP = "markup"  # tags with nothing but fill between them, e.g. `<td></td>`
+    NUMERIC = "numeric"  # digits (with fill), e.g. `0.00|` or `-3`
+    LETTERS = "letters"  # words in any script
+    SYMBOLS = "symbols"  # no letters, but marks that are not fill: `!`, `？`, emoji, `}`
+
+
+def strip_markup(text: str) -> str:
+    """Remove HTML/XML tags and entities (`<td>`, `<!-- image -->`, `&nbsp;`)."""
+    if "<" not in text and "&" not in text:
+        return text
+    return _TAG_RE.sub("", text)
+
+
+def _canonical_rotation(unit: str) -> str:
+    """Rotate a unit found by periodicity (`d></td><td></td></tr><tr><t`, `sp;&nb`, `x00,0`)
+    to start at a tag, an entity or a hex literal, so that none is cut in half."""
+    doubled = unit + unit
+    for marker in ("<", "&", "0x"):
+        start = doubled.find(marker)
+        if 0 <= start < len(unit):
+            return doubled[start : start + len(unit)]
+    return unit
+
+
+def unit_content(unit: str) -> str:
+    """A repeating unit without its markup, hex literals turned into plain numbers."""
+    return _HEX_RE.sub("0", strip_markup(_canonical_rotation(unit)))
+
+
+def classify_unit(unit: str) -> UnitClass:
+    """Classify an exact-view unit (whitespace already removed).
+
+    A unit that is mostly fill (`Name: ________`, `| a | b |`) counts as fill: a sign-in
+    sheet repeats such lines naturally, and a real loop of them runs long anyway.
+    """
+    rotated = _canonical_rotation(unit)
+    without_markup = strip_markup(rotated)
+    plain = _HEX_RE.sub("0", without_markup)
+    content = plain.translate(_FILL_DELETE_TABLE)
+    if 2 * len(content) < len(plain) or not content:
+        return UnitClass.FILL if without_markup == rotated else UnitClass.MARKUP
+    if _LETTER_RE.search(content):
+        return UnitClass.LETTERS
+    if content.translate(_NUMERIC_DELETE_TABLE) or not has_digit(content):
+        return UnitClass.SYMBOLS
+    return UnitClass.NUMERIC
+
+
+@lru_cache(maxsize=4096)
+def classify_char(char: str) -> UnitClass:
+    """`classify_unit` for one character, cached: runs of one character are checked often."""
+    return classify_unit(char)
+
+
+def is_mostly_fill(text: str) -> bool:
+    """Whether fill characters make up more than half of `text` (whitespace removed)."""
+    return 2 * len(text.translate(_FILL_DELETE_TABLE)) < len(text)
+
+
+def count_letters(unit: str) -> int:
+    """Number of letters (any script) in a repeating unit, outside markup."""
+    return len(_LETTER_RE.findall(unit_content(unit)))
+
+
+def has_digit(text: str) -> bool:
+    return _DIGIT_RE.search(text) is not None

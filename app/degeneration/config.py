@@ -1,0 +1,87 @@
+"""Thresholds of the loop detector and the verdict it returns.
+
+Lengths are counted in *normalised* characters (whitespace and invisibles removed, see
+`charclass`) unless a field says otherwise. The defaults were tuned on the shared dev corpus of
+real degenerate and healthy OCR/LLM outputs and are explained field by field.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+LoopKind = Literal["char_run", "phrase", "line", "block"]
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorConfig:
+    """Tuning knobs of `LoopDetector`; every field is a threshold or a bound."""
+
+    # A text unit (letters or symbols) is a loop after this many full copies ...
+    min_repeats: int = 3
+    # ... plus this many characters of the next copy (capped at one period). Three copies of
+    # a paragraph occur in real filler text ("lorem ipsum" x3); a loop keeps going.
+    confirm_chars: int = 32
+    # Short units must cover at least this much, so `haha` or `(a)(b)` stay healthy.
+    min_covered_chars: int = 32
+    # A single repeated symbol (`!!!!`, `！！！`, emoji) is a loop from this run length ...
+    char_run_min: int = 12
+    # ... a single repeated letter from this one (redactions such as `XXXX` are shorter).
+    letter_run_min: int = 32
+    # Units of digits and separators (`0.00|`, `-3`, `0`) must repeat exactly over this much:
+    # numeric tables repeat cells legitimately (and line breaks are not seen).
+    numeric_min_covered: int = 256
+    # Units of empty markup (`<tr><td></td></tr>`) over this much: blank form rows exist.
+    markup_min_covered: int = 512
+    # Units of leaders and rules only (`.`, `_`, `|---`) over this much: TOC leaders, stacked
+    # form blanks and empty markdown rows are long in healthy pages.
+    fill_min_covered: int = 1024
+    # Units with a table-cell bar `|` but no row break need this many copies: merged cells
+    # repeat their text once per spanned column (dev: 7 copies), and rows that differ only in
+    # their numbers are ordinary tables. A whole row repeated verbatim is not affected.
+    table_min_repeats: int = 16
+    # Loops whose copies differ only in digits (counters, timestamps) need this many copies
+    # and this many letters per copy, so numbered lists and table rows stay healthy.
+    drift_min_repeats: int = 6
+    drift_min_letters: int = 16
+    # Letters a text unit must hold to count at all (0 online; the offline tail rule, which
+    # accepts two copies, uses it so only a re-emitted sentence or paragraph counts).
+    min_unit_letters: int = 0
+    # How often (raw characters) the digit-insensitive check runs; it is costlier.
+    drift_check_stride: int = 256
+    # Only raw whitespace for this long is a (blank) loop: padded tables are wide.
+    blank_run_min: int = 2048
+    # Longest period searched, and normalised tail kept in memory (must hold 3+ periods).
+    max_period: int = 1024
+    tail_window: int = 4096
+    # Raw characters between two periodicity checks; bounds the detection latency.
+    check_stride: int = 16
+    # Candidate periods come from earlier occurrences of the last `anchor_chars` characters.
+    anchor_chars: int = 16
+    max_candidates: int = 8
+    # Line loops (copies may drift in spelling, e.g. `Hakate`/`Hekate`): among the last
+    # `line_window` lines with letters, `line_min_repeats` repeat one of the previous
+    # `line_history` lines and together hold `line_min_chars` characters.
+    line_window: int = 12
+    line_min_repeats: int = 9
+    line_min_chars: int = 96
+    line_history: int = 16
+    # Lines longer than this are never compared (a loop of long lines is periodic anyway).
+    line_max_chars: int = 256
+
+    def __post_init__(self) -> None:
+        if self.tail_window < 4 * self.max_period:
+            raise ValueError("tail_window must hold at least four periods of max_period")
+        if self.min_repeats < 2 or self.check_stride < 1 or self.anchor_chars < 2:
+            raise ValueError("min_repeats >= 2, check_stride >= 1 and anchor_chars >= 2")
+
+
+@dataclass(frozen=True, slots=True)
+class LoopVerdict:
+    """A detected loop. Offsets and lengths are in raw characters of the fed text."""
+
+    kind: LoopKind
+    period: int  # length of one copy of the repeating unit
+    repeats: float  # copies seen when the loop was detected
+    onset: int  # offset where the first copy starts
+    covered: int  # characters from the onset to the detection point
+    unit: str  # one copy of the repeating unit (raw, truncated to 200 characters)
+    drift: bool = False  # copies differ (digits or spelling), not an exact repeat

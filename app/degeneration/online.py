@@ -1,0 +1,175 @@
+"""Streaming loop detection: feed text chunks as they are generated, stop at the first loop.
+
+Cost model: each fed character is normalised once (`str.translate`) and appended to a bounded
+tail. Every `check_stride` raw characters the tail end is tested for periodicity: one `rfind`
+of the last characters settles most checks, and only a recurring tail costs a handful of
+C-level slice comparisons (`periodic_loops`). Completed lines go to a line tracker. Checks
+happen at fixed offsets of the text, so the verdict does not depend on how the text was cut
+into chunks; memory is bounded by `tail_window` (normalised) and eight times that (raw).
+"""
+
+from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS
+from app.degeneration.config import DetectorConfig, LoopVerdict
+from app.degeneration.lines import LineLoop, LineRepeatTracker
+from app.degeneration.periodic_loops import find_char_run, find_drift_loop, find_exact_loop
+from app.degeneration.raw_offsets import periodic_verdict
+
+_UNIT_EXCERPT_CHARS = 200
+_NOT_SYMBOLS = FILL_CHARS | frozenset("0123456789")
+
+
+class LoopDetector:
+    """Online detector of degenerate repetition in generated text (tokenizer-agnostic)."""
+
+    def __init__(self, config: DetectorConfig | None = None) -> None:
+        self._config = config or DetectorConfig()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything fed so far."""
+        self._exact = ""
+        self._raw = ""
+        self._length = 0
+        self._kept_piece = ""  # last piece that had visible characters ...
+        self._kept_piece_end = 0  # ... and the raw offset where it ended
+        self._next_check = self._config.check_stride
+        self._next_drift_check = self._config.drift_check_stride
+        self._lines = LineRepeatTracker(self._config)
+        self._verdict: LoopVerdict | None = None
+
+    @property
+    def config(self) -> DetectorConfig:
+        return self._config
+
+    @property
+    def verdict(self) -> LoopVerdict | None:
+        """The first loop found, if any; it stays until `reset`."""
+        return self._verdict
+
+    @property
+    def text_length(self) -> int:
+        """Raw characters fed so far."""
+        return self._length
+
+    @property
+    def buffered_chars(self) -> int:
+        """Characters held in memory (normalised tail plus raw tail); bounded."""
+        return len(self._exact) + len(self._raw)
+
+    def feed(self, chunk: str) -> LoopVerdict | None:
+        """Consume the next chunk; return the verdict once the text is looping."""
+        if self._verdict is None and self._length + len(chunk) <= self._next_check:
+            self._consume(chunk)  # the common case: the chunk ends at or before a check
+            return self._verdict
+        position = 0
+        while position < len(chunk) and self._verdict is None:
+            cut = min(len(chunk), position + self._next_check - self._length)
+            self._consume(chunk[position:cut])
+            position = cut
+        self._length += len(chunk) - position
+        return self._verdict
+
+    def finish(self) -> LoopVerdict | None:
+        """The text is complete: test its end too, even between two check offsets."""
+        if self._verdict is None:
+            raw_base = self._length - len(self._raw)
+            line_loop = self._lines.finish(self._raw, raw_base)
+            if line_loop is not None:
+                self._verdict = self._line_verdict(line_loop)
+        if self._verdict is None:
+            self._verdict = self._check(drift=True)
+        return self._verdict
+
+    def _consume(self, piece: str) -> None:
+        # The hot path: everything a 16-character chunk costs happens here, on locals.
+        config = self._config
+        start = self._length
+        kept = piece.translate(EXACT_TABLE)
+        if kept:
+            exact = self._exact  # rebinding through a local lets CPython grow it in place
+            self._exact = ""
+            exact += kept
+            if len(exact) > 2 * config.tail_window:
+                exact = exact[-config.tail_window :]
+            self._exact = exact
+            self._kept_piece = piece
+            self._kept_piece_end = start + len(piece)
+        raw = self._raw
+        self._raw = ""
+        raw += piece
+        if len(raw) > 8 * config.tail_window:
+            raw = raw[-4 * config.tail_window :]
+        self._raw = raw
+        self._length = length = start + len(piece)
+        if "\n" in piece:
+            line_loop = self._lines.feed(raw, length - len(raw), start)
+            if line_loop is not None:
+                self._verdict = self._line_verdict(line_loop)
+                return
+        if length == self._next_check:
+            self._next_check += config.check_stride
+            drift = length >= self._next_drift_check
+            if drift:
+                self._next_drift_check += config.drift_check_stride
+            if drift or self._tail_recurs():
+                self._verdict = self._check(drift)
+
+    def _tail_recurs(self) -> bool:
+        """Cheap pre-test: could the tail be a loop at all? Settles most checks."""
+        exact = self._exact
+        end = len(exact)
+        anchor_chars = self._config.anchor_chars
+        if end <= anchor_chars:
+            return end > 1
+        if self._length - self._kept_piece_end + self._config.check_stride >= (
+            self._config.blank_run_min
+        ):
+            return True
+        lowest = max(0, end - anchor_chars - self._config.max_period)
+        if exact.rfind(exact[end - anchor_chars :], lowest, end - 1) >= 0:
+            return True
+        # Only a run of one symbol (`!!!`) can be a loop shorter than the anchor: runs of
+        # letters, digits or fill need more characters than the anchor holds.
+        last = exact[-1]
+        return last == exact[-2] and not last.isalpha() and last not in _NOT_SYMBOLS
+
+    def _check(self, drift: bool) -> LoopVerdict | None:
+        if self._blank_run():
+            return self._blank_verdict()
+        exact = self._exact
+        loop = find_char_run(exact, self._config) or find_exact_loop(exact, self._config)
+        if loop is None and drift:
+            loop = find_drift_loop(exact, self._config)
+        if loop is None:
+            return None
+        return periodic_verdict(self._raw, self._length - len(self._raw), loop)
+
+    def _blank_run(self) -> int:
+        """Length of the trailing whitespace if it is a loop in itself, else 0."""
+        piece = self._kept_piece
+        trailing = len(piece) - len(piece.rstrip(DELETED_CHARS))
+        run = self._length - self._kept_piece_end + trailing
+        return run if run >= self._config.blank_run_min else 0
+
+    def _blank_verdict(self) -> LoopVerdict:
+        run = self._blank_run()
+        return LoopVerdict(
+            kind="char_run",
+            period=1,
+            repeats=float(run),
+            onset=self._length - run,
+            covered=run,
+            unit=" ",
+        )
+
+    def _line_verdict(self, loop: LineLoop) -> LoopVerdict:
+        covered = loop.end - loop.onset
+        return LoopVerdict(
+            kind="line" if loop.distinct_lines == 1 else "block",
+            period=loop.period,
+            repeats=round(covered / max(1, loop.period), 2),
+            onset=loop.onset,
+            covered=covered,
+            unit=loop.unit[:_UNIT_EXCERPT_CHARS],
+            drift=loop.drift,
+        )

@@ -1,0 +1,166 @@
+"""Find a loop that ends at the end of a normalised buffer.
+
+Three searches, cheapest first: a run of one character, an exact periodic tail (candidate
+periods from earlier occurrences of the last characters), and a tail that is periodic only
+once digits are ignored (drift: counters, timestamps). Each accepts a loop only when it covers
+the length its unit class requires (`required_coverage`).
+"""
+
+import re
+from dataclasses import dataclass
+
+from app.degeneration.charclass import (
+    SHAPE_TABLE,
+    UnitClass,
+    classify_char,
+    classify_unit,
+    count_letters,
+)
+from app.degeneration.config import DetectorConfig
+from app.degeneration.periodicity import (
+    candidate_periods,
+    char_run_length,
+    is_periodic,
+    periodic_run,
+)
+
+# Digit-free stretches used as anchors when digits may differ between copies.
+_DIGIT_FREE_RE = re.compile(r"\D{8,}")
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodicLoop:
+    """A loop in normalised characters: `run` characters ending at the buffer end."""
+
+    period: int
+    run: int
+    unit_class: UnitClass
+    drift: bool = False
+
+
+def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) -> int | None:
+    """Normalised characters a loop of this unit must cover; None if it can never count."""
+    period = len(unit)
+    unit_class = classify_unit(unit)
+    if period == 1:
+        return _char_run_need(unit_class, config)
+    need = max(
+        config.min_repeats * period + min(period, config.confirm_chars),
+        config.min_covered_chars,
+    )
+    class_minimum = _class_min_covered(unit_class, config)
+    if class_minimum is not None:
+        if drift:
+            return None  # numbers or markup that change are a table, not a loop
+        need = max(need, class_minimum)
+    elif config.min_unit_letters and count_letters(unit) < config.min_unit_letters:
+        return None
+    if drift:
+        if count_letters(unit) < config.drift_min_letters:
+            return None
+        need = max(need, config.drift_min_repeats * period)
+    if "|" in unit and (drift or "||" not in unit + unit[0]):
+        # `||` is where one markdown row ends and the next begins (the unit is a rotation,
+        # so the junction may straddle its two ends).
+        need = max(need, config.table_min_repeats * period)
+    return min(need, config.tail_window)
+
+
+def _class_min_covered(unit_class: UnitClass, config: DetectorConfig) -> int | None:
+    """Coverage floor of the classes that repeat naturally (None for words and symbols)."""
+    if unit_class is UnitClass.FILL:
+        return config.fill_min_covered
+    if unit_class is UnitClass.MARKUP:
+        return config.markup_min_covered
+    if unit_class is UnitClass.NUMERIC:
+        return config.numeric_min_covered
+    return None
+
+
+def _char_run_need(unit_class: UnitClass, config: DetectorConfig) -> int:
+    if unit_class is UnitClass.LETTERS:
+        need = config.letter_run_min
+    elif unit_class is UnitClass.SYMBOLS:
+        need = config.char_run_min
+    else:
+        floor = _class_min_covered(unit_class, config)
+        need = config.fill_min_covered if floor is None else floor
+    return min(need, config.tail_window)
+
+
+def find_char_run(buffer: str, config: DetectorConfig) -> PeriodicLoop | None:
+    """A run of one repeated character at the end of `buffer`."""
+    end = len(buffer)
+    if end < 2 or buffer[-1] != buffer[-2]:
+        return None
+    last = buffer[-1]
+    need = _char_run_need(classify_char(last), config)
+    # One look at the character `need` places back rejects almost every natural run.
+    if need > end or buffer[end - need] != last:
+        return None
+    run = char_run_length(buffer, end, config.tail_window)
+    if run < need:
+        return None
+    return PeriodicLoop(period=1, run=run, unit_class=classify_char(last))
+
+
+def find_exact_loop(buffer: str, config: DetectorConfig) -> PeriodicLoop | None:
+    """A tail of `buffer` that repeats exactly with some period in 2..max_period."""
+    end = len(buffer)
+    anchor = min(config.anchor_chars, max(2, end // 3))
+    if end > anchor and buffer.count(buffer[-1], end - anchor) == anchor:
+        return None  # the tail is one character repeated: `find_char_run` decides
+    tested: list[int] = []
+    for period in candidate_periods(buffer, end, anchor, config.max_period, config.max_candidates):
+        if any(period % shorter == 0 for shorter in tested):
+            continue  # a multiple of a period already judged is the same loop
+        base = max(config.min_repeats * period + min(period, config.confirm_chars), 2 * period)
+        if not is_periodic(buffer, end, period, min(base, end)):
+            continue
+        tested.append(period)
+        unit = buffer[end - period :]
+        need = required_coverage(unit, config)
+        if need is None or not is_periodic(buffer, end, period, need):
+            continue
+        run = periodic_run(buffer, end, period, known=need)
+        return PeriodicLoop(period=period, run=run, unit_class=classify_unit(unit))
+    return None
+
+
+def find_drift_loop(buffer: str, config: DetectorConfig) -> PeriodicLoop | None:
+    """A tail that repeats once every digit is read as `0` (numbers drift between copies)."""
+    end = len(buffer)
+    stretches = list(_DIGIT_FREE_RE.finditer(buffer, max(0, end - 64)))
+    if not stretches:
+        return None
+    last = stretches[-1]
+    anchor_end = last.end()
+    anchor_chars = min(config.anchor_chars, anchor_end - last.start())
+    shifts = candidate_periods(
+        buffer, anchor_end, anchor_chars, config.max_period, config.max_candidates
+    )
+    tested: list[int] = []
+    for shift in shifts:
+        if shift == 1 or any(shift % shorter == 0 for shorter in tested):
+            continue  # one character cannot drift; multiples were judged already
+        tested.append(shift)
+        loop = _drift_loop_with_period(buffer, shift, config)
+        if loop is not None:
+            return loop
+    return None
+
+
+def _drift_loop_with_period(
+    buffer: str, period: int, config: DetectorConfig
+) -> PeriodicLoop | None:
+    end = len(buffer)
+    unit = buffer[end - period :]
+    need = required_coverage(unit, config, drift=True)
+    if need is None or need > end:
+        return None
+    # Digits are blanked only on the stretch under test: translating is the costly part.
+    if not is_periodic(buffer[end - need :].translate(SHAPE_TABLE), need, period, need):
+        return None
+    shape = buffer[max(0, end - config.tail_window) :].translate(SHAPE_TABLE)
+    run = periodic_run(shape, len(shape), period, known=need)
+    return PeriodicLoop(period=period, run=run, unit_class=classify_unit(unit), drift=True)

@@ -1,0 +1,68 @@
+"""Map lengths measured on normalised text back to offsets in the raw text.
+
+Only used when a loop has been found, so a short Python scan is affordable here.
+"""
+
+import re
+
+from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE
+from app.degeneration.config import LoopKind, LoopVerdict
+from app.degeneration.periodic_loops import PeriodicLoop
+
+_DELETED = frozenset(DELETED_CHARS)
+_BLOCK = 256
+_UNIT_EXCERPT_CHARS = 200
+# A line break, escaped or not, with any blank lines after it counts once.
+_LINE_BREAK_RE = re.compile(r"(?:\n|\\n)(?:\s|\\n)*")
+
+
+def raw_start_of_kept(raw: str, kept: int) -> int:
+    """Index in `raw` where its last `kept` normalised characters start.
+
+    Scans backwards block by block (C-level translate per block) and then character by
+    character inside the last block. Returns 0 when `raw` holds fewer kept characters.
+    """
+    remaining = kept
+    end = len(raw)
+    while remaining > 0 and end > 0:
+        start = max(0, end - _BLOCK)
+        in_block = len(raw[start:end].translate(EXACT_TABLE))
+        if in_block < remaining:
+            remaining -= in_block
+            end = start
+            continue
+        for index in range(end - 1, start - 1, -1):
+            if raw[index] not in _DELETED:
+                remaining -= 1
+                if remaining == 0:
+                    return index
+    return 0
+
+
+def raw_unit_newlines(covered: str, repeats: float) -> int:
+    """Line breaks per copy of the unit in a raw loop region (escaped `\\n` counts too)."""
+    if repeats <= 0:
+        return 0
+    return round(len(_LINE_BREAK_RE.findall(covered)) / repeats)
+
+
+def periodic_verdict(raw: str, raw_base: int, loop: PeriodicLoop) -> LoopVerdict:
+    """Verdict for a loop that ends at the end of `raw` (a raw tail starting at `raw_base`)."""
+    onset = raw_start_of_kept(raw, loop.run)
+    unit_start = raw_start_of_kept(raw, loop.period)
+    kept_end = len(raw.rstrip(DELETED_CHARS))
+    repeats = loop.run / loop.period
+    covered = len(raw) - onset
+    kind: LoopKind = "char_run" if loop.period == 1 else "phrase"
+    newlines = raw_unit_newlines(raw[onset:], repeats)
+    if loop.period > 1 and newlines:
+        kind = "line" if newlines == 1 else "block"
+    return LoopVerdict(
+        kind=kind,
+        period=max(1, round(covered / repeats)),
+        repeats=round(repeats, 2),
+        onset=raw_base + onset,
+        covered=covered,
+        unit=raw[unit_start:kept_end][:_UNIT_EXCERPT_CHARS],
+        drift=loop.drift,
+    )

@@ -1,0 +1,65 @@
+"""Word stutter: every word emitted several times in a row (`the the the answer answer ...`).
+
+This shape is not one long periodic loop - the repeated word changes every few tokens - so
+the periodicity detectors miss it. It is measured over word tokens: a word "stutters" when it
+comes three or more times back to back (`is is is`) or is itself three or more copies of a
+shorter string (`TheTheThe`, `IIII`). Natural text stutters once in a while (`ha ha ha`, `very
+very very`), so a stutter is declared only when many different words stutter close together.
+"""
+
+import re
+from dataclasses import dataclass
+
+from app.degeneration.tokens import Token, tokenize
+
+_SELF_REPEATING_RE = re.compile(r"(.+?)\1{2,}")
+_MIN_RUN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Stutter:
+    onset: int  # raw offset of the first stuttering word in the densest window
+    end: int
+    words: int  # distinct stuttering words in that window
+    period: int  # median raw length of one stuttered copy
+
+
+def find_stutter(text: str, window_tokens: int = 40, min_words: int = 5) -> Stutter | None:
+    """The densest window of `window_tokens` tokens if `min_words` distinct words stutter."""
+    events = _stutter_events(tokenize(text, keep_fill=True))
+    best: Stutter | None = None
+    start = 0
+    for end in range(len(events)):
+        while events[end][0] - events[start][0] >= window_tokens:
+            start += 1
+        words = {event[1] for event in events[start : end + 1]}
+        if len(words) >= min_words and (best is None or len(words) > best.words):
+            copies = sorted(event[3] - event[2] for event in events[start : end + 1])
+            best = Stutter(
+                onset=events[start][2],
+                end=events[end][3],
+                words=len(words),
+                period=copies[len(copies) // 2],
+            )
+    return best
+
+
+def _stutter_events(tokens: list[Token]) -> list[tuple[int, str, int, int]]:
+    """(token index, word, raw start, raw end of one copy) for each stuttering word."""
+    events: list[tuple[int, str, int, int]] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        run_end = index + 1
+        while run_end < len(tokens) and tokens[run_end].text == token.text:
+            run_end += 1
+        if token.text.isalpha():
+            if run_end - index >= _MIN_RUN:
+                events.append((index, token.text, token.start, token.end))
+            else:
+                match = _SELF_REPEATING_RE.fullmatch(token.text)
+                if match is not None:
+                    unit_end = token.start + len(match.group(1))
+                    events.append((index, match.group(1), token.start, unit_end))
+        index = run_end
+    return events

@@ -1,0 +1,208 @@
+"""Benchmark of the degeneration detector: dev-corpus accuracy, streaming speed, latency.
+
+Run `python -m bench.detector` from the repository root. The corpus part reads
+`$FOLIO_SHARED_DIR/corpus/degeneration_dev.jsonl` (default `<repo>/../shared`) and is skipped
+when it is absent. Results are printed and written to `bench/results/detector.json`.
+"""
+
+import argparse
+import json
+import os
+import platform
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from app.degeneration import LoopDetector, score_output
+from app.degeneration.offline import run_online_detector
+from bench.mixed_text import WORDS, chunks, mixed_text, prose
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results" / "detector.json"
+METHODS = ("online", "crep", "combined")
+
+
+def shared_dir() -> Path:
+    configured = os.environ.get("FOLIO_SHARED_DIR")
+    return Path(configured) if configured else REPO.parent / "shared"
+
+
+def machine_info() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def evaluate_corpus(path: Path) -> dict[str, Any]:
+    """Recall (degenerate) and false-positive rate (healthy) per method, overall and per kind."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    outcomes = []
+    for row in rows:
+        score = score_output(row["text"])
+        flags = {
+            "online": run_online_detector(row["text"]) is not None,
+            "crep": score.crep_degenerate,
+            "combined": score.degenerate,
+        }
+        outcomes.append({"id": row["id"], "label": row["label"], "kind": row["kind"], **flags})
+    return {"overall": _rates(outcomes), "per_kind": _per_kind(outcomes), "samples": outcomes}
+
+
+def _rates(outcomes: list[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
+    degenerate = [o for o in outcomes if o["label"] == "degenerate"]
+    healthy = [o for o in outcomes if o["label"] == "healthy"]
+    rates: dict[str, dict[str, float | int | None]] = {}
+    for method in METHODS:
+        caught = sum(o[method] for o in degenerate)
+        flagged = sum(o[method] for o in healthy)
+        rates[method] = {
+            "recall": round(caught / len(degenerate), 4) if degenerate else None,
+            "false_positive_rate": round(flagged / len(healthy), 4) if healthy else None,
+            "degenerate": len(degenerate),
+            "healthy": len(healthy),
+        }
+    return rates
+
+
+def _per_kind(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kinds = sorted({(o["label"], o["kind"]) for o in outcomes})
+    return [
+        {
+            "label": label,
+            "kind": kind,
+            **_rates([o for o in outcomes if (o["label"], o["kind"]) == (label, kind)]),
+        }
+        for label, kind in kinds
+    ]
+
+
+def measure_speed(size: int, chunk_size: int) -> dict[str, Any]:
+    """Stream `size` characters of mixed text in `chunk_size` chunks; reset after each loop."""
+    text = mixed_text(size)
+    pieces = list(chunks(text, chunk_size))
+    detector = LoopDetector()
+    loops = 0
+    wall, cpu = time.perf_counter(), time.process_time()
+    for piece in pieces:
+        if detector.feed(piece) is not None:
+            loops += 1
+            detector.reset()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {
+        "chars": len(text),
+        "chunk_chars": chunk_size,
+        "verdicts": loops,
+        "wall_seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
+        "chars_per_second_wall": round(len(text) / wall),
+        "chars_per_second_cpu": round(len(text) / cpu),
+    }
+
+
+def measure_latency(periods: tuple[int, ...] = (1, 2, 5, 13, 40, 100, 300, 1000)) -> list[dict]:
+    """Characters streamed after a loop starts until the detector fires (16-char chunks)."""
+    results = []
+    for period in periods:
+        rng = random.Random(period)
+        unit = "!" if period == 1 else _unit(rng, period)
+        prefix = prose(rng)
+        text = prefix + unit * (4 + 5000 // period)
+        detector = LoopDetector()
+        fired_at = next(
+            (detector.text_length for piece in chunks(text, 16) if detector.feed(piece)), None
+        )
+        latency = None if fired_at is None else fired_at - len(prefix)
+        bound = 3 * period + 64
+        results.append(
+            {
+                "period": period,
+                "latency_chars": latency,
+                "bound_chars": bound,
+                "within": latency is not None and latency <= bound,
+                "verdict": None if detector.verdict is None else asdict(detector.verdict),
+            }
+        )
+    return results
+
+
+def _unit(rng: random.Random, period: int) -> str:
+    unit = ""
+    while len(unit) < period:
+        unit += rng.choice(WORDS) + rng.choice([" ", " ", ", ", "\n"])
+    return unit[:period]
+
+
+def print_report(console: Console, report: dict[str, Any]) -> None:
+    console.print(f"[bold]Machine[/]: {report['machine']}")
+    corpus = report.get("corpus")
+    if corpus is None:
+        console.print(f"[yellow]Corpus skipped[/]: {report['corpus_skipped']}")
+    else:
+        console.print(_corpus_table(corpus))
+    speed = report["speed"]
+    console.print(
+        f"[bold]Speed[/]: {speed['chars']:,} chars in {speed['chunk_chars']}-char chunks: "
+        f"{speed['chars_per_second_wall'] / 1e6:.2f} M chars/s wall, "
+        f"{speed['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
+        f"({speed['verdicts']} verdicts, detector reset after each)"
+    )
+    latency = Table(title="Latency on synthetic loops (16-char chunks)")
+    for column in ("period", "latency chars", "bound 3p+64", "within"):
+        latency.add_column(column, justify="right")
+    for row in report["latency"]:
+        cells = (row["period"], row["latency_chars"], row["bound_chars"], row["within"])
+        latency.add_row(*map(str, cells))
+    console.print(latency)
+
+
+def _corpus_table(corpus: dict[str, Any]) -> Table:
+    table = Table(title="Dev corpus: recall (degenerate) / false-positive rate (healthy)")
+    table.add_column("label")
+    table.add_column("kind", no_wrap=True, overflow="ellipsis", max_width=56)
+    for method in METHODS:
+        table.add_column(method, justify="right")
+    rows = [{"label": "ALL", "kind": "", **corpus["overall"]}, *corpus["per_kind"]]
+    for row in rows:
+        cells = [_rate_cell(row[method], row["label"]) for method in METHODS]
+        table.add_row(row["label"], row["kind"], *cells)
+    return table
+
+
+def _rate_cell(rates: dict[str, Any], label: str) -> str:
+    recall, fpr = rates["recall"], rates["false_positive_rate"]
+    if label == "degenerate":
+        return f"R {recall:.2f}"
+    if label == "healthy":
+        return f"FP {fpr:.2f}"
+    return f"R {recall:.2f} / FP {fpr:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=float, default=10.0, help="mixed text to stream")
+    parser.add_argument("--chunk", type=int, default=16, help="characters per fed chunk")
+    args = parser.parse_args()
+    report: dict[str, Any] = {"machine": machine_info()}
+    corpus_file = shared_dir() / "corpus" / "degeneration_dev.jsonl"
+    if corpus_file.is_file():
+        report["corpus"] = evaluate_corpus(corpus_file)
+    else:
+        report["corpus_skipped"] = f"{corpus_file} not found"
+    report["speed"] = measure_speed(int(args.size_mb * 1_000_000), args.chunk)
+    report["latency"] = measure_latency()
+    print_report(Console(), report)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    Console().print(f"Results written to {RESULTS.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
