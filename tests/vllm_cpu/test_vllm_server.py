@@ -1,0 +1,184 @@
+"""Facts about the real vLLM CPU server that the rest of Folio relies on.
+
+Each test talks plain HTTP (httpx) to a server on the tiny random Qwen2-VL model, whose
+greedy output degenerates into loops: a real degeneration source.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from tests.vllm_cpu.images import page_image_data_url
+from tests.vllm_cpu.server import VllmEndpoint, metric_total
+
+pytestmark = pytest.mark.vllm
+
+# A block of 1-16 characters repeated at least 4 times in a row.
+_REPEATED_BLOCK = re.compile(r"(.{1,16}?)\1{3,}", re.S)
+
+
+def loop_coverage(text: str, window: int = 200) -> float:
+    """Share of the last `window` characters that lie in runs of a repeated block.
+
+    Greedy output on the tiny model scores 0.4-1.0 (its loop pattern drifts now and
+    then as the context grows); sampled output with a repetition penalty about 0.02.
+    """
+    tail = text[-window:]
+    covered = sum(len(m.group(0)) for m in _REPEATED_BLOCK.finditer(tail))
+    return covered / max(len(tail), 1)
+
+
+def chat_body(endpoint: VllmEndpoint, max_tokens: int, **params: object) -> dict:
+    content = [
+        {"type": "image_url", "image_url": {"url": page_image_data_url()}},
+        {"type": "text", "text": "Transcribe the text on this page."},
+    ]
+    return {
+        "model": endpoint.model,
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": max_tokens,
+        **params,
+    }
+
+
+def sse_chunks(response: httpx.Response) -> Iterator[dict]:
+    for line in response.iter_lines():
+        if not line.startswith("data: "):
+            continue
+        if line == "data: [DONE]":
+            return
+        yield json.loads(line.removeprefix("data: "))
+
+
+def complete(endpoint: VllmEndpoint, body: dict) -> dict:
+    response = httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=120)
+    response.raise_for_status()
+    return response.json()
+
+
+def wait_until_stable(read: Callable[[], float], hold: float = 2.0, limit: float = 30.0) -> float:
+    """Poll until the value has not changed for `hold` seconds; return it."""
+    value, since, deadline = read(), time.monotonic(), time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = read()
+        if current != value:
+            value, since = current, time.monotonic()
+        elif time.monotonic() - since >= hold:
+            return value
+    raise AssertionError(f"value still changing after {limit} s (last {value})")
+
+
+def test_streaming_chat_with_page_image_reports_usage(vllm_endpoint: VllmEndpoint) -> None:
+    body = chat_body(
+        vllm_endpoint,
+        max_tokens=64,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    with httpx.stream(
+        "POST", f"{vllm_endpoint.base_url}/chat/completions", json=body, timeout=120
+    ) as response:
+        assert response.status_code == 200, response.read()
+        chunks = list(sse_chunks(response))
+
+    deltas = [c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]]
+    finish = [c["choices"][0].get("finish_reason") for c in chunks if c["choices"]]
+    usage = chunks[-1]["usage"]
+    assert len([d for d in deltas if d]) > 10
+    assert finish[-1] == "length"
+    assert chunks[-1]["choices"] == []  # the usage chunk comes last, on its own
+    assert usage["completion_tokens"] == 64
+    # A full page must stay cheap: max_pixels caps it at 64 merged patches.
+    assert usage["prompt_tokens"] < 100
+
+
+def test_greedy_output_loops_deterministically(vllm_endpoint: VllmEndpoint) -> None:
+    body = chat_body(vllm_endpoint, max_tokens=300, temperature=0)
+    first = complete(vllm_endpoint, body)["choices"][0]["message"]["content"]
+    second = complete(vllm_endpoint, body)["choices"][0]["message"]["content"]
+
+    assert first == second
+    assert loop_coverage(first) >= 0.5, repr(first[-200:])
+
+
+def test_closing_the_stream_stops_generation(vllm_endpoint: VllmEndpoint) -> None:
+    before = wait_until_stable(vllm_endpoint.generation_tokens_total, hold=1.0)
+    body = chat_body(vllm_endpoint, max_tokens=1500, temperature=0, stream=True)
+    with (
+        httpx.Client(timeout=120) as client,
+        client.stream("POST", f"{vllm_endpoint.base_url}/chat/completions", json=body) as response,
+    ):
+        assert response.status_code == 200
+        read = 0
+        for chunk in sse_chunks(response):
+            read += bool(chunk["choices"] and chunk["choices"][0]["delta"].get("content"))
+            if read == 30:
+                break
+    # Leaving both blocks closed the connection mid-stream.
+
+    after = wait_until_stable(vllm_endpoint.generation_tokens_total)
+    assert 30 <= after - before < 500, f"generated {after - before} of 1500 tokens"
+    running = metric_total(vllm_endpoint.metrics(), "vllm:num_requests_running")
+    assert running == 0
+    log = vllm_endpoint.log_text()
+    if log is not None:
+        assert "Aborted request" in log
+
+
+def test_repetition_detection_ends_request_with_repetition(vllm_endpoint: VllmEndpoint) -> None:
+    body = chat_body(
+        vllm_endpoint,
+        max_tokens=500,
+        temperature=0,
+        repetition_detection={"max_pattern_size": 8, "min_count": 4},
+    )
+    result = complete(vllm_endpoint, body)
+
+    assert result["choices"][0]["finish_reason"] == "repetition"
+    assert result["usage"]["completion_tokens"] < 100
+
+
+def test_repetition_penalty_with_sampling_does_not_loop(vllm_endpoint: VllmEndpoint) -> None:
+    body = chat_body(vllm_endpoint, max_tokens=300, temperature=0.8, seed=1, repetition_penalty=1.3)
+    result = complete(vllm_endpoint, body)
+    text = result["choices"][0]["message"]["content"]
+
+    assert result["choices"][0]["finish_reason"] == "length"
+    assert loop_coverage(text) < 0.2, repr(text[-200:])
+
+
+def test_killed_server_breaks_streams_and_restarts_on_same_port(
+    vllm_endpoint: VllmEndpoint,
+) -> None:
+    """Runs last: it kills the module's server (only one this session started)."""
+    server = vllm_endpoint.server
+    if server is None:
+        pytest.skip("FOLIO_VLLM_URL server: not ours to kill")
+    port = server.port
+    body = chat_body(vllm_endpoint, max_tokens=1500, temperature=0, stream=True)
+    received = []
+    with (
+        pytest.raises(httpx.TransportError),
+        httpx.stream("POST", f"{server.base_url}/chat/completions", json=body, timeout=30) as resp,
+    ):
+        for chunk in sse_chunks(resp):
+            received.append(chunk)
+            if len(received) == 10:
+                server.kill()
+    assert len(received) >= 10
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{server.root_url}/health", timeout=5)
+
+    server.restart()
+
+    assert server.port == port
+    result = complete(vllm_endpoint, chat_body(vllm_endpoint, max_tokens=5, temperature=0))
+    assert result["usage"]["completion_tokens"] == 5
