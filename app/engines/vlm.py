@@ -1,0 +1,284 @@
+"""A vision-language model behind an OpenAI-compatible streaming API (vLLM first).
+
+Every chunk goes through the online loop detector; on a verdict the stream is closed at once,
+which makes vLLM abort the request and free its KV cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import random
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+import httpx
+from PIL import Image
+
+from app.degeneration import LoopDetector, score_output
+from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
+from app.engines.prompts import PROFILES, PromptProfile
+from app.engines.sse import sse_chunks
+from app.errors import EngineError, TransportError
+from app.settings import PlanStep, VlmEndpoint
+
+T = TypeVar("T")
+_SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed")
+
+
+class LoopDetecting(Protocol):
+    """The online detector as the engine needs it."""
+
+    def feed(self, chunk: str) -> Any: ...
+
+
+@dataclass
+class StreamOutcome:
+    text: str = ""
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    content_chunks: int = 0
+    ttft_s: float | None = None
+    verdict: Verdict | None = None
+    aborted: bool = False
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+class _LoopThread:
+    """An asyncio loop on a daemon thread, so synchronous page workers can share one client."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="vlm-io")
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
+def fit_image(image: Image.Image, max_side: int) -> Image.Image:
+    """The page shrunk so its longest side fits `max_side` (the model's input size)."""
+    if max(image.size) <= max_side:
+        return image
+    scale = max_side / max(image.size)
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
+
+
+def encode_image(image: Image.Image, max_side: int) -> str:
+    """The page as a PNG data URL, at the size the model sees."""
+    buffer = io.BytesIO()
+    fit_image(image, max_side).save(buffer, format="PNG", optimize=False)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _default_detector() -> LoopDetecting:
+    return LoopDetector()
+
+
+class VlmEngine:
+    name = "vlm"
+
+    def __init__(
+        self,
+        endpoint_name: str,
+        endpoint: VlmEndpoint,
+        detector_factory: Callable[[], LoopDetecting] = _default_detector,
+    ) -> None:
+        self.endpoint_name = endpoint_name
+        self.endpoint = endpoint
+        self.profile: PromptProfile = PROFILES[endpoint.prompt]
+        self.detector_factory = detector_factory
+        self._io = _LoopThread()
+        self._client: httpx.AsyncClient | None = None
+        self._slots: asyncio.Semaphore | None = None
+
+    def request_body(self, page: PageInput, step: PlanStep) -> dict[str, Any]:
+        """The chat completion request for one page under one plan step."""
+        image_url = encode_image(page.image, self.endpoint.max_image_side)
+        body: dict[str, Any] = {
+            "model": self.endpoint.model,
+            "messages": self.profile.messages(image_url),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": step.max_tokens or self.endpoint.max_tokens,
+        }
+        body |= {k: v for k in _SAMPLING_KEYS if (v := getattr(step, k)) is not None}
+        if step.repetition_penalty is not None:
+            body["repetition_penalty"] = step.repetition_penalty
+        if self.endpoint.server_repetition_detection:
+            body["repetition_detection"] = {"max_pattern_size": 16, "min_count": 4}
+        return body
+
+    def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
+        body = self.request_body(page, step)
+        return self._io.run(self._transcribe(body))
+
+    async def _transcribe(self, body: dict[str, Any]) -> EngineResult:
+        client, slots = self._ensure_client()
+        deadline = time.monotonic() + self.endpoint.transport_retry_s
+        retries = 0
+        async with slots:
+            while True:
+                try:
+                    outcome = await self._stream(client, body)
+                    break
+                except TransportError as exc:
+                    retries += 1
+                    if time.monotonic() >= deadline:
+                        return self._transport_failure(body, exc, retries)
+                    await asyncio.sleep(
+                        min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
+                    )
+        return self._result(body, outcome, retries)
+
+    def _ensure_client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        if self._client is None or self._slots is None:
+            headers = (
+                {"Authorization": f"Bearer {self.endpoint.api_key}"}
+                if self.endpoint.api_key
+                else {}
+            )
+            limits = httpx.Limits(max_connections=self.endpoint.max_concurrency)
+            timeout = httpx.Timeout(self.endpoint.request_timeout_s, connect=10.0)
+            self._client = httpx.AsyncClient(headers=headers, limits=limits, timeout=timeout)
+            self._slots = asyncio.Semaphore(self.endpoint.max_concurrency)
+        return self._client, self._slots
+
+    async def _stream(self, client: httpx.AsyncClient, body: dict[str, Any]) -> StreamOutcome:
+        outcome = StreamOutcome()
+        detector = self.detector_factory()
+        url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
+        sent = time.perf_counter()
+        try:
+            async with client.stream("POST", url, json=body) as response:
+                await _raise_for_status(response)
+                async for chunk in sse_chunks(response.aiter_lines()):
+                    if self._absorb(chunk, outcome, detector, sent):
+                        outcome.aborted = True
+                        break  # leaving the block closes the connection: vLLM aborts
+        except (httpx.TransportError, httpx.TimeoutException) as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+        return outcome
+
+    def _absorb(
+        self, chunk: dict[str, Any], outcome: StreamOutcome, detector: LoopDetecting, sent: float
+    ) -> bool:
+        """Fold one chunk into the outcome; True when the detector calls a loop."""
+        if usage := chunk.get("usage"):
+            outcome.prompt_tokens = usage.get("prompt_tokens")
+            outcome.completion_tokens = usage.get("completion_tokens")
+        for choice in chunk.get("choices") or []:
+            if choice.get("finish_reason"):
+                outcome.finish_reason = choice["finish_reason"]
+            piece = (choice.get("delta") or {}).get("content") or ""
+            if not piece:
+                continue
+            if outcome.ttft_s is None:
+                outcome.ttft_s = time.perf_counter() - sent
+            outcome.content_chunks += 1
+            outcome.text += piece
+            verdict = detector.feed(piece)
+            if verdict is not None:
+                outcome.verdict = _as_verdict(verdict)
+                return True
+        return False
+
+    def _result(self, body: dict[str, Any], outcome: StreamOutcome, retries: int) -> EngineResult:
+        max_tokens = int(body["max_tokens"])
+        estimated = outcome.completion_tokens is None
+        tokens = outcome.content_chunks if estimated else outcome.completion_tokens
+        status, verdict = self._judge(outcome, tokens, max_tokens)
+        text = (
+            outcome.text if status is AttemptStatus.DEGENERATE else self.profile.parse(outcome.text)
+        )
+        return EngineResult(
+            text=text,
+            status=status,
+            started_at=outcome.started_at,
+            ended_at=datetime.now(UTC),
+            model=self.endpoint.model,
+            endpoint=self.endpoint_name,
+            params=self._params(body, retries),
+            prompt_version=self.profile.version,
+            finish_reason="abort" if outcome.aborted else outcome.finish_reason,
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=tokens,
+            tokens_estimated=estimated,
+            max_tokens=max_tokens,
+            ttft_s=outcome.ttft_s,
+            verdict=verdict,
+            aborted=outcome.aborted,
+        )
+
+    def _judge(
+        self, outcome: StreamOutcome, tokens: int | None, max_tokens: int
+    ) -> tuple[AttemptStatus, Verdict | None]:
+        if outcome.verdict is not None:
+            return AttemptStatus.DEGENERATE, outcome.verdict
+        if outcome.finish_reason in ("repetition", "length"):
+            score = score_output(outcome.text, outcome.finish_reason, tokens, max_tokens)
+            server_stop = outcome.finish_reason == "repetition"
+            if score.degenerate or server_stop:
+                kind = score.kind or "server"
+                return AttemptStatus.DEGENERATE, Verdict(kind, score.period or 0, score.onset or 0)
+        if not outcome.text.strip():
+            return AttemptStatus.EMPTY, None
+        return AttemptStatus.OK, None
+
+    def _params(self, body: dict[str, Any], retries: int) -> dict[str, Any]:
+        keys = (*_SAMPLING_KEYS, "repetition_penalty", "max_tokens", "repetition_detection")
+        params = {k: body[k] for k in keys if k in body}
+        if retries:
+            params["transport_retries"] = retries
+        return params
+
+    def _transport_failure(
+        self, body: dict[str, Any], exc: TransportError, retries: int
+    ) -> EngineResult:
+        now = datetime.now(UTC)
+        return EngineResult(
+            text="",
+            status=AttemptStatus.TRANSPORT_ERROR,
+            started_at=now,
+            ended_at=now,
+            model=self.endpoint.model,
+            endpoint=self.endpoint_name,
+            params=self._params(body, retries),
+            prompt_version=self.profile.version,
+            max_tokens=int(body["max_tokens"]),
+            error=f"endpoint unreachable after {retries} tries: {exc}",
+        )
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._io.run(self._client.aclose())
+        self._io.stop()
+
+
+async def _raise_for_status(response: httpx.Response) -> None:
+    if response.status_code >= 500:
+        raise TransportError(f"server error {response.status_code}")
+    if response.status_code >= 400:
+        detail = (await response.aread()).decode("utf-8", "replace")[:500]
+        raise EngineError(f"request refused ({response.status_code}): {detail}")
+
+
+def _as_verdict(verdict: Any) -> Verdict:
+    return Verdict(
+        kind=str(verdict.kind),
+        period=int(verdict.period),
+        onset=int(verdict.onset),
+        repeats=int(getattr(verdict, "repeats", 0)),
+        covered=int(getattr(verdict, "covered", 0)),
+    )
