@@ -1,0 +1,15 @@
+"""The report facade for the CLI and the API: load a job's rows, price them, compute."""
+
+from __future__ import annotations
+
+from app.db.engine import Database
+from app.report.compute import JobReport, compute_report
+from app.report.load import load_job_rows
+from app.report.pricing import pricing_from_settings
+from app.settings import Settings
+
+
+def build_report(db: Database, settings: Settings, job_id: str, *, slowest: int = 10) -> JobReport:
+    """The report of `job_id`; raises KeyError when there is no such job."""
+    rows = load_job_rows(db, job_id)
+    return compute_report(rows, pricing_from_settings(settings), slowest=slowest)

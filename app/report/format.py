@@ -1,0 +1,29 @@
+"""How report figures read in tables and pages."""
+
+from __future__ import annotations
+
+import math
+
+
+def usd(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value == 0:
+        return "$0"
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    # Three significant digits without exponents: $0.0262, $0.0000254.
+    decimals = min(10, 2 - math.floor(math.log10(abs(value))))
+    return f"${value:.{decimals}f}"
+
+
+def pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f} s"
+
+
+def ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"

@@ -1,0 +1,103 @@
+"""The report as Rich tables for the terminal (`folio run` prints them after its summary)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from app.report.format import pct, ratio, seconds, usd
+from app.report.schema import Report
+
+SLOWEST_SHOWN = 5
+
+
+def report_tables(report: Report) -> list[Table]:
+    tables = [_figures(report), _per_model(report)]
+    if report.slowest_pages:
+        tables.append(_slowest(report))
+    return tables
+
+
+def _figures(r: Report) -> Table:
+    table = Table(title=f"Cost and degeneration, job {r.job_id}", show_header=False)
+    table.add_column("figure", style="bold")
+    table.add_column("value")
+    recovered = ", ".join(f"{k} {v}" for k, v in r.recovered_by.items()) or "none"
+    slowdown = r.healthy_slowdown_with_concurrent_degenerate
+    rows = [
+        (
+            "pages",
+            f"{r.pages_total}: {r.pages_succeeded} ok, {r.pages_fallback} by fallback, "
+            f"{r.pages_failed} failed",
+        ),
+        ("attempts", f"{r.attempts_total} ({r.degenerate_attempts} degenerate)"),
+        (
+            "degenerate pages",
+            f"{pct(r.degeneration_rate_first_attempt)} at first attempt, "
+            f"{pct(r.degeneration_rate_final)} in the end",
+        ),
+        ("recovered by", recovered),
+        (
+            "tokens",
+            f"{r.tokens_prompt:,} prompt, {r.tokens_generated:,} generated, "
+            f"{r.tokens_degenerate:,} degenerate, {r.tokens_saved_by_abort:,} saved by abort",
+        ),
+        (
+            "engine time",
+            f"{seconds(r.engine_seconds)} ({pct(r.degeneration_share_of_engine_time)} degenerate)",
+        ),
+        (
+            "wall-clock",
+            f"{seconds(r.wall_seconds)}; inflation by degeneration {pct(r.inflation_estimate)}",
+        ),
+        ("healthy slowdown beside a loop", ratio(slowdown)),
+        (
+            "cost",
+            f"{usd(r.cost_usd)} ({usd(r.cost_usd_degenerate)} degenerate, "
+            f"{usd(r.cost_per_1k_pages)} per 1k pages, ~{usd(r.cost_usd_saved_by_abort_estimate)} "
+            "saved by abort)",
+        ),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    if r.attempts_unpriced:
+        table.caption = f"{r.attempts_unpriced} attempts have no price configured"
+    return table
+
+
+def _per_model(r: Report) -> Table:
+    table = Table(title="By model")
+    for column in ("engine", "model", "endpoint", "attempts", "degenerate", "tokens", "seconds"):
+        table.add_column(
+            column, justify="left" if column in ("engine", "model", "endpoint") else "right"
+        )
+    table.add_column("cost", justify="right")
+    for m in r.per_model:
+        table.add_row(
+            m.engine,
+            m.model or "",
+            m.endpoint or "",
+            str(m.attempts),
+            str(m.degenerate_attempts),
+            f"{m.tokens_generated:,}",
+            f"{m.engine_seconds:,.1f}",
+            usd(m.cost_usd),
+        )
+    return table
+
+
+def _slowest(r: Report) -> Table:
+    table = Table(title="Slowest pages")
+    for column in ("document", "page", "status", "attempts", "seconds", "final step"):
+        table.add_column(
+            column, justify="right" if column in ("page", "attempts", "seconds") else "left"
+        )
+    for p in r.slowest_pages[:SLOWEST_SHOWN]:
+        table.add_row(
+            p.document,
+            str(p.page),
+            p.status,
+            str(p.attempts),
+            f"{p.engine_seconds:,.2f}",
+            p.final_step or "",
+        )
+    return table

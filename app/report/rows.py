@@ -1,0 +1,79 @@
+"""The plain rows a report is computed from: what the database holds, without SQLAlchemy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    """One engine call. Times are timezone-aware; `output_tail` is kept for degenerate ones."""
+
+    id: int
+    page_id: int
+    step_name: str
+    engine: str
+    model: str | None
+    endpoint: str | None
+    status: str
+    started_at: datetime
+    ended_at: datetime
+    duration_s: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tokens_estimated: bool = False
+    max_tokens: int | None = None
+    finish_reason: str | None = None
+    aborted: bool = False
+    verdict_kind: str | None = None
+    verdict_period: int | None = None
+    verdict_onset: int | None = None
+    output_tail: str | None = None
+
+    @cached_property
+    def start(self) -> float:
+        """Start as seconds since the epoch (the timeline functions' clock)."""
+        return self.started_at.timestamp()
+
+    @cached_property
+    def end(self) -> float:
+        return self.ended_at.timestamp()
+
+    @property
+    def resource(self) -> str:
+        """What the attempt occupied: its endpoint, or its engine for the CPU engines."""
+        return self.endpoint or self.engine
+
+
+@dataclass(frozen=True)
+class PageRow:
+    id: int
+    document: str
+    number: int
+    status: str
+    final_step: str | None = None
+    failure_category: str | None = None
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    name: str
+    status: str
+
+
+@dataclass(frozen=True)
+class JobRows:
+    """A job's rows. `neighbours` are other jobs' attempts that shared an endpoint in time:
+    they take their share of GPU time but are not part of this job's figures."""
+
+    job_id: str
+    plan: str
+    status: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    documents: list[DocumentRow] = field(default_factory=list)
+    pages: list[PageRow] = field(default_factory=list)
+    attempts: list[AttemptRow] = field(default_factory=list)
+    neighbours: list[AttemptRow] = field(default_factory=list)

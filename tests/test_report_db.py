@@ -1,0 +1,71 @@
+"""The report read from real database rows (SQLite and PostgreSQL) and through `folio report`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import exit_codes
+from app.cli.main import app
+from app.db.engine import Database
+from app.report.build import build_report
+from tests.report_scenario import A1, EXPECTED, Spec, insert_job, settings
+
+runner = CliRunner()
+
+
+def test_figures_from_database_rows(db_url: str) -> None:
+    job_id = insert_job(Database(db_url))
+    report = build_report(Database(db_url), settings(db_url), job_id).report.to_dict()
+    for key, value in EXPECTED.items():
+        if key != "job_id":
+            assert report[key] == pytest.approx(value), key
+    tails = [d["tail"] for d in report["degenerate_pages"]]
+    assert len(tails) == 2 and tails[0].endswith("<b>loop</b> & ")
+
+
+def test_another_job_on_the_same_gpu_takes_its_share(db_url: str) -> None:
+    db = Database(db_url)
+    job_id = insert_job(db)
+    # Another job generates at A1's rate (300 tok/s) on `gpu` during [8, 10]: it takes half.
+    neighbour = Spec(("x", 1), "greedy", "vlm", "m-gpu", "gpu", "ok", 8, 10, 10, 600, 4000)
+    insert_job(db, [neighbour], with_pages=False)
+    report = build_report(db, settings(db_url), job_id).report
+    assert report.cost_usd == pytest.approx(EXPECTED["cost_usd"] - 0.002)
+    assert report.cost_usd_degenerate == pytest.approx(EXPECTED["cost_usd_degenerate"] - 0.002)
+
+
+def test_folio_report_formats(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job_id = insert_job(Database(db_url))
+    config = tmp_path / "folio.toml"
+    config.write_text(
+        "cpu_usd_per_hour = 0.36\n"
+        '[vlm_endpoints.gpu]\nbase_url = "http://gpu/v1"\nmodel = "m-gpu"\n'
+        "usd_per_gpu_hour = 3.6\ngpus = 2\n"
+        '[vlm_endpoints.api]\nbase_url = "http://api/v1"\nmodel = "m-api"\n'
+        "usd_per_m_input = 1.0\nusd_per_m_output = 2.0\n"
+    )
+    monkeypatch.setenv("FOLIO_CONFIG", str(config))
+    base = ["report", job_id, "--database-url", db_url]
+
+    as_json = runner.invoke(app, base)
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout)["cost_usd"] == pytest.approx(EXPECTED["cost_usd"])
+
+    out = tmp_path / "attempts.csv"
+    written = runner.invoke(app, [*base, "--format", "csv", "--attempts", "--out", str(out)])
+    assert written.exit_code == 0, written.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [r["status"] for r in rows][:2] == ["degenerate", "ok"]
+    assert float(rows[0]["cost_usd"]) == pytest.approx(A1)
+
+    table = runner.invoke(app, [*base, "--format", "table"], env={"COLUMNS": "160"})
+    assert "Cost and degeneration" in table.stdout and "m-gpu" in table.stdout
+
+    missing = runner.invoke(app, ["report", "nope", "--database-url", db_url])
+    assert missing.exit_code == exit_codes.NO_INPUT
