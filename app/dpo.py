@@ -1,0 +1,191 @@
+"""Preference pairs for DPO from what a batch saw: a looping attempt (rejected) and the
+healthy answer the retry ladder found for the same page (chosen), in TRL's vision format."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from app.db.engine import Database
+from app.db.models import Attempt, Document, Page
+from app.degeneration import score_output
+from app.engines.prompts import PROFILES
+from app.engines.vlm import fit_image
+from app.pdf.render import read_text_layer, render_page
+from app.pdf.textlayer import text_layer_is_usable
+from app.settings import Settings
+from app.textmatch import word_f1
+
+IMAGE_PLACEHOLDER = {"type": "image"}
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    include_non_vlm: bool = False
+    loop_periods_kept: int = 8
+    loop_min_chars_kept: int = 256
+    min_chosen_chars: int = 1
+    min_textlayer_agreement: float = 0.5
+
+
+@dataclass
+class ExportSummary:
+    pairs: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class PagePair:
+    page: Page
+    document: Document
+    rejected: Attempt
+    chosen: Attempt
+
+
+def truncate_rejected(
+    output: str, onset: int | None, period: int | None, periods: int, min_chars: int = 0
+) -> str:
+    """The looping output cut a few periods after the loop starts: enough to learn from.
+
+    Short periods keep at least `min_chars` of the loop, so a two-character loop still reads
+    as a loop rather than as a stray symbol.
+    """
+    if onset is None or not period:
+        return output
+    return output[: onset + max(periods * period, min_chars)]
+
+
+def export_preferences(
+    settings: Settings, db: Database, job_ids: Sequence[str], out: Path, options: ExportOptions
+) -> ExportSummary:
+    """Write `out/train.jsonl` and `out/images/`; return what was written and why pages were not."""
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    summary = ExportSummary()
+    seen: set[str] = set()
+    with (out / "train.jsonl").open("w", encoding="utf-8") as sink:
+        for pair in _candidate_pairs(db, job_ids, summary):
+            reason = _rejection_reason(pair, options)
+            if reason:
+                summary.skipped[reason] += 1
+                continue
+            record = _record(settings, pair, out, options)
+            key = hashlib.sha256(
+                json.dumps([record["images"], record["chosen"], record["rejected"]]).encode()
+            ).hexdigest()
+            if key in seen:
+                summary.skipped["duplicate pair"] += 1
+                continue
+            seen.add(key)
+            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+            summary.pairs += 1
+    return summary
+
+
+def _candidate_pairs(
+    db: Database, job_ids: Sequence[str], summary: ExportSummary
+) -> Iterable[PagePair]:
+    with db.session() as session:
+        rows = session.execute(
+            select(Page, Document)
+            .join(Document, Page.document_id == Document.id)
+            .where(Page.job_id.in_(job_ids))
+            .order_by(Page.id)
+        ).all()
+        for page, document in rows:
+            attempts = list(page.attempts)
+            rejected = next((a for a in attempts if a.status == "degenerate" and a.output), None)
+            if rejected is None:
+                continue
+            chosen = next((a for a in attempts if a.status == "ok" and a.id > rejected.id), None)
+            if chosen is None:
+                summary.skipped["no healthy answer for a degenerate page"] += 1
+                continue
+            yield PagePair(page, document, rejected, chosen)
+
+
+def _rejection_reason(pair: PagePair, options: ExportOptions) -> str | None:
+    chosen = pair.chosen
+    if chosen.engine != "vlm" and not options.include_non_vlm:
+        return f"chosen answer came from {chosen.engine} (use --include-non-vlm)"
+    text = chosen.output or ""
+    if len(text.strip()) < options.min_chosen_chars:
+        return "chosen answer too short"
+    score = score_output(text, chosen.finish_reason, chosen.completion_tokens, chosen.max_tokens)
+    if score.degenerate:
+        return "chosen answer is degenerate by the offline definition"
+    layer = read_text_layer(Path(pair.document.path), pair.page.number)
+    if text_layer_is_usable(layer, 25) and word_f1(text, layer) < options.min_textlayer_agreement:
+        return "chosen answer disagrees with the PDF text layer"
+    return None
+
+
+def _record(
+    settings: Settings, pair: PagePair, out: Path, options: ExportOptions
+) -> dict[str, Any]:
+    image_name = f"{pair.page.job_id}-{pair.page.id}.png"
+    image_path = out / "images" / image_name
+    if not image_path.exists():
+        _write_page_image(settings, pair, image_path)
+    rejected = pair.rejected
+    instruction = PROFILES[_profile_name(settings, rejected.endpoint)].instruction
+    prompt = [
+        {"role": "user", "content": [IMAGE_PLACEHOLDER, {"type": "text", "text": instruction}]}
+    ]
+    rejected_text = truncate_rejected(
+        rejected.output or "",
+        rejected.verdict_onset,
+        rejected.verdict_period,
+        options.loop_periods_kept,
+        options.loop_min_chars_kept,
+    )
+    return {
+        "images": [f"images/{image_name}"],
+        "prompt": prompt,
+        "chosen": [
+            {"role": "assistant", "content": [{"type": "text", "text": pair.chosen.output}]}
+        ],
+        "rejected": [{"role": "assistant", "content": [{"type": "text", "text": rejected_text}]}],
+        "metadata": _metadata(pair),
+    }
+
+
+def _metadata(pair: PagePair) -> dict[str, Any]:
+    rejected, chosen = pair.rejected, pair.chosen
+    return {
+        "job_id": pair.page.job_id,
+        "document": pair.document.name,
+        "page": pair.page.number,
+        "rejected_model": rejected.model,
+        "rejected_params": rejected.params,
+        "rejected_verdict": {
+            "kind": rejected.verdict_kind,
+            "period": rejected.verdict_period,
+            "onset": rejected.verdict_onset,
+            "aborted": rejected.aborted,
+        },
+        "chosen_model": chosen.model,
+        "chosen_params": chosen.params,
+        "chosen_by": f"{chosen.engine}:{chosen.step_name}",
+        "prompt_version": rejected.prompt_version,
+    }
+
+
+def _profile_name(settings: Settings, endpoint: str | None) -> str:
+    configured = settings.vlm_endpoints.get(endpoint or "")
+    return configured.prompt if configured else "markdown"
+
+
+def _write_page_image(settings: Settings, pair: PagePair, path: Path) -> None:
+    rendered = render_page(
+        Path(pair.document.path), pair.page.number, settings.dpi, settings.max_image_side
+    )
+    endpoint = settings.vlm_endpoints.get(pair.rejected.endpoint or "")
+    max_side = endpoint.max_image_side if endpoint else settings.max_image_side
+    fit_image(rendered.image, max_side).save(path, format="PNG")

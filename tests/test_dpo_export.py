@@ -1,0 +1,113 @@
+"""DPO pairs from a job that ran through the real vLLM CPU server: greedy loops are rejected,
+penalised retries are chosen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from app import samples
+from app.cli.main import app
+from app.db.engine import Database
+from app.degeneration import score_output
+from app.dpo import ExportOptions, export_preferences, truncate_rejected
+from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.settings import PlanStep, Settings, VlmEndpoint
+from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
+
+GREEDY = PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0, max_tokens=800)
+PENALIZED = PlanStep(
+    name="penalized",
+    engine="vlm",
+    endpoint="primary",
+    temperature=0.8,
+    repetition_penalty=1.3,
+    seed=11,
+    max_tokens=100,
+)
+
+
+def settings_for(url: str, db_url: str) -> Settings:
+    endpoint = VlmEndpoint(base_url=url, model=SERVED_MODEL_NAME, transport_retry_s=5)
+    return Settings(
+        database_url=db_url,
+        engine="ladder",
+        plans={"ladder": [GREEDY, PENALIZED, PlanStep(name="tesseract", engine="tesseract")]},
+        vlm_endpoints={"primary": endpoint},
+        vlm_concurrency=4,
+    )
+
+
+@pytest.fixture(scope="module")
+def vlm_job(
+    vllm_endpoint: VllmEndpoint, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Settings, str]:
+    folder = tmp_path_factory.mktemp("in")
+    (folder / "scan.pdf").write_bytes(samples.scanned_pdf([samples.page_text(n) for n in (1, 2)]))
+    (folder / "again.pdf").write_bytes(samples.scanned_pdf([samples.page_text(3)]))
+    db_url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'folio.db'}"
+    settings = settings_for(vllm_endpoint.base_url, db_url)
+    db = Database(db_url)
+    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))
+    run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
+    return settings, ingested.job_id
+
+
+@pytest.mark.vllm
+def test_export_loads_with_datasets(vlm_job: tuple[Settings, str], tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    settings, job_id = vlm_job
+    summary = export_preferences(
+        settings, Database(settings.database_url), [job_id], tmp_path, ExportOptions()
+    )
+    assert summary.pairs == 3
+    data = datasets.load_dataset("json", data_files=str(tmp_path / "train.jsonl"))["train"]
+    assert {"images", "prompt", "chosen", "rejected", "metadata"} <= set(data.column_names)
+    for row in data:
+        image = tmp_path / row["images"][0]
+        assert image.exists() and Image.open(image).size[0] > 0
+        assert row["prompt"][0]["content"][0]["type"] == "image"
+        rejected = row["rejected"][0]["content"][0]["text"]
+        chosen = row["chosen"][0]["content"][0]["text"]
+        assert score_output(rejected).degenerate, "a rejected text must be a real loop"
+        assert not score_output(chosen, "length", 100, 100).degenerate
+        assert row["metadata"]["chosen_by"] == "vlm:penalized"
+        assert row["metadata"]["rejected_verdict"]["aborted"]
+
+
+@pytest.mark.vllm
+def test_non_vlm_answers_are_left_out_unless_asked(
+    vlm_job: tuple[Settings, str], tmp_path: Path
+) -> None:
+    settings, job_id = vlm_job
+    strict = ExportOptions(min_chosen_chars=10_000)
+    summary = export_preferences(
+        settings, Database(settings.database_url), [job_id], tmp_path, strict
+    )
+    assert summary.pairs == 0 and summary.skipped["chosen answer too short"] == 3
+
+
+@pytest.mark.vllm
+def test_cli_writes_the_same_pairs(
+    vlm_job: tuple[Settings, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, job_id = vlm_job
+    monkeypatch.setenv("FOLIO_DATABASE_URL", settings.database_url)
+    endpoint = settings.vlm_endpoints["primary"]
+    monkeypatch.setenv("FOLIO_VLM_ENDPOINTS", json.dumps({"primary": endpoint.model_dump()}))
+    result = CliRunner().invoke(app, ["export-dpo", job_id, job_id, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = (tmp_path / "train.jsonl").read_text().splitlines()
+    assert len(lines) == 3, "the same job named twice gives each pair once"
+
+
+def test_rejected_output_is_cut_a_few_periods_after_the_onset() -> None:
+    looping = "Intro text. " + "abc " * 100
+    assert truncate_rejected(looping, onset=12, period=4, periods=3) == "Intro text. abc abc abc "
+    assert truncate_rejected(looping, onset=None, period=None, periods=3) == looping
+    kept = truncate_rejected(looping, onset=12, period=4, periods=3, min_chars=40)
+    assert kept == "Intro text. " + "abc " * 10
