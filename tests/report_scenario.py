@@ -205,8 +205,9 @@ COST = 12 * 0.002 + A6 + A5  # the GPU was busy 12 s
 # Lanes in start order: L0 A3 [0,4] A4 [4,8]; L1 A1 [0,10] A2 [10,12] A5 [12,14]; L2 A6 [1,3].
 # Mean healthy duration of m-gpu = (2 + 4 + 4) / 3 = 10/3; A1 is cut from 10 s to 10/3 s, so L1
 # ends 20/3 s earlier, at 22/3; m-api has no healthy attempt and A6 (2 s) is under the overall
-# mean of 3 s. Counterfactual wall = max(8, 22/3, 3) = 8; wall = 14.
-# Slowdown: healthy gpu attempts overlapping A1: A3, A4 (4 s each); not: A2 (2 s).
+# mean of 3 s. Slowdown: healthy gpu attempts overlapping A1: A3, A4 (4 s each); not: A2 (2 s),
+# so 2: A3 and A4 are halved and L0 ends at 4. Counterfactual wall = max(4, 22/3, 3) = 22/3;
+# wall = 14.
 EXPECTED = {
     "job_id": "job1",
     "documents_total": 4,
@@ -231,8 +232,8 @@ EXPECTED = {
     "wall_seconds": 14.0,
     "job_seconds": 16.0,
     "degeneration_share_of_engine_time": 0.5,
-    "counterfactual_wall_seconds": 8.0,
-    "inflation_estimate": (14 - 8) / 8,
+    "counterfactual_wall_seconds": 22 / 3,
+    "inflation_estimate": (14 - 22 / 3) / (22 / 3),
     "healthy_slowdown_with_concurrent_degenerate": 4 / 2,
     "cost_usd": COST,
     "cost_usd_degenerate": A1 + A6,

@@ -72,6 +72,20 @@ def test_a_loop_shorter_than_healthy_changes_nothing() -> None:
     assert inflation_estimate(rows) == pytest.approx((0.0, 6.0))
 
 
+def test_healthy_attempts_dragged_by_a_loop_count_as_inflation() -> None:
+    # Two lanes on one GPU: ok [0,6] beside a 10 s loop, then ok [10,13] alone on the loop's
+    # lane. Healthy mean 4.5 s: the loop shrinks to 4.5 s and [10,13] moves to [4.5,7.5].
+    # Slowdown 6/3 = 2: the dragged attempt takes 3 s. Counterfactual wall 7.5; wall 13.
+    rows = rows_of(vlm("degenerate", 0, 10), vlm("ok", 0, 6), vlm("ok", 10, 13))
+    inflation, counterfactual = inflation_estimate(rows)
+    assert counterfactual == pytest.approx(7.5)
+    assert inflation == pytest.approx(13 / 7.5 - 1)
+    # Same, but the lone attempt is as slow as the dragged one: slowdown 1, no speed-up;
+    # the loop shrinks to the 6 s mean and [10,16] moves to [6,12].
+    undragged = rows_of(vlm("degenerate", 0, 10), vlm("ok", 0, 6), vlm("ok", 10, 16))
+    assert inflation_estimate(undragged)[1] == pytest.approx(12.0)
+
+
 def test_inflation_unknown_without_healthy_attempts() -> None:
     assert inflation_estimate(rows_of(vlm("degenerate", 0, 5))) == (None, None)
     assert inflation_estimate([]) == (None, None)
@@ -118,7 +132,8 @@ def test_json_csv_and_table_renderings() -> None:
     attempts = render_report(job, ReportFormat.CSV, per_attempt=True).splitlines()
     assert len(attempts) == 1 + 6 and ",degenerate," in attempts[1]
     table = render_report(job, ReportFormat.TABLE)
-    assert "Cost and degeneration" in table and "penalized 1" in table and "75.0%" in table
+    assert "Cost and degeneration" in table and "penalized 1" in table
+    assert f"{EXPECTED['inflation_estimate']:.1%}" in table
 
 
 def test_a_job_without_attempts_still_reports() -> None:

@@ -7,7 +7,10 @@ latest before they started, opening a new lane when none is free. In the counter
 degenerate attempt longer than the mean healthy duration of its model (of all models when its
 own has no healthy attempt) is cut to that mean, and every later attempt of its lane moves
 earlier by the time saved; gaps between attempts (rendering, queueing) are kept, and nothing
-moves across lanes. Then
+moves across lanes. A loop also slows what shares its GPU (it holds batch slots and KV cache),
+so a healthy attempt that overlapped a degenerate one on the same endpoint is sped up by that
+endpoint's measured slowdown (below) when it is above 1, and its lane moves earlier likewise.
+Then
 
     inflation_estimate = (wall - counterfactual_wall) / counterfactual_wall
 
@@ -35,8 +38,9 @@ from app.report.rows import AttemptRow
 INFLATION_METHOD = (
     "Lane replay: attempts are laid on worker lanes in start order; each degenerate attempt "
     "longer than its model's mean healthy duration is cut to that mean and later attempts on "
-    "its lane move earlier by the time saved (gaps kept, nothing moves across lanes). "
-    "inflation_estimate = (wall_seconds - counterfactual_wall_seconds) / "
+    "its lane move earlier by the time saved (gaps kept, nothing moves across lanes); healthy "
+    "attempts that overlapped a loop on their endpoint are sped up by that endpoint's measured "
+    "healthy slowdown. inflation_estimate = (wall_seconds - counterfactual_wall_seconds) / "
     "counterfactual_wall_seconds."
 )
 
@@ -84,20 +88,32 @@ def healthy_means(
 
 
 def counterfactual_wall(attempts: Sequence[AttemptRow]) -> float | None:
-    """The wall-clock span with degenerate attempts cut to the mean healthy duration."""
+    """The wall-clock span with loops cut to the mean healthy duration and their drag undone."""
     means, overall = healthy_means(attempts)
     if overall is None:
         return None
+    loops = _loops_by_resource(attempts)
+    overlaps = {resource: _OverlapIndex(group) for resource, group in loops.items()}
+    slowdowns = {
+        resource: _split(attempts, resource, index).slowdown for resource, index in overlaps.items()
+    }
     first = min(a.start for a in attempts)
     last_end = first
     for lane in lanes(attempts):
         shift = 0.0
         for a in lane:
             span = a.end - a.start
+            span_cf = span
             if a.status == DEGENERATE:
                 span_cf = min(span, means.get((a.engine, a.model), overall))
-            else:
-                span_cf = span
+            elif a.status == HEALTHY and a.resource in overlaps:
+                slowdown = slowdowns[a.resource]
+                if (
+                    slowdown is not None
+                    and slowdown > 1
+                    and overlaps[a.resource].overlaps(a.start, a.end)
+                ):
+                    span_cf = span / slowdown
             last_end = max(last_end, a.start - shift + span_cf)
             shift += span - span_cf
     return last_end - first
@@ -129,17 +145,30 @@ class HealthySplit:
 
 
 def split_healthy(attempts: Sequence[AttemptRow]) -> HealthySplit:
+    with_: list[float] = []
+    without: list[float] = []
+    for resource, group in _loops_by_resource(attempts).items():
+        split = _split(attempts, resource, _OverlapIndex(group))
+        with_ += split.with_degenerate
+        without += split.without_degenerate
+    return HealthySplit(with_, without)
+
+
+def _loops_by_resource(attempts: Sequence[AttemptRow]) -> dict[str, list[AttemptRow]]:
     loops: dict[str, list[AttemptRow]] = defaultdict(list)
     for a in attempts:
         if a.status == DEGENERATE:
             loops[a.resource].append(a)
-    overlaps = {resource: _OverlapIndex(group) for resource, group in loops.items()}
+    return loops
+
+
+def _split(attempts: Sequence[AttemptRow], resource: str, loops: _OverlapIndex) -> HealthySplit:
+    """Healthy durations on one resource, by overlap with one of its loops."""
     with_: list[float] = []
     without: list[float] = []
     for a in attempts:
-        if a.status == HEALTHY and a.resource in overlaps:
-            hit = overlaps[a.resource].overlaps(a.start, a.end)
-            (with_ if hit else without).append(a.end - a.start)
+        if a.status == HEALTHY and a.resource == resource:
+            (with_ if loops.overlaps(a.start, a.end) else without).append(a.end - a.start)
     return HealthySplit(with_, without)
 
 

@@ -254,7 +254,10 @@ class VllmServer:
         proc = self._proc
         if proc is None:
             return
-        for pid in group_members(proc.pid):
+        # The API server (the group leader) goes first: killed after its engine, it could
+        # notice the engine's death and end open streams cleanly with an error event.
+        members = sorted(group_members(proc.pid), key=lambda pid: pid != proc.pid)
+        for pid in members:
             if not _is_resource_tracker(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
