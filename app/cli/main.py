@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from app.cli import exit_codes
+from app.cli.api import apikey_app, serve
 from app.cli.export_dpo import export_dpo
 from app.cli.scan import scan
 from app.cli.views import page_progress, summary_table
@@ -34,6 +35,8 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.command("export-dpo")(export_dpo)
 app.command("scan")(scan)
 app.add_typer(db_app, name="db")
+app.add_typer(apikey_app, name="apikey")
+app.command("serve")(serve)
 console = Console(stderr=True)
 
 

@@ -230,4 +230,8 @@ def set_job_status(session: Session, job_id: str, status: JobStatus) -> None:
         values["started_at"] = func.coalesce(Job.started_at, now)
     if status in (JobStatus.DONE, JobStatus.CANCELLED):
         values["finished_at"] = now
-    session.execute(update(Job).where(Job.id == job_id).values(**values))
+    query = update(Job).where(Job.id == job_id)
+    if status != JobStatus.CANCELLED:
+        # A cancelled job stays cancelled, whatever its in-flight pages do afterwards.
+        query = query.where(Job.status != JobStatus.CANCELLED)
+    session.execute(query.values(**values))
