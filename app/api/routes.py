@@ -14,6 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import jobs_service, schemas
 from app.api.context import Ctx, KeyId
@@ -77,8 +78,7 @@ async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId)
         folder = _parse(FolderJob, await request.body())
         job = await run_in_threadpool(jobs_service.submit_folder, ctx, key, folder)
     elif content_type.startswith("multipart/form-data"):
-        limit = ctx.settings.api_max_files_per_job
-        form = await request.form(max_files=limit, max_fields=20)
+        form = await _read_form(request, ctx.settings.api_max_files_per_job)
         options = _parse(JobOptionsIn, json.dumps(_form_options(form)).encode())
         uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
         if not uploads:
@@ -88,6 +88,15 @@ async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId)
         raise HTTPException(415, "send multipart/form-data (files) or application/json (folder)")
     response.headers["Location"] = job.links.self
     return job
+
+
+async def _read_form(request: Request, max_files: int) -> Any:
+    try:
+        return await request.form(max_files=max_files, max_fields=20)
+    except StarletteHTTPException as exc:
+        if exc.status_code == 400 and "Too many files" in str(exc.detail):
+            raise HTTPException(413, f"more than {max_files} files in one job") from exc
+        raise
 
 
 def _form_options(form: Any) -> dict[str, Any]:
