@@ -15,6 +15,7 @@ from app.cli.api import apikey_app, serve
 from app.cli.export_dpo import export_dpo
 from app.cli.scan import scan
 from app.cli.views import page_progress, summary_table
+from app.cli.watch import watch
 from app.db.engine import Database, upgrade
 from app.errors import ConfigError
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
@@ -37,6 +38,7 @@ app.command("scan")(scan)
 app.add_typer(db_app, name="db")
 app.add_typer(apikey_app, name="apikey")
 app.command("serve")(serve)
+app.command("watch")(watch)
 console = Console(stderr=True)
 
 
