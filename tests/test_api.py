@@ -19,6 +19,10 @@ from app.settings import Settings
 from tests.api_server import Api, running_api, wait_for_job
 
 PROBLEM = "application/problem+json"
+PART_HEAD = (
+    b'--xyz\r\nContent-Disposition: form-data; name="files"; filename="a.pdf"\r\n'
+    b"Content-Type: application/pdf\r\n\r\n"
+)
 
 
 def pdf(pages: int, seed: int = 0) -> bytes:
@@ -138,6 +142,12 @@ def test_limits_answer_413_with_a_reason(api: Api) -> None:
     assert_problem(submit(client, [("huge.pdf", too_big)]), 413, "larger than 1 MiB")
     body = b"x" * (4 * 2**20 + 1)
     assert_problem(client.post("/v1/jobs", content=body), 413, "upload limit")
+    chunked = client.post(  # no Content-Length: counted as it streams in
+        "/v1/jobs",
+        content=iter([PART_HEAD] + [b"x" * 2**20] * 5),
+        headers={"content-type": "multipart/form-data; boundary=xyz"},
+    )
+    assert_problem(chunked, 413, "upload limit")
     assert client.get("/v1/jobs").json()["total"] == 0
     leftovers = [p for p in Path(api.settings.upload_dir).rglob("*") if p.is_file()]
     assert leftovers == []

@@ -29,7 +29,11 @@ _PROBLEM = {
 }
 PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: {"description": text, **_PROBLEM}
-    for code, text in {401: "No valid API key", 404: "No such job (or not yours)"}.items()
+    for code, text in {
+        401: "No valid API key",
+        404: "No such job (or not yours)",
+        422: "Invalid parameters",
+    }.items()
 }
 _FORM_FIELDS = {
     "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
