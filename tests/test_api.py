@@ -208,6 +208,11 @@ def test_server_folder_only_under_allowed_roots(api: Api, tmp_path: Path) -> Non
     assert_problem(client.post("/v1/jobs", json={"folder": sneaky}), 403, "allowed roots")
     missing = client.post("/v1/jobs", json={"folder": str(tmp_path / "allowed" / "nope")})
     assert_problem(missing, 404)
+    (tmp_path / "secret" / "s.pdf").write_bytes(pdf(1))
+    (tmp_path / "allowed" / "link").mkdir()
+    (tmp_path / "allowed" / "link" / "s.pdf").symlink_to(tmp_path / "secret" / "s.pdf")
+    linked = client.post("/v1/jobs", json={"folder": str(tmp_path / "allowed" / "link")})
+    assert_problem(linked, 422, "no PDF")
     invalid = client.post("/v1/jobs", json={"folder": str(allowed), "dpi": 5})
     assert_problem(invalid, 422)
     assert invalid.json()["errors"][0]["loc"] == ["dpi"]
@@ -248,6 +253,7 @@ def test_cancel_closes_open_pages_and_sticks(db_url: str, tmp_path: Path) -> Non
         pages = client.get(f"/v1/jobs/{job_id}/pages").json()["items"]
         assert {p["failure_category"] for p in pages} == {"cancelled"}
         assert_problem(client.post(f"/v1/jobs/{job_id}/cancel"), 409, "cancelled")
+        assert client.get(f"/v1/jobs/{job_id}/report").json()["pages_failed"] == 2
         runner.local.submit(job_id)  # a late worker must not revive the job
         runner.local.wait(job_id)
         assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"

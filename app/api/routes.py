@@ -83,11 +83,14 @@ async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId)
         job = await run_in_threadpool(jobs_service.submit_folder, ctx, key, folder)
     elif content_type.startswith("multipart/form-data"):
         form = await _read_form(request, ctx.settings.api_max_files_per_job)
-        options = _parse(JobOptionsIn, json.dumps(_form_options(form)).encode())
-        uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
-        if not uploads:
-            raise HTTPException(422, "send at least one file in the `files` field")
-        job = await run_in_threadpool(jobs_service.submit_uploads, ctx, key, uploads, options)
+        try:
+            options = _parse(JobOptionsIn, json.dumps(_form_options(form)).encode())
+            uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+            if not uploads:
+                raise HTTPException(422, "send at least one file in the `files` field")
+            job = await run_in_threadpool(jobs_service.submit_uploads, ctx, key, uploads, options)
+        finally:
+            await form.close()
     else:
         raise HTTPException(415, "send multipart/form-data (files) or application/json (folder)")
     response.headers["Location"] = job.links.self

@@ -18,7 +18,7 @@ from app.settings import Settings
 
 
 class FolderRefused(Exception):
-    """A server-side folder outside the allowed roots, or missing (403/404)."""
+    """A server-side folder outside the allowed roots (403), missing (404) or empty (422)."""
 
     def __init__(self, status: int, detail: str) -> None:
         super().__init__(detail)
@@ -97,7 +97,11 @@ def folder_files(settings: Settings, folder: str) -> tuple[Path, list[tuple[Path
         raise FolderRefused(403, "the folder is not under any of the server's allowed roots")
     if not path.is_dir():
         raise FolderRefused(404, "no such folder on the server")
-    files = [(p, document_name(p, path)) for p in discover_pdfs(path)]
+    # A symlink under an allowed root must not reach a file outside it.
+    pdfs = [p for p in discover_pdfs(path) if p.resolve().is_relative_to(path)]
+    if not pdfs:
+        raise FolderRefused(422, "no PDF under the folder")
+    files = [(p, document_name(p, path)) for p in pdfs]
     if len(files) > settings.api_max_files_per_job:
         raise UploadTooLarge(f"more than {settings.api_max_files_per_job} files in one job")
     return path, files
