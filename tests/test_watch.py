@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,9 +16,9 @@ from typer.testing import CliRunner
 from app.cli.main import app as cli
 from app.db import repo
 from app.db.engine import Database
-from app.db.models import Job
+from app.db.models import Job, Page
 from app.jobs import run_job_locally
-from app.samples import born_digital_pdf, page_text
+from app.samples import born_digital_pdf, page_text, scanned_pdf
 from app.settings import Settings
 from app.watch import StableFiles, Watcher, _move, inbox_lock
 
@@ -143,3 +147,50 @@ def test_watch_cli_once_and_busy_inbox(
     with inbox_lock(inbox):
         busy = CliRunner().invoke(cli, ["watch", str(inbox), "--once"])
     assert busy.exit_code == 6
+
+
+def test_killed_watcher_resumes_its_batch_on_restart(sqlite_url: str, tmp_path: Path) -> None:
+    """A real `folio watch` process killed (SIGKILL) mid-batch; the next one finishes the batch."""
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    (inbox / "scan.pdf").write_bytes(scanned_pdf([page_text(n) for n in range(4)], dpi=100))
+    (inbox / "other.pdf").write_bytes(scanned_pdf([page_text(9)], dpi=100))
+    env = os.environ | {
+        "FOLIO_DATABASE_URL": sqlite_url,
+        "FOLIO_ENGINE": "tesseract",
+        "FOLIO_CONCURRENCY": "1",
+        "FOLIO_WATCH_WINDOW_S": "0",
+        "FOLIO_WATCH_POLL_S": "0.1",
+    }
+    command = [sys.executable, "-c", "from app.cli.main import main; main()", "watch", str(inbox)]
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        done = wait_for_pages(sqlite_url, 1)
+    finally:
+        first.kill()
+        first.wait()
+    assert 1 <= done < 5, "the first watcher must die mid-batch"
+    assert files_in(inbox / "done") == []
+
+    second = subprocess.run([*command, "--once"], env=env, capture_output=True, timeout=300)
+
+    assert second.returncode == 0, second.stderr.decode()
+    assert files_in(inbox / "done") == ["other.pdf", "scan.pdf"]
+    assert [p.name for p in (inbox / "processing").iterdir()] == []
+    (batch,) = (inbox / "outbox").iterdir()
+    summary = json.loads((batch / "summary.json").read_text())
+    assert summary["pages_total"] == 5 and summary["pages_failed"] == 0
+    assert job_count(sqlite_url) == 1
+
+
+def wait_for_pages(db_url: str, at_least: int, timeout: float = 120) -> int:
+    """Wait until `at_least` pages are finished; returns how many are."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with Database(db_url).session() as session:
+            done = session.scalar(
+                select(func.count()).select_from(Page).where(Page.status == "succeeded")
+            )
+        if (done or 0) >= at_least or time.monotonic() > deadline:
+            return int(done or 0)
+        time.sleep(0.05)
