@@ -44,7 +44,7 @@ def test_no_operation_answers_5xx(api: Api, token: str) -> None:
 
         @given(case=operation.as_strategy())
         @settings(
-            max_examples=8,
+            max_examples=6,
             deadline=None,
             database=None,
             suppress_health_check=list(HealthCheck),
