@@ -34,7 +34,11 @@ class JobRequest:
 
 
 def document_limits(settings: Settings) -> DocumentLimits:
-    return DocumentLimits(int(settings.max_file_mb * 2**20), settings.max_pages_per_document)
+    return DocumentLimits(
+        int(settings.max_file_mb * 2**20),
+        settings.max_pages_per_document,
+        int(settings.max_page_megapixels * 1e6),
+    )
 
 
 def worker_id() -> str:

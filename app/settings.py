@@ -176,6 +176,41 @@ class Settings(BaseSettings):
         "for cost reports; unset means CPU work is not priced.",
     )
 
+    max_page_megapixels: float = Field(
+        default=400.0,
+        description="Pages whose embedded images hold more megapixels fail as decompression bombs.",
+    )
+    upload_dir: Path = Field(
+        default=Path("uploads"),
+        description="Where the API stores uploaded files, one folder a job.",
+    )
+    api_allowed_roots: list[Path] = Field(
+        default_factory=list,
+        description="Server folders a JSON `POST /v1/jobs` may name; empty refuses every folder.",
+    )
+    api_concurrent_jobs: int = Field(
+        default=2, ge=1, description="Jobs the API server runs at once in-process."
+    )
+    api_max_upload_mb: float = Field(
+        default=1024.0, gt=0, description="Largest request body of an upload, in MiB."
+    )
+    api_max_file_mb: float = Field(
+        default=256.0, gt=0, description="Largest single uploaded file (or zip member), in MiB."
+    )
+    api_max_files_per_job: int = Field(default=1000, ge=1, description="Most files in one job.")
+    api_max_pages_per_file: int = Field(
+        default=2000, ge=1, description="Most pages in one uploaded PDF."
+    )
+    api_max_pages_per_job: int = Field(
+        default=20_000, ge=1, description="Most pages in one job submitted over the API."
+    )
+    watch_window_s: float = Field(
+        default=10.0, ge=0, description="`folio watch`: seconds to gather files into one job."
+    )
+    watch_poll_s: float = Field(
+        default=2.0, gt=0, description="`folio watch`: seconds between looks at the inbox."
+    )
+
     @model_validator(mode="after")
     def _plans_are_consistent(self) -> Settings:
         if self.plan_name() not in self.plans:

@@ -11,9 +11,11 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from app.cli import exit_codes
+from app.cli.api import apikey_app, serve
 from app.cli.export_dpo import export_dpo
 from app.cli.scan import scan
 from app.cli.views import page_progress, summary_table
+from app.cli.watch import watch
 from app.db.engine import Database, upgrade
 from app.errors import ConfigError
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
@@ -34,6 +36,9 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.command("export-dpo")(export_dpo)
 app.command("scan")(scan)
 app.add_typer(db_app, name="db")
+app.add_typer(apikey_app, name="apikey")
+app.command("serve")(serve)
+app.command("watch")(watch)
 console = Console(stderr=True)
 
 

@@ -35,6 +35,18 @@ class Base(DeclarativeBase):
     }
 
 
+class ApiKey(Base):
+    """A REST API client. Only the token's SHA-256 is stored; the token is shown once."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None]
+
+
 class Job(Base):
     __tablename__ = "jobs"
 
@@ -48,6 +60,9 @@ class Job(Base):
     plan_name: Mapped[str] = mapped_column(String(64))
     owner: Mapped[str | None] = mapped_column(String(64), index=True)
     options: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    api_key_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="SET NULL"), index=True
+    )
 
     documents: Mapped[list[Document]] = relationship(back_populates="job", order_by="Document.id")
 

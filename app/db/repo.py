@@ -230,4 +230,24 @@ def set_job_status(session: Session, job_id: str, status: JobStatus) -> None:
         values["started_at"] = func.coalesce(Job.started_at, now)
     if status in (JobStatus.DONE, JobStatus.CANCELLED):
         values["finished_at"] = now
-    session.execute(update(Job).where(Job.id == job_id).values(**values))
+    query = update(Job).where(Job.id == job_id)
+    if status != JobStatus.CANCELLED:
+        # A cancelled job stays cancelled, whatever its in-flight pages do afterwards.
+        query = query.where(Job.status != JobStatus.CANCELLED)
+    session.execute(query.values(**values))
+
+
+def release_leases(session: Session, job_id: str) -> int:
+    """Free the job's running pages for a new owner (their holder is known to be gone)."""
+    result = session.execute(
+        update(Page)
+        .where(Page.job_id == job_id, Page.status == PageStatus.RUNNING)
+        .values(status=PageStatus.PENDING, lease_owner=None, lease_until=None)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def latest_job_for_source(session: Session, source: str) -> str | None:
+    """The id of the newest job made from `source`."""
+    query = select(Job.id).where(Job.source == source).order_by(Job.created_at.desc())
+    return session.scalars(query).first()

@@ -24,6 +24,7 @@ _SNIFF_BYTES = 1024
 class DocumentLimits:
     max_bytes: int
     max_pages: int
+    max_page_pixels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ def inspect_document(path: Path, limits: DocumentLimits) -> int:
             if doc.needs_pass:
                 raise DocumentError("encrypted", "PDF is encrypted and needs a password")
             count = doc.page_count
+            if limits.max_page_pixels and count <= limits.max_pages:
+                _refuse_image_bombs(doc, limits.max_page_pixels)
         finally:
             doc.close()
     if count == 0:
@@ -67,6 +70,19 @@ def inspect_document(path: Path, limits: DocumentLimits) -> int:
             "too_many_pages", f"PDF has {count} pages, over the {limits.max_pages} limit"
         )
     return count
+
+
+def _refuse_image_bombs(doc: pymupdf.Document, max_pixels: int) -> None:
+    # Image sizes come from the PDF's dictionaries, so this decodes nothing: a tiny file can
+    # declare a gigapixel image that MuPDF would otherwise inflate into memory when rendering.
+    for page in doc.pages():
+        pixels = sum(int(image[2]) * int(image[3]) for image in page.get_images(full=True))
+        if pixels > max_pixels:
+            raise DocumentError(
+                "decompression_bomb",
+                f"page {page.number + 1} holds {pixels / 1e6:.0f} megapixels of images, "
+                f"over the {max_pixels / 1e6:.0f} megapixel limit",
+            )
 
 
 def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPage:

@@ -1,0 +1,1 @@
+"""Folio's REST API (FastAPI): `create_app` builds it; `folio serve` runs it with uvicorn."""

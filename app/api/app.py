@@ -1,0 +1,51 @@
+"""The FastAPI application factory: settings in, app out, nothing done at import time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from app.api.body_limit import BodyLimit
+from app.api.context import ApiContext
+from app.api.problems import install_problem_handlers
+from app.api.routes import metrics_router, router
+from app.api.runner import JobRunner, make_runner
+from app.db.engine import Database
+from app.metrics import make_metrics
+from app.settings import Settings
+
+
+def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
+    """The API on `settings.database_url`; jobs go to `runner` (from the settings when None)."""
+    db = Database(settings.database_url)
+    metrics = make_metrics(settings)
+    ctx = ApiContext(settings, db, runner or make_runner(settings, db, metrics), metrics)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        ctx.runner.close()
+
+    app = FastAPI(
+        title="Folio",
+        summary="Batch OCR for PDFs that catches text degeneration.",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.folio = ctx
+    install_problem_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=int(settings.api_max_upload_mb * 2**20))
+    app.include_router(router)
+    app.include_router(metrics_router)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        """Liveness and database reachability; needs no key."""
+        with db.session() as session:
+            session.execute(text("SELECT 1"))
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,137 @@
+"""The API's services: each takes the caller's key id and answers only about that key's jobs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+import zipfile
+from pathlib import Path
+
+from fastapi import HTTPException
+from sqlalchemy.orm import Session
+from starlette.datastructures import UploadFile
+
+from app.api import schemas
+from app.api.context import ApiContext
+from app.api.runner import close_open_pages
+from app.api.submit import FolderRefused, JobOptions, create_job, discard, folder_files
+from app.api.uploads import UploadError, UploadFolder, UploadLimits
+from app.db import job_views, repo
+from app.db.models import Job
+from app.domain import JobStatus
+from app.results import load_results, write_outputs
+
+
+def submit_uploads(
+    ctx: ApiContext, key: int, uploads: list[UploadFile], options: schemas.JobOptionsIn
+) -> schemas.JobOut:
+    """Store the uploaded files in a fresh folder and start a job on them."""
+    job_options = _options(ctx, options)
+    folder = UploadFolder(
+        Path(ctx.settings.upload_dir) / uuid.uuid4().hex, UploadLimits.from_settings(ctx.settings)
+    )
+    try:
+        for upload in uploads:
+            folder.add(upload.filename or "file", upload.file)
+        ingested = create_job(
+            ctx.settings, ctx.db, folder.files, f"upload:{folder.root.name}", job_options, key
+        )
+    except UploadError as exc:
+        discard(folder.root)
+        raise HTTPException(exc.status, str(exc)) from exc
+    ctx.runner.submit(ingested.job_id)
+    return get_job(ctx, key, ingested.job_id)
+
+
+def submit_folder(ctx: ApiContext, key: int, request: schemas.FolderJob) -> schemas.JobOut:
+    """Start a job on a folder that already is on the server, under an allowed root."""
+    job_options = _options(ctx, request)
+    try:
+        root, files = folder_files(ctx.settings, request.folder)
+        ingested = create_job(ctx.settings, ctx.db, files, str(root), job_options, key)
+    except FolderRefused as exc:
+        raise HTTPException(exc.status, exc.detail) from exc
+    except UploadError as exc:
+        raise HTTPException(exc.status, str(exc)) from exc
+    ctx.runner.submit(ingested.job_id)
+    return get_job(ctx, key, ingested.job_id)
+
+
+def _options(ctx: ApiContext, options: schemas.JobOptionsIn) -> JobOptions:
+    plan = ctx.settings.plan_name(options.engine)
+    if plan not in ctx.settings.plans:
+        known = ", ".join(sorted(ctx.settings.plans))
+        raise HTTPException(422, f"unknown engine plan {options.engine!r}; known: {known}")
+    return JobOptions(plan, options.dpi, options.priority, options.metadata)
+
+
+def _owned(session: Session, job_id: str, key: int) -> Job:
+    job = job_views.owned_job(session, job_id, key)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id!r}")
+    return job
+
+
+def get_job(ctx: ApiContext, key: int, job_id: str) -> schemas.JobOut:
+    with ctx.db.session() as session:
+        job = _owned(session, job_id, key)
+        return schemas.JobOut.of(job, job_views.progress(session, job.id))
+
+
+def list_jobs(
+    ctx: ApiContext, key: int, status: JobStatus | None, limit: int, offset: int
+) -> schemas.JobList:
+    with ctx.db.session() as session:
+        jobs, total = job_views.list_jobs(session, key, status, limit, offset)
+        items = [schemas.JobOut.of(j, job_views.progress(session, j.id)) for j in jobs]
+    return schemas.JobList(items=items, total=total, limit=limit, offset=offset)
+
+
+def documents(ctx: ApiContext, key: int, job_id: str) -> list[schemas.DocumentOut]:
+    with ctx.db.session() as session:
+        _owned(session, job_id, key)
+        return [schemas.DocumentOut.of(d) for d in job_views.documents(session, job_id)]
+
+
+def pages(
+    ctx: ApiContext, key: int, job_id: str, status: str | None, limit: int, offset: int
+) -> schemas.PageList:
+    with ctx.db.session() as session:
+        _owned(session, job_id, key)
+        rows, total = job_views.pages(session, job_id, status, limit, offset)
+        items = [schemas.PageOut.of(p) for p in rows]
+    return schemas.PageList(items=items, total=total, limit=limit, offset=offset)
+
+
+def page(ctx: ApiContext, key: int, job_id: str, page_id: int) -> schemas.PageDetail:
+    with ctx.db.session() as session:
+        _owned(session, job_id, key)
+        row = job_views.page_with_attempts(session, job_id, page_id)
+        if row is None:
+            raise HTTPException(404, f"no page {page_id} in job {job_id!r}")
+        return schemas.PageDetail.detail_of(row)
+
+
+def results_zip(ctx: ApiContext, key: int, job_id: str) -> Path:
+    """A temporary zip of the job's outputs as `folio run` writes them; the caller deletes it."""
+    get_job(ctx, key, job_id)
+    results = load_results(ctx.db, job_id)
+    fd, name = tempfile.mkstemp(prefix="folio-results-", suffix=".zip")
+    os.close(fd)
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(name, "w") as archive:
+        write_outputs(results, Path(tmp))
+        for path in sorted(Path(tmp).iterdir()):
+            archive.write(path, path.name, compress_type=zipfile.ZIP_DEFLATED)
+    return Path(name)
+
+
+def cancel(ctx: ApiContext, key: int, job_id: str) -> schemas.JobOut:
+    with ctx.db.session() as session:
+        job = _owned(session, job_id, key)
+        if job.status in (JobStatus.DONE, JobStatus.CANCELLED):
+            raise HTTPException(409, f"job {job_id!r} is {job.status} already")
+        repo.set_job_status(session, job_id, JobStatus.CANCELLED)
+    ctx.runner.cancel(job_id)
+    close_open_pages(ctx.db, job_id, "cancelled", "the job was cancelled")
+    return get_job(ctx, key, job_id)

@@ -1,0 +1,215 @@
+"""The /v1 routes: parse the request, call a service, shape the answer. No business logic here."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+from starlette.background import BackgroundTask
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.api import jobs_service, schemas
+from app.api.context import Ctx, KeyId
+from app.api.schemas import FolderJob, JobOptionsIn
+from app.domain import JobStatus, PageStatus
+from app.report.build import build_report
+from app.report.render import ReportFormat, render_report
+
+router = APIRouter(prefix="/v1")
+_PROBLEM = {
+    "content": {"application/problem+json": {"schema": schemas.Problem.model_json_schema()}}
+}
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    code: {"description": text, **_PROBLEM}
+    for code, text in {
+        401: "No valid API key",
+        404: "No such job (or not yours)",
+        422: "Invalid parameters",
+    }.items()
+}
+_FORM_FIELDS = {
+    "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+    **{k: v for k, v in JobOptionsIn.model_json_schema()["properties"].items() if k != "metadata"},
+    "metadata": {"type": "string", "description": "A JSON object kept with the job."},
+}
+_SUBMIT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {"type": "object", "properties": _FORM_FIELDS, "required": ["files"]}
+            },
+            "application/json": {"schema": FolderJob.model_json_schema()},
+        },
+    }
+}
+
+
+_M = TypeVar("_M", bound=JobOptionsIn)
+
+
+class ReportType(StrEnum):
+    JSON = "json"
+    HTML = "html"
+    CSV = "csv"
+
+
+_REPORT_MEDIA = {
+    ReportType.JSON: "application/json",
+    ReportType.HTML: "text/html; charset=utf-8",
+    ReportType.CSV: "text/csv; charset=utf-8",
+}
+
+
+@router.post(
+    "/jobs",
+    status_code=202,
+    openapi_extra=_SUBMIT_BODY,
+    responses={**PROBLEMS, 413: {"description": "Over an upload limit", **_PROBLEM}},
+)
+async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId) -> schemas.JobOut:
+    """Upload PDFs (multipart `files`, or one zip), or name a server folder (JSON); runs async."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("application/json"):
+        folder = _parse(FolderJob, await request.body())
+        job = await run_in_threadpool(jobs_service.submit_folder, ctx, key, folder)
+    elif content_type.startswith("multipart/form-data"):
+        form = await _read_form(request, ctx.settings.api_max_files_per_job)
+        try:
+            options = _parse(JobOptionsIn, json.dumps(_form_options(form)).encode())
+            uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
+            if not uploads:
+                raise HTTPException(422, "send at least one file in the `files` field")
+            job = await run_in_threadpool(jobs_service.submit_uploads, ctx, key, uploads, options)
+        finally:
+            await form.close()
+    else:
+        raise HTTPException(415, "send multipart/form-data (files) or application/json (folder)")
+    response.headers["Location"] = job.links.self
+    return job
+
+
+async def _read_form(request: Request, max_files: int) -> Any:
+    try:
+        return await request.form(max_files=max_files, max_fields=20)
+    except StarletteHTTPException as exc:
+        if exc.status_code == 400 and "Too many files" in str(exc.detail):
+            raise HTTPException(413, f"more than {max_files} files in one job") from exc
+        raise
+
+
+def _form_options(form: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for name in ("engine", "dpi", "priority", "metadata"):
+        value = form.get(name)
+        if isinstance(value, str) and value != "":
+            options[name] = value
+    if "metadata" in options:
+        try:
+            options["metadata"] = json.loads(options["metadata"])
+        except ValueError as exc:
+            raise HTTPException(422, "metadata must be a JSON object") from exc
+    return options
+
+
+def _parse(model: type[_M], body: bytes) -> _M:
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors(include_url=False, include_context=False)) from exc
+
+
+@router.get("/jobs", responses=PROBLEMS)
+def list_jobs(
+    ctx: Ctx,
+    key: KeyId,
+    status: JobStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> schemas.JobList:
+    """Your jobs, newest first."""
+    return jobs_service.list_jobs(ctx, key, status, limit, offset)
+
+
+@router.get("/jobs/{job_id}", responses=PROBLEMS)
+def get_job(ctx: Ctx, key: KeyId, job_id: str) -> schemas.JobOut:
+    """Status and progress counts."""
+    return jobs_service.get_job(ctx, key, job_id)
+
+
+@router.get("/jobs/{job_id}/documents", responses=PROBLEMS)
+def list_documents(ctx: Ctx, key: KeyId, job_id: str) -> list[schemas.DocumentOut]:
+    """The job's documents, failed ones with their reason."""
+    return jobs_service.documents(ctx, key, job_id)
+
+
+@router.get("/jobs/{job_id}/pages", responses=PROBLEMS)
+def list_pages(
+    ctx: Ctx,
+    key: KeyId,
+    job_id: str,
+    status: PageStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> schemas.PageList:
+    """The job's pages, optionally of one status."""
+    return jobs_service.pages(ctx, key, job_id, status, limit, offset)
+
+
+@router.get("/jobs/{job_id}/pages/{page_id}", responses=PROBLEMS)
+def get_page(
+    ctx: Ctx, key: KeyId, job_id: str, page_id: Annotated[int, Path(ge=1, le=2**62)]
+) -> schemas.PageDetail:
+    """One page: its text and every attempt with its degeneration verdict."""
+    return jobs_service.page(ctx, key, job_id, page_id)
+
+
+@router.get(
+    "/jobs/{job_id}/report",
+    responses={**PROBLEMS, 200: {"content": {m: {} for m in _REPORT_MEDIA.values()}}},
+)
+def get_report(ctx: Ctx, key: KeyId, job_id: str, format: ReportType = ReportType.JSON) -> Response:
+    """Cost and degeneration report (see `folio report`)."""
+    jobs_service.get_job(ctx, key, job_id)
+    report = build_report(ctx.db, ctx.settings, job_id)
+    text = render_report(report, ReportFormat(format.value))
+    return Response(text, media_type=_REPORT_MEDIA[format])
+
+
+@router.get(
+    "/jobs/{job_id}/results",
+    responses={**PROBLEMS, 200: {"content": {"application/zip": {}}}},
+    response_class=FileResponse,
+)
+def get_results(ctx: Ctx, key: KeyId, job_id: str) -> FileResponse:
+    """A zip of each document's Markdown and JSON, and `summary.json`."""
+    path = jobs_service.results_zip(ctx, key, job_id)
+    return FileResponse(
+        path,
+        media_type="application/zip",
+        filename=f"folio-{job_id}.zip",
+        background=BackgroundTask(path.unlink, missing_ok=True),
+    )
+
+
+@router.post("/jobs/{job_id}/cancel", responses={**PROBLEMS, 409: _PROBLEM})
+def cancel_job(ctx: Ctx, key: KeyId, job_id: str) -> schemas.JobOut:
+    """Stop a job: pages not finished yet fail as `cancelled`."""
+    return jobs_service.cancel(ctx, key, job_id)
+
+
+metrics_router = APIRouter()
+
+
+@metrics_router.get("/metrics", responses={**PROBLEMS, 200: {"content": {CONTENT_TYPE_LATEST: {}}}})
+def metrics(ctx: Ctx, key: KeyId) -> Response:
+    """Prometheus metrics of this server's jobs."""
+    return Response(generate_latest(ctx.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,200 @@
+"""What the API answers: response bodies, built from ORM rows at the route's edge."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.db.models import Attempt, Document, Job, Page
+
+
+class JobOptionsIn(BaseModel):
+    """Options of a new job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str | None = Field(default=None, max_length=64, description="Attempt plan name.")
+    dpi: int | None = Field(default=None, ge=36, le=1200, description="Rendering resolution.")
+    priority: int = Field(default=0, ge=0, le=9, description="Higher runs first on a queue.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Kept with the job.")
+
+
+class FolderJob(JobOptionsIn):
+    """`POST /v1/jobs` as JSON: a folder on the server, under one of its allowed roots."""
+
+    folder: str = Field(min_length=1, max_length=4096, description="Server-side folder path.")
+
+
+class JobLinks(BaseModel):
+    self: str
+    documents: str
+    pages: str
+    report: str
+    results: str
+    cancel: str
+
+
+class JobOut(BaseModel):
+    id: str
+    status: str
+    plan: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    options: dict[str, Any]
+    documents: dict[str, int] = Field(description="Documents by status.")
+    pages: dict[str, int] = Field(description="Pages by status.")
+    links: JobLinks
+
+    @classmethod
+    def of(cls, job: Job, progress: dict[str, Any]) -> JobOut:
+        base = f"/v1/jobs/{job.id}"
+        links = JobLinks(
+            self=base,
+            documents=f"{base}/documents",
+            pages=f"{base}/pages",
+            report=f"{base}/report",
+            results=f"{base}/results",
+            cancel=f"{base}/cancel",
+        )
+        return cls(
+            id=job.id,
+            status=job.status,
+            plan=job.plan_name,
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            options=job.options,
+            documents=progress["documents"],
+            pages=progress["pages"],
+            links=links,
+        )
+
+
+class JobList(BaseModel):
+    items: list[JobOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class DocumentOut(BaseModel):
+    id: int
+    name: str
+    status: str
+    page_count: int
+    size_bytes: int
+    error_category: str | None
+    error: str | None
+
+    @classmethod
+    def of(cls, d: Document) -> DocumentOut:
+        return cls(
+            id=d.id,
+            name=d.name,
+            status=d.status,
+            page_count=d.page_count,
+            size_bytes=d.size_bytes,
+            error_category=d.error_category,
+            error=d.error,
+        )
+
+
+class PageOut(BaseModel):
+    id: int
+    document_id: int
+    number: int
+    status: str
+    engine: str | None
+    step: str | None
+    failure_category: str | None
+    error: str | None
+
+    @classmethod
+    def fields_of(cls, p: Page) -> dict[str, Any]:
+        return {
+            "id": p.id,
+            "document_id": p.document_id,
+            "number": p.number,
+            "status": p.status,
+            "engine": p.final_engine,
+            "step": p.final_step,
+            "failure_category": p.failure_category,
+            "error": p.error,
+        }
+
+    @classmethod
+    def of(cls, p: Page) -> PageOut:
+        return cls(**cls.fields_of(p))
+
+
+class PageList(BaseModel):
+    items: list[PageOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class VerdictOut(BaseModel):
+    kind: str
+    period: int | None
+    onset: int | None
+
+
+class AttemptOut(BaseModel):
+    id: int
+    step_index: int
+    step: str
+    engine: str
+    model: str | None
+    status: str
+    verdict: VerdictOut | None
+    aborted: bool
+    finish_reason: str | None
+    duration_s: float
+    completion_tokens: int | None
+    error: str | None
+
+    @classmethod
+    def of(cls, a: Attempt) -> AttemptOut:
+        verdict = (
+            VerdictOut(kind=a.verdict_kind, period=a.verdict_period, onset=a.verdict_onset)
+            if a.verdict_kind
+            else None
+        )
+        return cls(
+            id=a.id,
+            step_index=a.step_index,
+            step=a.step_name,
+            engine=a.engine,
+            model=a.model,
+            status=a.status,
+            verdict=verdict,
+            aborted=a.aborted,
+            finish_reason=a.finish_reason,
+            duration_s=a.duration_s,
+            completion_tokens=a.completion_tokens,
+            error=a.error,
+        )
+
+
+class PageDetail(PageOut):
+    text: str | None
+    attempts: list[AttemptOut]
+
+    @classmethod
+    def detail_of(cls, p: Page) -> PageDetail:
+        attempts = [AttemptOut.of(a) for a in p.attempts]
+        return cls(**cls.fields_of(p), text=p.text, attempts=attempts)
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str | None = None
+    instance: str | None = None

@@ -1,0 +1,111 @@
+"""Turning an API request into a job: files checked against the limits, ingested, submitted."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.api.uploads import UploadTooLarge
+from app.db.engine import Database
+from app.errors import DocumentError
+from app.jobs import document_limits
+from app.pdf.render import DocumentLimits, inspect_document
+from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest
+from app.settings import Settings
+
+
+class FolderRefused(Exception):
+    """A server-side folder outside the allowed roots (403), missing (404) or empty (422)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    plan_name: str
+    dpi: int | None = None
+    priority: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"priority": self.priority, "metadata": self.metadata}
+        if self.dpi:
+            options["dpi"] = self.dpi
+        return options
+
+
+def check_page_limits(settings: Settings, files: Sequence[tuple[Path, str]]) -> None:
+    """413 before any job exists when a file or the whole job has too many pages."""
+    counting = DocumentLimits(int(settings.api_max_file_mb * 2**20), 2**31)
+    total = 0
+    for path, name in files:
+        try:
+            pages = inspect_document(path, counting)
+        except DocumentError:
+            continue  # ingest records it as a failed document, with the reason
+        if pages > settings.api_max_pages_per_file:
+            raise UploadTooLarge(
+                f"{name!r} has {pages} pages, over the {settings.api_max_pages_per_file} "
+                "pages per file limit"
+            )
+        total += pages
+    if total > settings.api_max_pages_per_job:
+        raise UploadTooLarge(
+            f"the job has {total} pages, over the {settings.api_max_pages_per_job} pages per "
+            "job limit"
+        )
+
+
+def create_job(
+    settings: Settings,
+    db: Database,
+    files: Sequence[tuple[Path, str]],
+    source: str,
+    options: JobOptions,
+    api_key_id: int,
+) -> IngestResult:
+    """Ingest `files` as one job owned by `api_key_id`; bad files become failed documents."""
+    check_page_limits(settings, files)
+    base = document_limits(settings)
+    limits = DocumentLimits(
+        base.max_bytes,
+        min(base.max_pages, settings.api_max_pages_per_file),
+        base.max_page_pixels,
+    )
+    return ingest(
+        db,
+        files,
+        source=source,
+        out_dir=None,
+        plan_name=settings.plan_name(options.plan_name),
+        limits=limits,
+        job_fields={"options": options.as_json(), "api_key_id": api_key_id},
+    )
+
+
+def folder_files(settings: Settings, folder: str) -> tuple[Path, list[tuple[Path, str]]]:
+    """The PDFs under a server-side folder that lies inside one of `api_allowed_roots`."""
+    path = Path(folder).resolve()
+    roots = [Path(r).resolve() for r in settings.api_allowed_roots]
+    if not any(path.is_relative_to(root) for root in roots):
+        raise FolderRefused(403, "the folder is not under any of the server's allowed roots")
+    if not path.is_dir():
+        raise FolderRefused(404, "no such folder on the server")
+    # A symlink under an allowed root must not reach a file outside it.
+    pdfs = [p for p in discover_pdfs(path) if p.resolve().is_relative_to(path)]
+    if not pdfs:
+        raise FolderRefused(422, "no PDF under the folder")
+    files = [(p, document_name(p, path)) for p in pdfs]
+    if len(files) > settings.api_max_files_per_job:
+        raise UploadTooLarge(f"more than {settings.api_max_files_per_job} files in one job")
+    return path, files
+
+
+def discard(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

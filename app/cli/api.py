@@ -1,0 +1,80 @@
+"""`folio serve` and `folio apikey`: run the REST API and manage who may call it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from app.cli import exit_codes
+from app.db import keys
+from app.db.engine import Database
+from app.settings import Settings
+
+apikey_app = typer.Typer(help="API keys for the REST API.", no_args_is_help=True)
+console = Console(stderr=True)
+
+
+def _db() -> Database:
+    from app.cli.main import load_settings
+
+    return Database(load_settings().database_url)
+
+
+@apikey_app.command("create")
+def apikey_create(
+    name: Annotated[str, typer.Argument(help="A label for who uses the key.")],
+) -> None:
+    """Create a key and print its token once; only its hash is stored."""
+    with _db().session() as session:
+        try:
+            info, token = keys.create_key(session, name)
+        except ValueError as exc:
+            console.print(f"[red]{exc}[/]")
+            raise typer.Exit(exit_codes.USAGE) from exc
+    console.print(
+        f"API key [bold]{info.name}[/] (id {info.id}); keep the token, it is not shown again:"
+    )
+    typer.echo(token)
+
+
+@apikey_app.command("revoke")
+def apikey_revoke(key: Annotated[str, typer.Argument(help="Id or name of the key.")]) -> None:
+    """Revoke a key; requests with it get 401 from now on."""
+    with _db().session() as session:
+        try:
+            info = keys.revoke_key(session, key)
+        except KeyError as exc:
+            console.print(f"[red]No API key {key!r}[/]")
+            raise typer.Exit(exit_codes.NO_INPUT) from exc
+    console.print(f"Revoked API key [bold]{info.name}[/] (id {info.id})")
+
+
+@apikey_app.command("list")
+def apikey_list() -> None:
+    """Every key, live or revoked (never the tokens)."""
+    with _db().session() as session:
+        infos = keys.list_keys(session)
+    table = Table("id", "name", "created", "revoked")
+    for info in infos:
+        revoked = info.revoked_at.isoformat(timespec="seconds") if info.revoked_at else ""
+        table.add_row(
+            str(info.id), info.name, info.created_at.isoformat(timespec="seconds"), revoked
+        )
+    Console().print(table)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+) -> None:
+    """Run the REST API (OpenAPI docs at /docs) with uvicorn."""
+    import uvicorn
+
+    from app.api.app import create_app
+    from app.cli.main import load_settings
+
+    settings: Settings = load_settings()
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")

@@ -1,0 +1,69 @@
+"""Read-only queries behind the REST API; every one is scoped to the API key that owns the job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, selectinload
+
+from app.db.models import Document, Job, Page
+
+
+def owned_job(session: Session, job_id: str, api_key_id: int) -> Job | None:
+    """The job when this key owns it; None for a missing job and for another key's job alike."""
+    return session.scalars(
+        select(Job).where(Job.id == job_id, Job.api_key_id == api_key_id)
+    ).first()
+
+
+def list_jobs(
+    session: Session, api_key_id: int, status: str | None, limit: int, offset: int
+) -> tuple[list[Job], int]:
+    query = select(Job).where(Job.api_key_id == api_key_id)
+    if status:
+        query = query.where(Job.status == status)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    page = query.order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)
+    return list(session.scalars(page)), total
+
+
+def progress(session: Session, job_id: str) -> dict[str, Any]:
+    """Documents and pages by status."""
+    pages = dict(
+        session.execute(
+            select(Page.status, func.count()).where(Page.job_id == job_id).group_by(Page.status)
+        ).all()
+    )
+    documents = dict(
+        session.execute(
+            select(Document.status, func.count())
+            .where(Document.job_id == job_id)
+            .group_by(Document.status)
+        ).all()
+    )
+    return {"documents": documents, "pages": pages}
+
+
+def documents(session: Session, job_id: str) -> list[Document]:
+    return list(session.scalars(select(Document).where(Document.job_id == job_id).order_by("id")))
+
+
+def pages(
+    session: Session, job_id: str, status: str | None, limit: int, offset: int
+) -> tuple[list[Page], int]:
+    query = select(Page).where(Page.job_id == job_id)
+    if status:
+        query = query.where(Page.status == status)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    rows = session.scalars(query.order_by(Page.id).limit(limit).offset(offset))
+    return list(rows), total
+
+
+def page_with_attempts(session: Session, job_id: str, page_id: int) -> Page | None:
+    query = (
+        select(Page)
+        .where(Page.job_id == job_id, Page.id == page_id)
+        .options(selectinload(Page.attempts))
+    )
+    return session.scalars(query).first()

@@ -1,0 +1,69 @@
+"""API keys: create, look up by token, revoke, list. Tokens are never stored, only their hash."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from app.db.models import ApiKey
+
+TOKEN_PREFIX = "folio_"
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    id: int
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+def hash_token(token: str) -> str:
+    # A 256-bit random token needs no salt or slow hash: guessing it is the only attack.
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_key(session: Session, name: str) -> tuple[KeyInfo, str]:
+    """A new key called `name` and its token, which is shown once and never stored."""
+    if session.scalar(select(ApiKey.id).where(ApiKey.name == name)) is not None:
+        raise ValueError(f"an API key named {name!r} exists already")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey(name=name, token_sha256=hash_token(token))
+    session.add(key)
+    session.flush()
+    return _info(key), token
+
+
+def key_for_token(session: Session, token: str) -> int | None:
+    """The id of the live key whose token this is, else None."""
+    query = select(ApiKey.id).where(
+        ApiKey.token_sha256 == hash_token(token), ApiKey.revoked_at.is_(None)
+    )
+    return session.scalar(query)
+
+
+def revoke_key(session: Session, id_or_name: str) -> KeyInfo:
+    """Revoke the key with this id or name; KeyError when there is none."""
+    clauses = [ApiKey.name == id_or_name]
+    if id_or_name.isdigit():
+        clauses.append(ApiKey.id == int(id_or_name))
+    key = session.scalars(select(ApiKey).where(or_(*clauses))).first()
+    if key is None:
+        raise KeyError(f"no API key {id_or_name!r}")
+    if key.revoked_at is None:
+        key.revoked_at = datetime.now(UTC)
+        session.flush()
+    return _info(key)
+
+
+def list_keys(session: Session) -> list[KeyInfo]:
+    return [_info(k) for k in session.scalars(select(ApiKey).order_by(ApiKey.id))]
+
+
+def _info(key: ApiKey) -> KeyInfo:
+    return KeyInfo(key.id, key.name, key.created_at, key.revoked_at)

@@ -1,0 +1,221 @@
+"""The upload folder: files that stop growing in INBOX become one job per batch window.
+
+A batch is claimed by renaming its files into `processing/<batch>/` (atomic on one file
+system), so a file is in exactly one place at any time. The job's `source` is that folder:
+after a crash, `recover` finds the job again (or makes it, when the crash came before), runs
+what is left, writes the outbox and moves the originals to `done/` or `failed/`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from app.db import repo
+from app.db.engine import Database
+from app.domain import DocumentStatus
+from app.jobs import document_limits, run_job_locally, settle_job
+from app.pipeline.ingest import ingest
+from app.pipeline.local import PageCallback
+from app.report.build import build_report
+from app.report.render import ReportFormat, render_report
+from app.results import JobResults, load_results, write_outputs
+from app.settings import Settings
+
+PARTIAL_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial")
+Progress = Callable[[int, str], AbstractContextManager[PageCallback | None]]
+
+
+class InboxBusy(Exception):
+    """Another `folio watch` holds this inbox."""
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    batch: str
+    job_id: str
+    done: list[str]
+    failed: dict[str, str]
+    outbox: Path
+
+
+@dataclass
+class StableFiles:
+    """Files whose size and modification time held still between two looks."""
+
+    _seen: dict[Path, tuple[int, int]] = field(default_factory=dict)
+
+    def look(self, paths: list[Path]) -> list[Path]:
+        now: dict[Path, tuple[int, int]] = {}
+        for path in paths:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            now[path] = (stat.st_size, stat.st_mtime_ns)
+        stable = [p for p, signature in now.items() if self._seen.get(p) == signature]
+        self._seen = now
+        return sorted(stable)
+
+
+@contextmanager
+def inbox_lock(inbox: Path) -> Iterator[None]:
+    """One watcher per inbox: a second one would race the first for the same files."""
+    inbox.mkdir(parents=True, exist_ok=True)
+    with (inbox / ".folio-watch.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise InboxBusy(f"another `folio watch` is watching {inbox}") from exc
+        yield
+
+
+class Watcher:
+    """Gathers stable files into batches and runs each as a job in this process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        inbox: Path,
+        outbox: Path,
+        clock: Callable[[], float] = time.monotonic,
+        progress: Progress | None = None,
+    ) -> None:
+        self.settings, self.db, self.clock = settings, db, clock
+        self.inbox, self.outbox = inbox, outbox
+        self.processing, self.done, self.failed = (
+            inbox / n for n in ("processing", "done", "failed")
+        )
+        self.progress: Progress = progress or (lambda _total, _label: nullcontext(None))
+        self._stable = StableFiles()
+        self._window_opened: float | None = None
+
+    def recover(self) -> list[BatchOutcome]:
+        """Finish the batches a previous run had claimed but not finished."""
+        if not self.processing.is_dir():
+            return []
+        return [self.finish(d) for d in sorted(self.processing.iterdir()) if d.is_dir()]
+
+    def tick(self, close_window: bool = False) -> BatchOutcome | None:
+        """One look at the inbox; runs a batch when its window has closed (or `close_window`)."""
+        stable = self._stable.look(self._arrivals())
+        if stable and self._window_opened is None:
+            self._window_opened = self.clock()
+        if self._window_opened is None:
+            return None
+        open_for = self.clock() - self._window_opened
+        if open_for < self.settings.watch_window_s and not close_window:
+            return None
+        self._window_opened = None
+        batch = self._claim(stable)
+        return self.finish(batch) if batch else None
+
+    def _arrivals(self) -> list[Path]:
+        return [
+            p
+            for p in self.inbox.iterdir()
+            if p.is_file() and not p.name.startswith(".") and not p.name.endswith(PARTIAL_SUFFIXES)
+        ]
+
+    def _claim(self, files: list[Path]) -> Path | None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        batch = self.processing / f"{stamp}-{uuid.uuid4().hex[:8]}"
+        batch.mkdir(parents=True)
+        for path in files:
+            try:
+                path.rename(batch / path.name)
+            except FileNotFoundError:
+                continue  # gone since we looked
+        if not any(batch.iterdir()):
+            batch.rmdir()
+            return None
+        return batch
+
+    def finish(self, batch: Path) -> BatchOutcome:
+        """Run (or resume) the batch's job, write its outbox, move its originals out."""
+        job_id = self._job_for(batch)
+        with self.db.session() as session:
+            repo.release_leases(session, job_id)  # we hold the inbox lock: no one else runs it
+            open_pages = repo.open_pages(session, job_id)
+        if open_pages:
+            with self.progress(len(open_pages), batch.name) as on_page:
+                run_job_locally(self.settings, self.db, job_id, open_pages, on_page)
+        settle_job(self.db, job_id)
+        results = load_results(self.db, job_id)
+        outbox = self.outbox / batch.name
+        write_outputs(results, outbox)
+        report = build_report(self.db, self.settings, job_id)
+        for fmt in (ReportFormat.JSON, ReportFormat.HTML):
+            (outbox / f"report.{fmt.value}").write_text(render_report(report, fmt), "utf-8")
+        outcome = self._move_originals(batch, job_id, results, outbox)
+        batch.rmdir()
+        return outcome
+
+    def _job_for(self, batch: Path) -> str:
+        source = str(batch.resolve())
+        with self.db.session() as session:
+            job_id = repo.latest_job_for_source(session, source)
+        if job_id is not None:
+            return job_id
+        files = sorted(p for p in batch.iterdir() if p.is_file())
+        ingested = ingest(
+            self.db,
+            zip(files, unique_names(files), strict=True),
+            source=source,
+            out_dir=str(self.outbox.resolve() / batch.name),
+            plan_name=self.settings.plan_name(),
+            limits=document_limits(self.settings),
+        )
+        return ingested.job_id
+
+    def _move_originals(
+        self, batch: Path, job_id: str, results: JobResults, outbox: Path
+    ) -> BatchOutcome:
+        outcome = BatchOutcome(batch.name, job_id, [], {}, outbox)
+        reasons = {Path(d.path).name: d for d in results.documents}
+        for path in sorted(p for p in batch.iterdir() if p.is_file()):
+            document = reasons.get(path.name)
+            if document is not None and document.status != DocumentStatus.FAILED:
+                _move(path, self.done, None)
+                outcome.done.append(path.name)
+                continue
+            reason = document.error if document else "not part of the batch's job"
+            _move(path, self.failed, reason or "failed")
+            outcome.failed[path.name] = reason or "failed"
+        return outcome
+
+
+def unique_names(files: list[Path]) -> list[str]:
+    """Document names from file names, made unique (`a.pdf`, `a.PDF` -> `a`, `a-2`)."""
+    names: list[str] = []
+    taken: set[str] = set()
+    for path in files:
+        base = path.stem if path.suffix.lower() == ".pdf" else path.name
+        name, n = base, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name.lower())
+        names.append(name)
+    return names
+
+
+def _move(path: Path, folder: Path, reason: str | None) -> None:
+    # The reason file is written before the rename: a crash in between leaves the original in
+    # processing/, and the next run writes the same reason file again and moves it.
+    folder.mkdir(parents=True, exist_ok=True)
+    target, n = folder / path.name, 1
+    while target.exists():
+        n += 1
+        target = folder / f"{path.stem}-{n}{path.suffix}"
+    if reason is not None:
+        (folder / f"{target.name}.reason.txt").write_text(reason + "\n", encoding="utf-8")
+    os.replace(path, target)
