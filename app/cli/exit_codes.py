@@ -5,3 +5,4 @@ USAGE = 2  # Typer/Click's own code for bad arguments
 SOME_FAILED = 3  # the job finished, but some documents or pages have no output
 NO_INPUT = 4  # the input path does not exist or holds no PDF
 CONFIG = 5  # the settings cannot work (unknown plan, bad value...)
+BROKER_DOWN = 7  # the Celery broker (Redis) cannot be reached
