@@ -55,7 +55,6 @@ def make_celery(settings: Settings) -> Celery:
         },
         broker_connection_retry_on_startup=True,
         broker_connection_timeout=5,
-        worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
     return app

@@ -8,7 +8,7 @@ from workers.app import create_app
 
 
 def main() -> None:
-    create_app().worker_main(["celery", *sys.argv[1:]])
+    create_app().worker_main(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -97,8 +97,8 @@ def status(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Pages of a job by status."""
-    settings = Settings(**({"database_url": database_url} if database_url else {}))
-    _show(Database(settings.database_url), job_id)
+    overrides: dict[str, Any] = {"database_url": database_url} if database_url else {}
+    _show(Database(Settings(**overrides).database_url), job_id)
 
 
 def worker(
