@@ -54,7 +54,7 @@ def start_worker(
     env: dict[str, str], concurrency: int = 4, log: Path | None = None
 ) -> subprocess.Popen[bytes]:
     """`folio worker --queues cpu,gpu` as a real process (it execs the Celery worker)."""
-    command = [sys.executable, "-m", "app.cli.main", "worker", "--queues", "cpu,gpu"]
+    command = [str(Path(sys.executable).parent / "folio"), "worker", "--queues", "cpu,gpu"]
     command += ["--concurrency", str(concurrency)]
     out = log.open("ab") if log else subprocess.DEVNULL
     return subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
