@@ -141,7 +141,7 @@ def test_kill_9_of_a_worker_mid_batch_loses_nothing_and_repeats_nothing(
 def test_recover_requeues_pages_after_redis_lost_the_queue(
     pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pages = write_text_pdfs(tmp_path / "in", documents=3, pages=40)
+    pages = write_text_pdfs(tmp_path / "in", documents=2, pages=30)
     env = worker_env(pg_url, REDIS_URL, prefix)
     batch = Batch(pg_url, submit(tmp_path / "in", env, monkeypatch), pages)
     worker = start_worker(env, concurrency=2, log=tmp_path / "worker.log")
@@ -166,7 +166,7 @@ def test_recover_requeues_pages_after_redis_lost_the_queue(
 def test_postgres_outage_makes_tasks_retry_not_fail(
     pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pages = write_text_pdfs(tmp_path / "in", documents=2, pages=40)
+    pages = write_text_pdfs(tmp_path / "in", documents=2, pages=20)
     target = make_url(pg_url)
     proxy = TcpProxy((target.host or "127.0.0.1", target.port or 5432))
     proxy.start()
