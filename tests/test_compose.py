@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +43,16 @@ def test_the_gpu_pieces_reserve_a_gpu_and_serve_the_primary_model() -> None:
     assert found["worker-gpu"]["command"][:3] == ["worker", "--queues", "gpu"]
     assert found["worker-cpu"]["command"][:3] == ["worker", "--queues", "cpu"]
     assert found["api"]["command"][0] == "serve"
+
+
+def test_the_workers_environment_is_valid_settings() -> None:
+    from app.settings import Settings
+
+    env = services()["worker-gpu"]["environment"]
+    settings = Settings(
+        database_url=env["FOLIO_DATABASE_URL"],
+        broker_url=env["FOLIO_BROKER_URL"],
+        engine=env["FOLIO_ENGINE"],
+        vlm_endpoints=json.loads(env["FOLIO_VLM_ENDPOINTS"]),
+    )
+    assert settings.vlm_endpoints["primary"].model == "Dharma-AI/Dharma-OCR-LITE"
