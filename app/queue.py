@@ -52,6 +52,8 @@ def make_celery(settings: Settings) -> Celery:
             # Look for tasks of dead workers a few times per visibility timeout, not every 100 s.
             "unacked_restore_interval": max(1, min(60, int(settings.visibility_timeout_s / 4))),
             "unacked_restore_throttle": 1,
+            # A worker killed while holding the restore lock must not block restores for 5 min.
+            "unacked_mutex_expire": max(1, min(300, int(settings.visibility_timeout_s))),
         },
         broker_connection_retry_on_startup=True,
         broker_connection_timeout=5,

@@ -71,12 +71,17 @@ def stop_worker(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+def wait_until(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    describe: Callable[[], str] = lambda: "",
+) -> None:
     """Poll until `condition()`; a generous timeout only stops a hung test."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
+            raise AssertionError(f"gave up waiting for {what} {describe()}")
         time.sleep(0.1)
 
 

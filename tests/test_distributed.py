@@ -88,6 +88,15 @@ class Batch:
         with self.db.session() as session:
             return session.scalar(select(Job.status).where(Job.id == self.job_id)) == "done"
 
+    def describe(self) -> str:
+        with self.db.session() as session:
+            rows = session.execute(
+                select(Page.status, func.count())
+                .where(Page.job_id == self.job_id)
+                .group_by(Page.status)
+            )
+            return str(dict(rows.tuples().all()))
+
     def assert_every_page_done_once(self) -> None:
         with self.db.session() as session:
             rows = session.execute(
@@ -131,7 +140,7 @@ def test_kill_9_of_a_worker_mid_batch_loses_nothing_and_repeats_nothing(
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         assert batch.count("pending", "running") > 0, "the batch ended before the kill"
-        wait_until(batch.done, 180, "the job to finish after the kill")
+        wait_until(batch.done, 90, "the job to finish after the kill", batch.describe)
     finally:
         stop_worker(victim)
         stop_worker(survivor)
