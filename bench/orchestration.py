@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
 import statistics
 import tempfile
 import time
@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> None:
     with console.status("Running the batch through Celery workers..."):
         result = measure(args.documents, args.pages, args.workers, args.concurrency)
     report = {
-        "machine": {**machine_info(), "platform_node": platform.node()},
+        # Other work on the machine skews these numbers; the load average says how much.
+        "machine": {**machine_info(), "load_average_1m": round(os.getloadavg()[0], 2)},
         "versions": versions(),
         "targets": TARGETS,
         "result": result,
