@@ -210,6 +210,32 @@ class Settings(BaseSettings):
     watch_poll_s: float = Field(
         default=2.0, gt=0, description="`folio watch`: seconds between looks at the inbox."
     )
+    queue_prefix: str = Field(
+        default="folio",
+        description="Prefix of the Celery queue names and Redis keys; distinct prefixes let "
+        "several Folio installations share one Redis.",
+    )
+    visibility_timeout_s: float = Field(
+        default=3600.0,
+        description="Seconds before Redis redelivers a task whose worker died; longer than "
+        "the slowest page.",
+    )
+    page_lease_s: float = Field(
+        default=900.0,
+        description="Seconds a worker holds a page it started; another worker may take it after.",
+    )
+    worker_threads: int = Field(
+        default=32,
+        description="Pages one `folio worker` process runs at once when --concurrency is unset.",
+    )
+    db_retry_limit: int = Field(
+        default=20,
+        description="Times a task retries when the database is unreachable before giving up "
+        "(the page stays open for `folio recover`).",
+    )
+    db_retry_max_delay_s: float = Field(
+        default=30.0, description="Longest wait between retries while the database is down."
+    )
 
     @model_validator(mode="after")
     def _plans_are_consistent(self) -> Settings:

@@ -1,0 +1,1 @@
+"""Celery workers: the app factory and thin tasks over `app.distributed`."""

@@ -79,8 +79,30 @@ def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> N
     settle_job(db, job_id)
 
 
+class CeleryJobRunner:
+    """Jobs queued for `folio worker`s through the broker; the database holds their state."""
+
+    def __init__(self, settings: Settings, db: Database) -> None:
+        from app.queue import Enqueuer  # Celery is only imported where a broker is configured
+
+        self.db = db
+        self.enqueuer = Enqueuer(settings)
+
+    def submit(self, job_id: str) -> None:
+        from app.distributed import queue_job
+
+        queue_job(self.db, self.enqueuer, job_id)
+
+    def cancel(self, job_id: str) -> None:
+        # The job's pages are closed in the database: their queued tasks find them terminal.
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def make_runner(settings: Settings, db: Database, metrics: FolioMetrics | None = None) -> JobRunner:
-    """The runner the settings ask for. The Celery runner plugs in here when `broker_url` is set."""
+    """Celery workers when `broker_url` is set, else threads in this process."""
     if settings.broker_url:
-        log.warning("no Celery job runner in this build yet; running API jobs in-process")
+        return CeleryJobRunner(settings, db)
     return LocalJobRunner(settings, db, metrics)

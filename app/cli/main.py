@@ -10,7 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from app.cli import exit_codes
+from app.cli import distributed, exit_codes
 from app.cli.api import apikey_app, serve
 from app.cli.export_dpo import export_dpo
 from app.cli.scan import scan
@@ -35,6 +35,8 @@ app = typer.Typer(
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.command("export-dpo")(export_dpo)
 app.command("scan")(scan)
+for _command in (distributed.submit, distributed.status, distributed.worker, distributed.recover):
+    app.command()(_command)
 app.add_typer(db_app, name="db")
 app.add_typer(apikey_app, name="apikey")
 app.command("serve")(serve)

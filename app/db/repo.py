@@ -106,6 +106,13 @@ def history(session: Session, page_id: int) -> list[PastAttempt]:
     ]
 
 
+def attempt_output(session: Session, page_id: int, step_index: int) -> str | None:
+    """The text of the page's latest attempt at a step."""
+    query = select(Attempt.output).where(Attempt.page_id == page_id)
+    query = query.where(Attempt.step_index == step_index).order_by(Attempt.id.desc())
+    return session.scalars(query).first()
+
+
 def record_attempt(
     session: Session, work: PageWork, step_index: int, step: PlanStep, result: EngineResult
 ) -> Attempt:
@@ -214,6 +221,12 @@ def open_pages(session: Session, job_id: str) -> list[int]:
     query = select(Page.id).where(Page.job_id == job_id)
     query = query.where(Page.status.not_in(TERMINAL_PAGE_STATUSES)).order_by(Page.id)
     return list(session.scalars(query))
+
+
+def count_pages_by_status(session: Session, job_id: str) -> dict[str, int]:
+    """The job's pages counted per status."""
+    query = select(Page.status, func.count()).where(Page.job_id == job_id).group_by(Page.status)
+    return {status: int(n) for status, n in session.execute(query)}
 
 
 def job_plan(session: Session, job_id: str) -> str:

@@ -40,10 +40,11 @@ def _process_safely(processor: PageProcessor, page_id: int) -> PageStatus:
         return processor.process(page_id)
     except Exception as exc:
         log.exception("page %s failed unexpectedly", page_id)
-        return _record_crash(processor.db, page_id, exc)
+        return record_crash(processor.db, page_id, exc)
 
 
-def _record_crash(db: Database, page_id: int, exc: Exception) -> PageStatus:
+def record_crash(db: Database, page_id: int, exc: Exception) -> PageStatus:
+    """Fail the page with category 'internal' for an error nothing else handled."""
     with db.session() as session:
         repo.finish_page(
             session,

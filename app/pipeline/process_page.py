@@ -40,7 +40,7 @@ class PageProcessor:
         self.engines = engines
         self.owner = owner
         self.metrics = metrics
-        self.lease_s = 900.0
+        self.lease_s = settings.page_lease_s
 
     def process(self, page_id: int) -> PageStatus:
         """Bring the page to a terminal status; a page already terminal is left as it is."""
@@ -51,6 +51,11 @@ class PageProcessor:
                 raise PageBusy(f"page {page_id} is held by another worker")
             work = repo.page_work(session, page_id)
             past = repo.history(session, page_id)
+            answer = _accepted(self.settings.plan(work.plan_name), past)
+            text = repo.attempt_output(session, page_id, answer.step_index) if answer else None
+        if answer is not None:
+            # A worker died between recording the answer and closing the page: close it now.
+            return self._close_answered(work, past, answer, text)
         try:
             page = self._render(work)
         except RenderError as exc:
@@ -87,6 +92,13 @@ class PageProcessor:
                 return self._finish(work, status, text=result.text, step=step)
         category, error = _failure(past)
         return self._finish(work, PageStatus.FAILED, category=category, error=error)
+
+    def _close_answered(
+        self, work: repo.PageWork, past: list[PastAttempt], answer: PastAttempt, text: str | None
+    ) -> PageStatus:
+        step = self.settings.plan(work.plan_name)[answer.step_index]
+        status = PageStatus.SUCCEEDED if len(past) == 1 else PageStatus.FALLBACK
+        return self._finish(work, status, text=text or "", step=step)
 
     def _attempt(self, page: PageInput, step: PlanStep) -> EngineResult:
         started = datetime.now(UTC)
@@ -126,6 +138,11 @@ class PageProcessor:
         if self.metrics:
             self.metrics.observe_page(final)
         return final
+
+
+def _accepted(plan: list[PlanStep], past: list[PastAttempt]) -> PastAttempt | None:
+    """The attempt already accepted as the page's answer, if any."""
+    return next((a for a in past if is_accepted(plan[a.step_index], a.status)), None)
 
 
 def _failure(past: list[PastAttempt]) -> tuple[str, str]:

@@ -1,0 +1,185 @@
+"""`folio submit`, `status`, `worker`, `recover`: distributed mode's commands (parse, delegate)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app import distributed
+from app.cli import exit_codes
+from app.cli.views import STATUS_STYLE
+from app.db.engine import Database
+from app.errors import ConfigError
+from app.jobs import JobRequest
+from app.queue import BrokerUnavailable, Enqueuer, check_broker
+from app.settings import Settings
+
+console = Console(stderr=True)
+DatabaseUrl = Annotated[str | None, typer.Option(help="Overrides FOLIO_DATABASE_URL.")]
+BrokerUrl = Annotated[str | None, typer.Option(help="Overrides FOLIO_BROKER_URL.")]
+
+
+def _settings(**overrides: Any) -> Settings:
+    try:
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        console.print(f"[red]Invalid settings:[/] {exc}")
+        raise typer.Exit(exit_codes.CONFIG) from exc
+    if not settings.broker_url:
+        console.print("[red]Distributed mode needs a broker:[/] set FOLIO_BROKER_URL (Redis).")
+        raise typer.Exit(exit_codes.CONFIG)
+    return settings
+
+
+def _enqueuer(settings: Settings) -> Enqueuer:
+    enqueuer = Enqueuer(settings)
+    try:
+        check_broker(enqueuer.app)
+    except BrokerUnavailable as exc:
+        _broker_down(exc)
+    return enqueuer
+
+
+def _broker_down(exc: BrokerUnavailable) -> None:
+    console.print(f"[red]Broker unreachable:[/] {exc}")
+    raise typer.Exit(exit_codes.BROKER_DOWN) from exc
+
+
+def submit(
+    source: Annotated[Path, typer.Argument(help="A PDF, or a folder searched for PDFs.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output folder recorded on the job.")
+    ] = None,
+    engine: Annotated[str | None, typer.Option(help="Attempt plan.")] = None,
+    dpi: Annotated[int | None, typer.Option(help="Rendering resolution.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Show progress until the job is done.")] = (
+        False
+    ),
+    database_url: DatabaseUrl = None,
+    broker_url: BrokerUrl = None,
+) -> None:
+    """Create a job for SOURCE in the database and queue it for `folio worker`s; print its id."""
+    settings = _settings(database_url=database_url, broker_url=broker_url, engine=engine)
+    if not source.exists():
+        console.print(f"[red]No such file or folder:[/] {source}")
+        raise typer.Exit(exit_codes.NO_INPUT)
+    enqueuer = _enqueuer(settings)
+    db = Database(settings.database_url)
+    request = JobRequest(source, out, engine or settings.engine, dpi=dpi)
+    try:
+        ingested = distributed.submit_job(settings, db, enqueuer, request)
+    except (ConfigError, KeyError) as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(exit_codes.CONFIG) from exc
+    except BrokerUnavailable as exc:
+        console.print("The job is in the database; `folio recover` queues it once Redis is back.")
+        _broker_down(exc)
+    if ingested.documents == 0:
+        console.print(f"[yellow]No PDF found under {source}[/]")
+        raise typer.Exit(exit_codes.NO_INPUT)
+    typer.echo(ingested.job_id)
+    if wait:
+        _wait(db, ingested.job_id)
+        _show(db, ingested.job_id)
+
+
+def status(
+    job_id: Annotated[str, typer.Argument(help="Job id, as printed by `folio submit`.")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Pages of a job by status."""
+    overrides: dict[str, Any] = {"database_url": database_url} if database_url else {}
+    _show(Database(Settings(**overrides).database_url), job_id)
+
+
+def worker(
+    queues: Annotated[str, typer.Option(help="Queues to consume: cpu, gpu or cpu,gpu.")] = "cpu",
+    concurrency: Annotated[
+        int | None, typer.Option(help="Pages at once; default worker_threads.")
+    ] = None,
+    pool: Annotated[
+        str, typer.Option(help="Celery pool: threads (one process, many pages) or prefork.")
+    ] = "threads",
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "WARNING",
+    database_url: DatabaseUrl = None,
+    broker_url: BrokerUrl = None,
+) -> None:
+    """Run a Celery worker on this machine (replaces this process)."""
+    settings = _settings(database_url=database_url, broker_url=broker_url)
+    kinds = [q.strip() for q in queues.split(",") if q.strip()]
+    if not kinds or any(k not in ("cpu", "gpu") for k in kinds):
+        console.print(f"[red]--queues takes cpu, gpu or both, not {queues!r}[/]")
+        raise typer.Exit(exit_codes.USAGE)
+    _enqueuer(settings)
+    names = ",".join(f"{settings.queue_prefix}.{k}" for k in kinds)
+    argv = [sys.executable, "-m", "workers", "worker", "-Q", names, "-P", pool]
+    argv += ["-c", str(concurrency or settings.worker_threads), "-l", loglevel]
+    argv += ["-n", f"folio-{'-'.join(kinds)}-{os.getpid()}@%h", "--without-gossip"]
+    argv += ["--without-mingle"]
+    env = dict(os.environ)
+    if database_url:
+        env["FOLIO_DATABASE_URL"] = database_url
+    if broker_url:
+        env["FOLIO_BROKER_URL"] = broker_url
+    os.execve(sys.executable, argv, env)
+
+
+def recover(
+    job_id: Annotated[str | None, typer.Argument(help="Only this job; all open jobs if unset.")] = (
+        None
+    ),
+    database_url: DatabaseUrl = None,
+    broker_url: BrokerUrl = None,
+) -> None:
+    """Queue again every page left open, e.g. after Redis lost its queue."""
+    settings = _settings(database_url=database_url, broker_url=broker_url)
+    enqueuer = _enqueuer(settings)
+    try:
+        queued = distributed.recover(Database(settings.database_url), enqueuer, job_id)
+    except KeyError as exc:
+        console.print(f"[red]No job {job_id!r}[/]")
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
+    except BrokerUnavailable as exc:
+        _broker_down(exc)
+    table = Table(title="Recovered")
+    table.add_column("job")
+    table.add_column("pages queued again", justify="right")
+    for jid, n in queued.items():
+        table.add_row(jid, str(n))
+    Console().print(table)
+
+
+def _wait(db: Database, job_id: str, poll_s: float = 0.5) -> None:
+    columns = (TextColumn("[bold]pages"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("pages", total=None)
+        while True:
+            state = distributed.job_progress(db, job_id)
+            progress.update(bar, total=state.total, completed=state.finished)
+            if state.status == "done":
+                return
+            time.sleep(poll_s)
+
+
+def _show(db: Database, job_id: str) -> None:
+    try:
+        state = distributed.job_progress(db, job_id)
+    except KeyError as exc:
+        console.print(f"[red]No job {job_id!r} in {db.url}[/]")
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
+    table = Table(title=f"Job {job_id}: {state.status}")
+    table.add_column("page status")
+    table.add_column("pages", justify="right")
+    for name, n in sorted(state.pages.items()):
+        table.add_row(f"[{STATUS_STYLE.get(name, 'white')}]{name}[/]", str(n))
+    table.caption = f"{state.finished} of {state.total} pages finished"
+    Console().print(table)

@@ -1,0 +1,111 @@
+"""The queue seam: a Celery client configured from settings, and the messages Folio sends.
+
+`app/` sends tasks by name only; their code lives in `workers/`, which registers them on an app
+built by the same `make_celery` so client and workers always agree on queues and transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from celery import Celery
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from app.errors import FolioError
+from app.settings import Settings
+
+QueueKind = Literal["cpu", "gpu"]
+SPLIT_DOCUMENT = "folio.split_document"
+PROCESS_PAGE = "folio.process_page"
+FINALIZE_JOB = "folio.finalize_job"
+
+
+class BrokerUnavailable(FolioError):
+    """The Celery broker (Redis) cannot be reached."""
+
+    category = "broker"
+
+
+def queue_name(settings: Settings, kind: QueueKind) -> str:
+    return f"{settings.queue_prefix}.{kind}"
+
+
+def make_celery(settings: Settings) -> Celery:
+    """A Celery app for the configured broker; the database, not Celery, keeps task state."""
+    if not settings.broker_url:
+        raise BrokerUnavailable("distributed mode needs a broker: set FOLIO_BROKER_URL")
+    app = Celery("folio", broker=settings.broker_url, set_as_current=False)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_default_queue=queue_name(settings, "cpu"),
+        task_routes={
+            SPLIT_DOCUMENT: {"queue": queue_name(settings, "cpu")},
+            FINALIZE_JOB: {"queue": queue_name(settings, "cpu")},
+        },
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout_s,
+            "global_keyprefix": f"{settings.queue_prefix}:",
+            # Look for tasks of dead workers a few times per visibility timeout, not every 100 s.
+            "unacked_restore_interval": max(1, min(60, int(settings.visibility_timeout_s / 4))),
+            "unacked_restore_throttle": 1,
+            # A worker killed while holding the restore lock must not block restores for 5 min.
+            "unacked_mutex_expire": max(1, min(300, int(settings.visibility_timeout_s))),
+        },
+        broker_connection_retry_on_startup=True,
+        broker_connection_timeout=5,
+        worker_send_task_events=False,
+    )
+    return app
+
+
+def check_broker(app: Celery) -> None:
+    """Raise BrokerUnavailable unless the broker answers now."""
+    try:
+        with app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=5)
+    except (KombuOperationalError, OSError) as exc:
+        raise BrokerUnavailable(f"cannot reach the broker {app.conf.broker_url}: {exc}") from exc
+
+
+def page_queue(settings: Settings, plan_name: str) -> str:
+    """Pages whose plan calls a VLM go to GPU workers; the rest to CPU workers."""
+    uses_vlm = any(step.engine == "vlm" for step in settings.plan(plan_name))
+    return queue_name(settings, "gpu" if uses_vlm else "cpu")
+
+
+class Enqueuer:
+    """Sends Folio's tasks; call only after the rows they name are committed."""
+
+    def __init__(self, settings: Settings, app: Celery | None = None) -> None:
+        self.settings = settings
+        self.app = app or make_celery(settings)
+
+    def split_documents(self, document_ids: Iterable[int]) -> int:
+        return self._send(SPLIT_DOCUMENT, document_ids, queue_name(self.settings, "cpu"))
+
+    def process_pages(self, page_ids: Iterable[int], plan_name: str) -> int:
+        return self._send(PROCESS_PAGE, page_ids, page_queue(self.settings, plan_name))
+
+    def finalize_job(self, job_id: str) -> None:
+        self._publish(FINALIZE_JOB, job_id, queue_name(self.settings, "cpu"))
+
+    def _send(self, task: str, ids: Iterable[int], queue: str) -> int:
+        sent = 0
+        try:
+            with self.app.producer_or_acquire() as producer:
+                for item in ids:
+                    self.app.send_task(task, args=[item], queue=queue, producer=producer)
+                    sent += 1
+        except KombuOperationalError as exc:
+            raise BrokerUnavailable(f"cannot reach the broker after {sent} tasks: {exc}") from exc
+        return sent
+
+    def _publish(self, task: str, arg: str | int, queue: str) -> None:
+        try:
+            self.app.send_task(task, args=[arg], queue=queue)
+        except KombuOperationalError as exc:
+            raise BrokerUnavailable(f"cannot reach the broker: {exc}") from exc

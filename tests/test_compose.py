@@ -1,0 +1,58 @@
+"""docker-compose.yml parses and wires the services distributed mode needs (no Docker here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def services() -> dict[str, Any]:
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return dict(compose["services"])
+
+
+def test_compose_has_every_service_with_a_healthcheck() -> None:
+    found = services()
+    for name in ("postgres", "redis", "vllm", "api", "worker-cpu", "worker-gpu"):
+        assert "healthcheck" in found[name], name
+    assert found["migrate"]["command"] == ["db", "upgrade"]
+    assert "fallback" in found["vllm-fallback"]["profiles"]
+
+
+def test_workers_start_after_migrations_and_healthy_services() -> None:
+    found = services()
+    for name in ("api", "worker-cpu", "worker-gpu"):
+        needs = found[name]["depends_on"]
+        assert needs["migrate"]["condition"] == "service_completed_successfully"
+        assert needs["postgres"]["condition"] == "service_healthy"
+        assert needs["redis"]["condition"] == "service_healthy"
+    assert found["worker-gpu"]["depends_on"]["vllm"]["condition"] == "service_healthy"
+
+
+def test_the_gpu_pieces_reserve_a_gpu_and_serve_the_primary_model() -> None:
+    found = services()
+    assert "Dharma-AI/Dharma-OCR-LITE" in found["vllm"]["command"]
+    assert found["vllm"]["image"].startswith("vllm/vllm-openai")
+    devices = found["vllm"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["capabilities"] == ["gpu"]
+    assert found["worker-gpu"]["command"][:3] == ["worker", "--queues", "gpu"]
+    assert found["worker-cpu"]["command"][:3] == ["worker", "--queues", "cpu"]
+    assert found["api"]["command"][0] == "serve"
+
+
+def test_the_workers_environment_is_valid_settings() -> None:
+    from app.settings import Settings
+
+    env = services()["worker-gpu"]["environment"]
+    settings = Settings(
+        database_url=env["FOLIO_DATABASE_URL"],
+        broker_url=env["FOLIO_BROKER_URL"],
+        engine=env["FOLIO_ENGINE"],
+        vlm_endpoints=json.loads(env["FOLIO_VLM_ENDPOINTS"]),
+    )
+    assert settings.vlm_endpoints["primary"].model == "Dharma-AI/Dharma-OCR-LITE"

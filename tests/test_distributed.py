@@ -1,0 +1,245 @@
+"""Distributed mode against the real PostgreSQL and Redis, with real `folio worker` processes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.engine import make_url
+from typer.testing import CliRunner
+
+from app.cli.main import app
+from app.db.engine import Database, dispose_engines, upgrade
+from app.db.models import Attempt, Document, Job, Page
+from tests.conftest import POSTGRES_URL, REDIS_URL, unavailable
+from tests.distributed_support import (
+    TcpProxy,
+    page_text,
+    start_worker,
+    stop_worker,
+    unique_prefix,
+    wait_until,
+    worker_env,
+    write_text_pdfs,
+)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+# Short enough that a dead worker's tasks come back within seconds.
+FAST_REDELIVERY = {"FOLIO_VISIBILITY_TIMEOUT_S": "4", "FOLIO_PAGE_LEASE_S": "3"}
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A database of our own (not a shared template): colleagues run tests on this server too."""
+    name = f"folio_dist_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        admin.dispose()
+        unavailable(f"PostgreSQL at {POSTGRES_URL}: {exc}")
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    upgrade(url)
+    yield url
+    dispose_engines()
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """A queue prefix of our own; its Redis keys are deleted afterwards (never FLUSHALL)."""
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        unavailable(f"Redis at {REDIS_URL}: {exc}")
+    name = unique_prefix()
+    yield name
+    keys = list(client.scan_iter(f"{name}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+class Batch:
+    """A submitted job and what the database says about it."""
+
+    def __init__(self, db_url: str, job_id: str, pages: int) -> None:
+        self.db = Database(db_url)
+        self.job_id = job_id
+        self.pages = pages
+
+    def count(self, *statuses: str) -> int:
+        with self.db.session() as session:
+            query = select(func.count()).where(Page.job_id == self.job_id)
+            return int(session.scalar(query.where(Page.status.in_(statuses))) or 0)
+
+    def done(self) -> bool:
+        with self.db.session() as session:
+            return session.scalar(select(Job.status).where(Job.id == self.job_id)) == "done"
+
+    def describe(self) -> str:
+        with self.db.session() as session:
+            rows = session.execute(
+                select(Page.status, func.count())
+                .where(Page.job_id == self.job_id)
+                .group_by(Page.status)
+            )
+            return str(dict(rows.tuples().all()))
+
+    def assert_every_page_done_once(self) -> None:
+        with self.db.session() as session:
+            rows = session.execute(
+                select(Page.status, Page.text, Page.number, Document.name)
+                .join(Document)
+                .where(Page.job_id == self.job_id)
+            ).all()
+            attempts = session.execute(
+                select(func.count(), func.count(func.distinct(Attempt.page_id))).where(
+                    Attempt.job_id == self.job_id
+                )
+            ).one()
+            documents = set(session.scalars(select(Document.status)))
+        assert len(rows) == self.pages
+        assert {r.status for r in rows} == {"succeeded"}
+        for row in rows:
+            assert row.text.strip() == page_text(int(row.name.removeprefix("doc")), row.number)
+        assert tuple(attempts) == (self.pages, self.pages), "attempt rows duplicated or missing"
+        assert documents == {"done"}
+
+
+def submit(folder: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    for key, value in env.items():
+        if key.startswith("FOLIO_"):
+            monkeypatch.setenv(key, value)
+    result = CliRunner().invoke(app, ["submit", str(folder)])
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_kill_9_of_a_worker_mid_batch_loses_nothing_and_repeats_nothing(
+    pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = write_text_pdfs(tmp_path / "in", documents=5, pages=44)
+    env = worker_env(pg_url, REDIS_URL, prefix, **FAST_REDELIVERY)
+    victim = start_worker(env, concurrency=4, log=tmp_path / "victim.log")
+    survivor = start_worker(env, concurrency=4, log=tmp_path / "survivor.log")
+    try:
+        batch = Batch(pg_url, submit(tmp_path / "in", env, monkeypatch), pages)
+        wait_until(lambda: batch.count("succeeded") >= 30, 120, "30 pages done")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        assert batch.count("pending", "running") > 0, "the batch ended before the kill"
+        wait_until(batch.done, 90, "the job to finish after the kill", batch.describe)
+    finally:
+        stop_worker(victim)
+        stop_worker(survivor)
+    batch.assert_every_page_done_once()
+
+
+def test_recover_requeues_pages_after_redis_lost_the_queue(
+    pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = write_text_pdfs(tmp_path / "in", documents=2, pages=30)
+    env = worker_env(pg_url, REDIS_URL, prefix)
+    batch = Batch(pg_url, submit(tmp_path / "in", env, monkeypatch), pages)
+    worker = start_worker(env, concurrency=2, log=tmp_path / "worker.log")
+    try:
+        wait_until(lambda: batch.count("succeeded") >= 10, 120, "10 pages done")
+        client = redis.Redis.from_url(REDIS_URL)
+        client.delete(*(f"{prefix}:{prefix}.{kind}" for kind in ("cpu", "gpu")))
+        wait_until(lambda: batch.count("running") == 0, 60, "in-flight pages to finish")
+        time.sleep(1.0)  # anything still queued would start now; nothing is
+        stranded = batch.count("pending")
+        assert stranded > 0, "the batch ended before the queue was lost"
+        assert not batch.done()
+        result = CliRunner().invoke(app, ["recover", batch.job_id])
+        assert result.exit_code == 0, result.output
+        assert str(stranded) in result.stdout
+        wait_until(batch.done, 120, "the job to finish after recover")
+    finally:
+        stop_worker(worker)
+    batch.assert_every_page_done_once()
+
+
+def test_postgres_outage_makes_tasks_retry_not_fail(
+    pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = write_text_pdfs(tmp_path / "in", documents=2, pages=20)
+    target = make_url(pg_url)
+    proxy = TcpProxy((target.host or "127.0.0.1", target.port or 5432))
+    proxy.start()
+    proxied = target.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    env = worker_env(proxied, REDIS_URL, prefix, FOLIO_DB_RETRY_MAX_DELAY_S="1")
+    log = tmp_path / "worker.log"
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        batch = Batch(
+            pg_url,
+            submit(tmp_path / "in", {**env, "FOLIO_DATABASE_URL": pg_url}, monkeypatch),
+            pages,
+        )
+        worker = start_worker(env, concurrency=2, log=log)
+        wait_until(lambda: batch.count("succeeded") >= 10, 120, "10 pages done")
+        proxy.pause()
+        time.sleep(3.0)  # the outage
+        assert batch.count("pending", "running") > 0, "the batch ended before the outage"
+        proxy.start()
+        wait_until(batch.done, 120, "the job to finish after the outage")
+    finally:
+        if worker:
+            stop_worker(worker)
+        proxy.pause()
+    assert batch.count("failed") == 0
+    assert "database unreachable" in log.read_text(errors="replace")
+    batch.assert_every_page_done_once()
+
+
+def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
+    pg_url: str, prefix: str, tmp_path: Path
+) -> None:
+    from app.api.runner import CeleryJobRunner, make_runner
+    from app.settings import Settings
+    from tests.api_server import running_api, wait_for_job
+
+    settings = Settings(
+        database_url=pg_url,
+        broker_url=REDIS_URL,
+        queue_prefix=prefix,
+        engine="textlayer",
+        upload_dir=tmp_path / "uploads",
+    )
+    write_text_pdfs(tmp_path / "in", documents=2, pages=3)
+    files = [
+        ("files", (pdf.name, pdf.read_bytes(), "application/pdf"))
+        for pdf in sorted((tmp_path / "in").glob("*.pdf"))
+    ]
+    assert isinstance(make_runner(settings, Database(pg_url)), CeleryJobRunner)
+    queued = redis.Redis.from_url(REDIS_URL)
+    with running_api(settings) as api, api.client(api.key("k")) as client:
+        answer = client.post("/v1/jobs", files=files)
+        assert answer.status_code == 202, answer.text
+        # Before any worker runs, the job waits in the broker: one split task per document.
+        assert queued.llen(f"{prefix}:{prefix}.cpu") == 2
+        worker = start_worker(worker_env(pg_url, REDIS_URL, prefix), log=tmp_path / "w.log")
+        try:
+            job = wait_for_job(client, answer.json()["id"])
+        finally:
+            stop_worker(worker)
+            queued.close()
+
+    assert job["status"] == "done", job
+    with Database(pg_url).session() as session:
+        pages = session.execute(select(Page.status, Page.text)).all()
+    assert len(pages) == 6 and all(status == "succeeded" for status, _ in pages)
+    assert all(text for _, text in pages)

@@ -1,0 +1,51 @@
+"""What one worker process keeps between tasks: settings, database, engines, enqueuer.
+
+Built on the first task, not at import, so importing `workers` connects to nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from app.db.engine import Database
+from app.engines.registry import EngineSet
+from app.jobs import worker_id
+from app.pipeline.process_page import PageProcessor
+from app.queue import Enqueuer
+from app.settings import Settings
+
+
+@dataclass
+class WorkerRuntime:
+    settings: Settings
+    db: Database
+    engines: EngineSet
+    processor: PageProcessor
+    enqueuer: Enqueuer
+
+
+class RuntimeHolder:
+    """Creates the runtime once per process, thread-safely; `close()` releases the engines."""
+
+    def __init__(self, settings: Settings, enqueuer: Enqueuer) -> None:
+        self.settings = settings
+        self.enqueuer = enqueuer
+        self._runtime: WorkerRuntime | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> WorkerRuntime:
+        with self._lock:
+            if self._runtime is None:
+                # Database() migrates and connects; when it fails the task retries and so do we.
+                db = Database(self.settings.database_url)
+                engines = EngineSet(self.settings)
+                processor = PageProcessor(self.settings, db, engines, owner=worker_id())
+                self._runtime = WorkerRuntime(self.settings, db, engines, processor, self.enqueuer)
+            return self._runtime
+
+    def close(self) -> None:
+        with self._lock:
+            if self._runtime is not None:
+                self._runtime.engines.close()
+                self._runtime = None

@@ -1,0 +1,70 @@
+"""Thin tasks keyed by ids; the work is in `app.distributed` and `PageProcessor`.
+
+Delivery is at-least-once (acks late), so every task is idempotent: a terminal page is left
+alone, a page another worker holds is retried after its lease, and an answer already recorded
+is not computed again.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from celery import Celery, Task
+
+from app import distributed
+from app.pipeline.process_page import PageBusy
+from app.queue import FINALIZE_JOB, PROCESS_PAGE, SPLIT_DOCUMENT
+from workers.runtime import RuntimeHolder
+
+log = logging.getLogger(__name__)
+
+
+def db_retry_delay(retries: int, max_delay_s: float) -> float:
+    """Exponential backoff with jitter, capped: 0.5 s, 1 s, 2 s ... max_delay_s."""
+    return min(max_delay_s, 0.5 * 2**retries) * random.uniform(0.8, 1.2)
+
+
+def _retry_database_down(task: Task, holder: RuntimeHolder, exc: Exception) -> None:
+    settings = holder.settings
+    delay = db_retry_delay(task.request.retries, settings.db_retry_max_delay_s)
+    log.warning("database unreachable (%s); %s retries in %.1f s", exc, task.name, delay)
+    raise task.retry(exc=exc, countdown=delay, max_retries=settings.db_retry_limit)
+
+
+def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
+    """Register Folio's three tasks on `app`, all sharing the process's runtime."""
+
+    @app.task(bind=True, name=SPLIT_DOCUMENT, max_retries=None)
+    def split_document(self: Task, document_id: int) -> int:
+        try:
+            runtime = holder.get()
+            return distributed.split_document(runtime.db, runtime.enqueuer, document_id)
+        except distributed.DATABASE_DOWN as exc:
+            _retry_database_down(self, holder, exc)
+            raise  # unreachable: retry raises
+
+    @app.task(bind=True, name=PROCESS_PAGE, max_retries=None)
+    def process_page(self: Task, page_id: int) -> str:
+        try:
+            runtime = holder.get()
+            status = distributed.run_queued_page(runtime.processor, page_id)
+            job_id = distributed.job_left_open(runtime.db, page_id)
+        except PageBusy as exc:
+            # Another worker holds the page; its lease ends at the latest in page_lease_s.
+            delay = min(holder.settings.page_lease_s, 30.0)
+            raise self.retry(exc=exc, countdown=delay, max_retries=None) from exc
+        except distributed.DATABASE_DOWN as exc:
+            _retry_database_down(self, holder, exc)
+            raise
+        if job_id is not None:
+            runtime.enqueuer.finalize_job(job_id)
+        return status.value
+
+    @app.task(bind=True, name=FINALIZE_JOB, max_retries=None)
+    def finalize_job(self: Task, job_id: str) -> bool:
+        try:
+            return distributed.finalize_job(holder.get().db, job_id)
+        except distributed.DATABASE_DOWN as exc:
+            _retry_database_down(self, holder, exc)
+            raise
