@@ -7,6 +7,22 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 
+async def sse_lines(texts: AsyncIterator[str]) -> AsyncIterator[str]:
+    """Lines of an event stream, split only on LF (CRLF and CR-less alike).
+
+    Not `str.splitlines()` (nor httpx's `aiter_lines`, which uses it): that also splits on
+    U+2028, U+0085, form feeds and other characters that a JSON payload may hold raw.
+    """
+    pending = ""
+    async for text in texts:
+        pending += text
+        *complete, pending = pending.split("\n")
+        for line in complete:
+            yield line.removesuffix("\r")
+    if pending:
+        yield pending.removesuffix("\r")
+
+
 async def sse_chunks(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
     """Yield each `data:` payload as a dict until `[DONE]`; comments and blanks are skipped."""
     async for line in lines:

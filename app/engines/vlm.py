@@ -23,7 +23,7 @@ from PIL import Image
 from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.prompts import PROFILES, PromptProfile
-from app.engines.sse import sse_chunks
+from app.engines.sse import sse_chunks, sse_lines
 from app.errors import EngineError, TransportError
 from app.settings import PlanStep, VlmEndpoint
 
@@ -163,7 +163,7 @@ class VlmEngine:
         try:
             async with client.stream("POST", url, json=body) as response:
                 await _raise_for_status(response)
-                async for chunk in sse_chunks(response.aiter_lines()):
+                async for chunk in sse_chunks(sse_lines(response.aiter_text())):
                     if self._absorb(chunk, outcome, detector, sent):
                         outcome.aborted = True
                         break  # leaving the block closes the connection: vLLM aborts
