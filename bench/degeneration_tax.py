@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from rich.console import Console
@@ -83,7 +84,7 @@ def run_benchmark(config: TaxConfig, base_url: str, console: Console) -> dict[st
                     config.workload,
                     base_url,
                     config.concurrency,
-                    on_page=lambda task=task: progress.advance(task),
+                    on_page=partial(progress.advance, task),
                 )
                 runs.append(ArmRun(key, repeat, wall, tokens, page_runs))
     return {

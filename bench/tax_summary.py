@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from statistics import mean
 from typing import Any
 
 from app.domain import AttemptStatus
+from app.report.rows import AttemptRow
+from app.report.timeline import inflation_estimate
 from bench.tax_run import ArmRun, AttemptRun, PageRun
 
 LOOP_STEP = "greedy"
@@ -46,6 +49,8 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, float]) -> dict[str, 
         "healthy_flagged": round(
             sum(_first_not_ok(p) for p in pages if not p.page.degenerate) / len(runs), 1
         ),
+        # What `folio report` would estimate from this arm's attempt rows alone.
+        "report_inflation_estimate": _report_estimate(runs),
         "healthy_with_loop": _durations(with_loop),
         "healthy_without_loop": _durations(without_loop),
     }
@@ -103,3 +108,37 @@ def _durations(attempts: list[AttemptRun]) -> dict[str, Any]:
         "mean_s": round(mean(a.end - a.start for a in attempts), 3),
         "ms_per_token": round(mean(per_token), 2) if per_token else None,
     }
+
+
+def _report_estimate(runs: list[ArmRun]) -> float | None:
+    estimates = [inflation_estimate(_attempt_rows(run))[0] for run in runs]
+    known = [e for e in estimates if e is not None]
+    return round(mean(known), 4) if known else None
+
+
+def _attempt_rows(run: ArmRun) -> list[AttemptRow]:
+    """The run's attempts as the report reads them from the database."""
+    rows: list[AttemptRow] = []
+    for page in run.pages:
+        for attempt in page.attempts:
+            rows.append(
+                AttemptRow(
+                    id=len(rows) + 1,
+                    page_id=page.page.index,
+                    step_name=attempt.step,
+                    engine="vlm",
+                    model="tiny-qwen2vl",
+                    endpoint="primary",
+                    status=attempt.status.value,
+                    started_at=_clock(attempt.start),
+                    ended_at=_clock(attempt.end),
+                    duration_s=attempt.end - attempt.start,
+                    completion_tokens=attempt.tokens,
+                    finish_reason=attempt.finish_reason,
+                )
+            )
+    return rows
+
+
+def _clock(monotonic: float) -> datetime:
+    return datetime.fromtimestamp(monotonic, UTC)
