@@ -44,9 +44,15 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
         speed = report["speed"]
         return [("detector (chars/s, wall)", f"{speed['chars_per_second_wall']:,}")]
     if name == "tax":
+        summary = report["summary"]
+        floor = summary.get("B", {}).get("server_tokens")
         return [
-            (f"tax arm {key}: wall vs B", _inflation(arm["inflation_over_b"]))
-            for key, arm in report["summary"].items()
+            (
+                f"tax arm {key}: wall / tokens vs B",
+                f"{_inflation(arm['inflation_over_b'])} / "
+                + (_inflation(arm["server_tokens"] / floor - 1) if floor else "-"),
+            )
+            for key, arm in summary.items()
             if key != "B"
         ]
     return []

@@ -63,6 +63,7 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
         assert summary[key]["pages_recovered"] == 2, key
         assert summary[key]["loop_tokens_seen"] < summary["A"]["loop_tokens_seen"], key
     assert summary_rows("tax", report)[0][0].startswith("tax arm A")
+    assert "%" in summary_rows("tax", report)[0][1]
 
 
 def test_rasterize_bench_on_generated_pages(tmp_path: Path) -> None:
