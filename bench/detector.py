@@ -8,9 +8,9 @@ when it is absent. Results are printed and written to `bench/results/detector.js
 import argparse
 import json
 import os
-import platform
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from rich.table import Table
 
 from app.degeneration import LoopDetector, score_output
 from app.degeneration.offline import run_online_detector
+from bench import environment
 from bench.mixed_text import WORDS, chunks, mixed_text, prose
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,12 +34,7 @@ def shared_dir() -> Path:
 
 
 def machine_info() -> dict[str, Any]:
-    return {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "processor": platform.processor() or platform.machine(),
-    }
+    return environment.machine_info()
 
 
 def evaluate_corpus(path: Path) -> dict[str, Any]:
@@ -141,7 +137,6 @@ def _unit(rng: random.Random, period: int) -> str:
 
 
 def print_report(console: Console, report: dict[str, Any]) -> None:
-    console.print(f"[bold]Machine[/]: {report['machine']}")
     corpus = report.get("corpus")
     if corpus is None:
         console.print(f"[yellow]Corpus skipped[/]: {report['corpus_skipped']}")
@@ -185,23 +180,28 @@ def _rate_cell(rates: dict[str, Any], label: str) -> str:
     return f"R {recall:.2f} / FP {fpr:.2f}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m bench detector", description=__doc__)
     parser.add_argument("--size-mb", type=float, default=10.0, help="mixed text to stream")
     parser.add_argument("--chunk", type=int, default=16, help="characters per fed chunk")
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="stream 1 MB instead of 10")
+    args = parser.parse_args(argv)
+    size_mb = 1.0 if args.quick else args.size_mb
     report: dict[str, Any] = {"machine": machine_info()}
     corpus_file = shared_dir() / "corpus" / "degeneration_dev.jsonl"
     if corpus_file.is_file():
         report["corpus"] = evaluate_corpus(corpus_file)
     else:
         report["corpus_skipped"] = f"{corpus_file} not found"
-    report["speed"] = measure_speed(int(args.size_mb * 1_000_000), args.chunk)
+    report["speed"] = measure_speed(int(size_mb * 1_000_000), args.chunk)
     report["latency"] = measure_latency()
-    print_report(Console(), report)
+    console = Console()
+    console.print(f"[bold]Machine[/]: {environment.describe(report['machine'])}")
+    print_report(console, report)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    Console().print(f"Results written to {RESULTS.relative_to(REPO)}")
+    console.print(f"Results written to {RESULTS.relative_to(REPO)}")
+    return report
 
 
 if __name__ == "__main__":

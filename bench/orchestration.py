@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -153,13 +154,16 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
     console.print(table)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 documents of 25 pages.")
     parser.add_argument("--documents", type=int, default=10)
     parser.add_argument("--pages", type=int, default=50, help="Pages per document.")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4, help="Threads per worker.")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.documents, args.pages = 2, 25
     console = Console()
     with console.status("Running the batch through Celery workers..."):
         result = measure(args.documents, args.pages, args.workers, args.concurrency)
@@ -174,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     console.print(f"Written to {RESULTS.relative_to(REPO)}")
+    return report
 
 
 if __name__ == "__main__":

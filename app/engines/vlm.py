@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Coroutine
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -23,7 +24,7 @@ from PIL import Image
 from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.prompts import PROFILES, PromptProfile
-from app.engines.sse import sse_chunks
+from app.engines.sse import sse_chunks, sse_lines
 from app.errors import EngineError, TransportError
 from app.settings import PlanStep, VlmEndpoint
 
@@ -62,6 +63,9 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def stop(self) -> None:
+        # Finalise async generators left open by aborted streams (httpx's nested body
+        # iterators) while the loop still runs, instead of warning about them at exit.
+        asyncio.run_coroutine_threadsafe(self.loop.shutdown_asyncgens(), self.loop).result(5)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
 
@@ -163,10 +167,12 @@ class VlmEngine:
         try:
             async with client.stream("POST", url, json=body) as response:
                 await _raise_for_status(response)
-                async for chunk in sse_chunks(response.aiter_lines()):
-                    if self._absorb(chunk, outcome, detector, sent):
-                        outcome.aborted = True
-                        break  # leaving the block closes the connection: vLLM aborts
+                lines = sse_lines(response.aiter_text())
+                async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
+                    async for chunk in chunks:
+                        if self._absorb(chunk, outcome, detector, sent):
+                            outcome.aborted = True
+                            break  # leaving the blocks closes the connection: vLLM aborts
         except (httpx.TransportError, httpx.TimeoutException) as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
         return outcome

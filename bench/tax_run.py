@@ -1,0 +1,147 @@
+"""Running one arm of the degeneration-tax workload through Folio's real VLM engine."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from PIL import Image, ImageDraw
+
+from app.degeneration import LoopDetector
+from app.domain import AttemptStatus, PageInput
+from app.engines.vlm import LoopDetecting, VlmEngine
+from app.plan import Limits, PageFacts, PastAttempt, next_step
+from app.settings import VlmEndpoint
+from bench.tax_workload import ENDPOINT, Arm, PageSpec, WorkloadConfig, plan_for
+from tests.vllm_cpu.server import SERVED_MODEL_NAME, generation_tokens_total
+
+FACTS = PageFacts(text_layer_usable=False, endpoints=frozenset({ENDPOINT}))
+
+
+@dataclass
+class AttemptRun:
+    step: str
+    status: AttemptStatus
+    tokens: int
+    start: float
+    end: float
+    ttft_s: float | None
+    finish_reason: str | None
+
+
+@dataclass
+class PageRun:
+    page: PageSpec
+    attempts: list[AttemptRun] = field(default_factory=list)
+
+    @property
+    def final_status(self) -> AttemptStatus:
+        return self.attempts[-1].status
+
+
+@dataclass
+class ArmRun:
+    arm: str
+    repeat: int
+    wall_s: float
+    server_tokens: float
+    pages: list[PageRun]
+
+
+class NeverLoops:
+    """A detector that never fires: the arms without Folio's online detection."""
+
+    def feed(self, chunk: str) -> None:
+        return None
+
+
+def page_input() -> PageInput:
+    """A synthetic text page; with the tiny random model the seed, not the image, drives output."""
+    image = Image.new("RGB", (640, 905), "white")
+    draw = ImageDraw.Draw(image)
+    for y in range(60, 860, 24):
+        draw.text((50, y), f"{y:04d} The quick brown fox jumps over the lazy dog.", fill="black")
+    return PageInput(image=image, text_layer="", text_layer_usable=False)
+
+
+def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
+    endpoint = VlmEndpoint(
+        base_url=base_url,
+        model=SERVED_MODEL_NAME,
+        max_concurrency=concurrency,
+        request_timeout_s=600,
+        transport_retry_s=30,
+        max_image_side=1024,
+        server_repetition_detection=arm.server_detection,
+    )
+    factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NeverLoops
+    return VlmEngine(ENDPOINT, endpoint, detector_factory=factory)
+
+
+def run_page(
+    engine: VlmEngine, image: PageInput, page: PageSpec, arm: Arm, config: WorkloadConfig
+) -> PageRun:
+    """Attempts for one page, chosen by Folio's retry ladder (`app.plan.next_step`)."""
+    plan = plan_for(page, arm, config)
+    limits = Limits(max_attempts=len(plan), token_budget=10 * config.max_tokens)
+    run = PageRun(page)
+    history: list[PastAttempt] = []
+    while (index := next_step(plan, history, FACTS, limits)) is not None:
+        start = time.monotonic()
+        result = engine.transcribe(image, plan[index])
+        tokens = result.completion_tokens or 0
+        run.attempts.append(
+            AttemptRun(
+                plan[index].name,
+                result.status,
+                tokens,
+                start,
+                time.monotonic(),
+                result.ttft_s,
+                result.finish_reason,
+            )
+        )
+        history.append(PastAttempt(index, result.status, tokens))
+    return run
+
+
+def run_arm(
+    arm: Arm,
+    pages: list[PageSpec],
+    config: WorkloadConfig,
+    base_url: str,
+    concurrency: int,
+    on_page: Callable[[], None] = lambda: None,
+) -> tuple[float, float, list[PageRun]]:
+    """(batch wall-clock s, tokens the server generated, page runs) for one arm."""
+    image = page_input()
+    engine = engine_for(arm, base_url, concurrency)
+    before = settled_tokens(base_url)
+    try:
+        began = time.monotonic()
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="page") as pool:
+            futures = [pool.submit(run_page, engine, image, p, arm, config) for p in pages]
+            runs = []
+            for future in as_completed(futures):
+                runs.append(future.result())
+                on_page()
+        wall = time.monotonic() - began
+    finally:
+        engine.close()
+    runs.sort(key=lambda r: r.page.index)
+    return wall, settled_tokens(base_url) - before, runs
+
+
+def settled_tokens(base_url: str, hold: float = 1.0, limit: float = 30.0) -> float:
+    """vllm:generation_tokens_total once it stops moving (aborted requests wind down)."""
+    value = generation_tokens_total(base_url)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(hold)
+        current = generation_tokens_total(base_url)
+        if current == value:
+            return value
+        value = current
+    return value

@@ -1,0 +1,144 @@
+"""Per-arm figures of the degeneration-tax benchmark, from the recorded page runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from statistics import mean
+from typing import Any
+
+from app.domain import AttemptStatus
+from app.report.rows import AttemptRow
+from app.report.timeline import inflation_estimate
+from bench.tax_run import ArmRun, AttemptRun, PageRun
+
+LOOP_STEP = "greedy"
+
+
+def summarize(runs: list[ArmRun]) -> dict[str, dict[str, Any]]:
+    """{arm: figures}, averaged over repeats; inflation is paired per repeat against arm B."""
+    arms = sorted({run.arm for run in runs})
+    baseline = {run.repeat: run.wall_s for run in runs if run.arm == "B"}
+    return {arm: _summarize_arm([r for r in runs if r.arm == arm], baseline) for arm in arms}
+
+
+def _summarize_arm(runs: list[ArmRun], baseline: dict[int, float]) -> dict[str, Any]:
+    walls = [run.wall_s for run in runs]
+    inflations = [run.wall_s / baseline[run.repeat] - 1 for run in runs if run.repeat in baseline]
+    pages = [page for run in runs for page in run.pages]
+    degenerate = [page for page in pages if page.page.degenerate]
+    with_loop, without_loop = _healthy_by_loop_overlap(runs)
+    return {
+        "wall_s": round(mean(walls), 2),
+        "wall_s_per_repeat": [round(w, 2) for w in walls],
+        "inflation_over_b": round(mean(inflations), 4) if inflations else None,
+        "inflation_per_repeat": [round(x, 4) for x in inflations],
+        "server_tokens": round(mean(run.server_tokens for run in runs)),
+        "client_tokens": round(_per_run(runs, lambda a: a.tokens)),
+        "loop_tokens_seen": round(_per_run(runs, _loop_tokens)),
+        # Every accepted attempt's count is exact (usage); the rest of what the server
+        # generated went into loops, including tokens generated after a client abort.
+        "loop_tokens": round(mean(run.server_tokens for run in runs) - _per_run(runs, _kept)),
+        "abort_overshoot_tokens": round(
+            mean(run.server_tokens for run in runs) - _per_run(runs, lambda a: a.tokens)
+        ),
+        "attempts": round(_per_run(runs, lambda a: 1), 1),
+        "pages_ok": round(mean(_ok_pages(run.pages) for run in runs), 1),
+        "pages": len(runs[0].pages),
+        "degenerate_pages": round(len(degenerate) / len(runs), 1),
+        "pages_recovered": round(_ok_pages(degenerate) / len(runs), 1),
+        "healthy_flagged": round(
+            sum(_first_not_ok(p) for p in pages if not p.page.degenerate) / len(runs), 1
+        ),
+        # What `folio report` would estimate from this arm's attempt rows alone.
+        "report_inflation_estimate": _report_estimate(runs),
+        "healthy_with_loop": _durations(with_loop),
+        "healthy_without_loop": _durations(without_loop),
+    }
+
+
+def _per_run(runs: list[ArmRun], value: Any) -> float:
+    return mean(sum(value(a) for p in run.pages for a in p.attempts) for run in runs)
+
+
+def _loop_tokens(attempt: AttemptRun) -> int:
+    """Tokens spent on an attempt that ended degenerate: wasted."""
+    return attempt.tokens if attempt.status is AttemptStatus.DEGENERATE else 0
+
+
+def _kept(attempt: AttemptRun) -> int:
+    return 0 if attempt.status is AttemptStatus.DEGENERATE else attempt.tokens
+
+
+def _ok_pages(pages: list[PageRun]) -> int:
+    return sum(page.final_status is AttemptStatus.OK for page in pages)
+
+
+def _first_not_ok(page: PageRun) -> bool:
+    return page.attempts[0].status is not AttemptStatus.OK
+
+
+def _healthy_by_loop_overlap(
+    runs: list[ArmRun],
+) -> tuple[list[AttemptRun], list[AttemptRun]]:
+    """Healthy pages' first attempts, split by whether a looping request ran beside them."""
+    with_loop: list[AttemptRun] = []
+    without_loop: list[AttemptRun] = []
+    for run in runs:
+        loops = [a for p in run.pages for a in p.attempts if a.step == LOOP_STEP]
+        for page in run.pages:
+            if page.page.degenerate:
+                continue
+            first = page.attempts[0]
+            beside = any(first.start < loop.end and loop.start < first.end for loop in loops)
+            (with_loop if beside else without_loop).append(first)
+    return with_loop, without_loop
+
+
+def _durations(attempts: list[AttemptRun]) -> dict[str, Any]:
+    """Mean request duration, and mean decode time per token after the first."""
+    if not attempts:
+        return {"requests": 0, "mean_s": None, "ms_per_token": None}
+    per_token = [
+        1000 * (a.end - a.start - (a.ttft_s or 0)) / (a.tokens - 1)
+        for a in attempts
+        if a.tokens > 1
+    ]
+    return {
+        "requests": len(attempts),
+        "mean_s": round(mean(a.end - a.start for a in attempts), 3),
+        "ms_per_token": round(mean(per_token), 2) if per_token else None,
+    }
+
+
+def _report_estimate(runs: list[ArmRun]) -> float | None:
+    estimates = [inflation_estimate(_attempt_rows(run))[0] for run in runs]
+    known = [e for e in estimates if e is not None]
+    return round(mean(known), 4) if known else None
+
+
+def _attempt_rows(run: ArmRun) -> list[AttemptRow]:
+    """The run's attempts as the report reads them from the database."""
+    rows: list[AttemptRow] = []
+    for page in run.pages:
+        for attempt in page.attempts:
+            rows.append(
+                AttemptRow(
+                    id=len(rows) + 1,
+                    page_id=page.page.index,
+                    step_name=attempt.step,
+                    engine="vlm",
+                    model="tiny-qwen2vl",
+                    endpoint="primary",
+                    status=attempt.status.value,
+                    started_at=_clock(attempt.start),
+                    ended_at=_clock(attempt.end),
+                    duration_s=attempt.end - attempt.start,
+                    completion_tokens=attempt.tokens,
+                    finish_reason=attempt.finish_reason,
+                )
+            )
+    return rows
+
+
+def _clock(monotonic: float) -> datetime:
+    return datetime.fromtimestamp(monotonic, UTC)

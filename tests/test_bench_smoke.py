@@ -1,0 +1,93 @@
+"""Smoke runs of the benchmarks: structure and sanity only, never timings."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bench import detector, rasterize
+from bench.__main__ import BENCHES, summary_rows
+from bench.degeneration_tax import TaxConfig, parse_args, results_table, run_benchmark
+from bench.tax_workload import ARMS, WorkloadConfig, build_workload, plan_for
+from tests.vllm_cpu.server import VllmEndpoint
+
+SMOKE = TaxConfig(
+    workload=WorkloadConfig(pages=12, degenerate_share=0.2, max_tokens=256, median_tokens=32),
+    repeats=1,
+    concurrency=4,
+)
+
+
+def test_workload_is_seeded_and_has_the_asked_share_of_loops() -> None:
+    config = WorkloadConfig(pages=400, degenerate_share=0.025)
+    pages = build_workload(config)
+
+    assert pages == build_workload(config)
+    assert sum(p.degenerate for p in pages) == 10
+    assert all(config.min_tokens <= p.healthy_tokens <= config.max_tokens // 2 for p in pages)
+    looping = next(p for p in pages if p.degenerate)
+    assert [s.name for s in plan_for(looping, ARMS["A"], config)] == ["greedy"]
+    assert [s.name for s in plan_for(looping, ARMS["B"], config)] == ["healthy"]
+    assert [s.name for s in plan_for(looping, ARMS["C"], config)] == ["greedy", "retry-penalized"]
+
+
+def test_cli_options_override_the_quick_preset() -> None:
+    config, url = parse_args(["--quick", "--pages", "30", "--arms", "ab", "--url", "http://x:1"])
+
+    assert config.workload.pages == 30 and config.workload.max_tokens == 512
+    assert config.arms == ("A", "B") and url == "http://x:1"
+
+
+@pytest.mark.vllm
+def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
+    console = Console(file=io.StringIO(), width=160)
+    report = run_benchmark(SMOKE, vllm_endpoint.base_url, console)
+    summary = report["summary"]
+    console.print(results_table(summary))
+
+    assert set(summary) == set("ABCDE")
+    assert summary["B"]["inflation_over_b"] == 0
+    for arm in summary.values():
+        assert arm["pages"] == 12 and arm["degenerate_pages"] == 2
+        assert arm["server_tokens"] >= arm["client_tokens"] - 1 > 0
+    # A lets both loops run to the cap and recovers nothing; B never loops.
+    assert summary["A"]["pages_recovered"] == 0
+    assert summary["A"]["loop_tokens_seen"] >= 2 * 256
+    assert summary["B"]["healthy_with_loop"]["requests"] == 0
+    # Folio and the server-side stop both cut the loops short and recover the pages.
+    for key in "CDE":
+        assert summary[key]["pages_recovered"] == 2, key
+        assert summary[key]["loop_tokens_seen"] < summary["A"]["loop_tokens_seen"], key
+    assert summary_rows("tax", report)[0][0].startswith("tax arm A")
+    assert "%" in summary_rows("tax", report)[0][1]
+
+
+def test_rasterize_bench_on_generated_pages(tmp_path: Path) -> None:
+    report = rasterize.run(rasterize.generated_pages(tmp_path, 2), "generated")
+
+    assert report["pages"] == 2
+    low, high = report["dpi"]["150"], report["dpi"]["200"]
+    assert high["pymupdf"]["mean_width_px"] > low["pymupdf"]["mean_width_px"]
+    if shutil.which("pdftoppm"):
+        # Same pages, same DPI: both rasterisers produce the same image size.
+        assert abs(high["pdftoppm"]["mean_width_px"] - high["pymupdf"]["mean_width_px"]) <= 2
+        assert high["pymupdf_over_pdftoppm"] > 0
+    else:
+        assert "skipped" in report
+    assert len(summary_rows("rasterize", report)) == 2
+
+
+def test_detector_speed_bench_sees_the_loops_it_streams() -> None:
+    speed = detector.measure_speed(20_000, 16)
+
+    assert speed["chars"] == 20_000 and speed["verdicts"] > 0
+    assert summary_rows("detector", {"speed": speed})[0][1]
+
+
+def test_every_registered_bench_is_callable() -> None:
+    assert {"tax", "rasterize", "detector"} <= set(BENCHES)
+    assert all(callable(bench) for bench in BENCHES.values())
