@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app import samples
+from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
@@ -126,3 +127,21 @@ def test_a_crashing_page_fails_alone(
         assert [p.status for p in pages] == ["succeeded", "failed"]
         assert pages[1].failure_category == "internal" and "engine bug" in (pages[1].error or "")
         assert document.status == "partial"
+
+
+def test_a_page_another_worker_holds_is_left_to_it(sqlite_url: str, tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "d.pdf").write_bytes(samples.born_digital_pdf(DIGITAL))
+    settings = Settings(database_url=sqlite_url, engine="textlayer")
+    db = Database(sqlite_url)
+    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
+    held, free = ingested.page_ids
+    with db.session() as session:
+        assert repo.claim_page(session, held, "other-host:1", lease_s=600)
+
+    run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
+
+    with db.session() as session:
+        assert repo.page_status(session, held) == PageStatus.RUNNING  # not failed under its owner
+        assert repo.page_status(session, free) == PageStatus.SUCCEEDED
+        assert session.get(Page, held).lease_owner == "other-host:1"  # type: ignore[union-attr]

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from app.db import repo
 from app.db.engine import Database
 from app.domain import PageStatus
-from app.pipeline.process_page import PageProcessor
+from app.pipeline.process_page import PageBusy, PageProcessor
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,12 @@ def _process_safely(processor: PageProcessor, page_id: int) -> PageStatus:
     # The executor's edge: whatever escapes the page's own handling is recorded on the page.
     try:
         return processor.process(page_id)
+    except PageBusy:
+        # Another live worker (a second `folio run`, a Celery worker) holds the page and will
+        # finish it; failing it here would overwrite that worker's result.
+        log.info("page %s is held by another worker; left to it", page_id)
+        with processor.db.session() as session:
+            return repo.page_status(session, page_id)
     except Exception as exc:
         log.exception("page %s failed unexpectedly", page_id)
         return record_crash(processor.db, page_id, exc)
