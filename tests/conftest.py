@@ -19,7 +19,8 @@ POSTGRES_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("FOLIO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 SHARED = Path(os.environ.get("FOLIO_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
-_TEMPLATE = "folio_test_template"
+# One template per test session: concurrent sessions on one server never share it.
+_TEMPLATE = f"folio_test_template_{uuid.uuid4().hex[:8]}"
 __all__ = ["vllm_endpoint"]  # one server for the session, shared by every vllm test
 
 
@@ -35,20 +36,22 @@ def unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_template() -> str:
+def postgres_template() -> Iterator[str]:
     """A migrated template database, cloned cheaply for each test."""
     admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{_TEMPLATE}" WITH (FORCE)'))
             conn.execute(text(f'CREATE DATABASE "{_TEMPLATE}"'))
     except Exception as exc:
-        unavailable(f"PostgreSQL at {POSTGRES_URL}: {exc}")
-    finally:
         admin.dispose()
+        unavailable(f"PostgreSQL at {POSTGRES_URL}: {exc}")
     url = make_url(POSTGRES_URL).set(database=_TEMPLATE).render_as_string(hide_password=False)
     upgrade(url)
-    return url
+    dispose_engines()  # a template must have no open connections to be cloned
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{_TEMPLATE}" WITH (FORCE)'))
+    admin.dispose()
 
 
 @pytest.fixture

@@ -5,20 +5,19 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from app.cli.main import app
-from app.db.engine import Database, dispose_engines, upgrade
+from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page
-from tests.conftest import POSTGRES_URL, REDIS_URL, unavailable
+from tests.conftest import REDIS_URL, unavailable
 from tests.distributed_support import (
     TcpProxy,
     page_text,
@@ -36,23 +35,9 @@ FAST_REDELIVERY = {"FOLIO_VISIBILITY_TIMEOUT_S": "4", "FOLIO_PAGE_LEASE_S": "3"}
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A database of our own (not a shared template): colleagues run tests on this server too."""
-    name = f"folio_dist_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-    except Exception as exc:
-        admin.dispose()
-        unavailable(f"PostgreSQL at {POSTGRES_URL}: {exc}")
-    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    upgrade(url)
-    yield url
-    dispose_engines()
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+def pg_url(postgres_url: str) -> str:
+    """A database of our own (cloned from the session's template): workers write to it."""
+    return postgres_url
 
 
 @pytest.fixture

@@ -245,6 +245,16 @@ class VllmServer:
         """SIGTERM the process group, then SIGKILL whatever is left after `grace` s."""
         self._signal_group(signal.SIGTERM, grace)
 
+    def freeze_engine(self) -> None:
+        """SIGSTOP the engine processes, leaving the API server up: requests then hang in flight."""
+        proc = self._proc
+        if proc is None:
+            return
+        for pid in group_members(proc.pid):
+            if pid != proc.pid and not _is_resource_tracker(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+
     def kill(self) -> None:
         """SIGKILL the server and its workers at once (a crash, as seen by clients).
 
