@@ -146,7 +146,7 @@ class TcpProxy:
                     if not data:
                         return
                     (b if sock is a else a).sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: pause() closed a socket under select()
             return
         finally:
             a.close()
