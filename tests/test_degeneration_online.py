@@ -8,15 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
-
-_WORD_LIST = (
-    "the of and to in is that for it as with was on be by this are or from at an which have "
-    "not has but were their been they more can one all also other such its into some these "
-    "than may only when most time used two first new would many between over report table "
-    "river stone window paper value method result figure section analysis data sample model "
-    "pressure valve annual revenue growth market policy survey patient study group level"
-)
-WORDS = _WORD_LIST.split()
+from bench.mixed_text import WORDS
 
 
 def feed_in_chunks(
