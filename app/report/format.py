@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from app.report.schema import ModelFigures
+
 
 def usd(value: float | None) -> str:
     if value is None:
@@ -27,3 +29,29 @@ def seconds(value: float | None) -> str:
 
 def ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
+
+
+MODEL_COLUMNS = (
+    "engine",
+    "model",
+    "endpoint",
+    "attempts",
+    "degenerate",
+    "tokens",
+    "seconds",
+    "cost",
+)
+
+
+def model_cells(m: ModelFigures) -> list[str]:
+    """One `per_model` row as the table and HTML renderings show it (MODEL_COLUMNS)."""
+    return [
+        m.engine,
+        m.model or "",
+        m.endpoint or "",
+        str(m.attempts),
+        str(m.degenerate_attempts),
+        f"{m.tokens_generated:,}",
+        f"{m.engine_seconds:,.1f}",
+        usd(m.cost_usd),
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from app.report.compute import JobReport
-from app.report.format import pct, ratio, seconds, usd
+from app.report.format import MODEL_COLUMNS, model_cells, pct, ratio, seconds, usd
 from app.report.schema import Report
 from app.report.svg_charts import MAX_BARS, bar_chart_svg, box_plot_svg, timeline_svg
 from app.report.timeline import split_healthy
@@ -135,31 +135,8 @@ def _table(title: str, head: list[str], rows: list[list[str]], numeric: set[int]
 
 
 def _per_model(r: Report) -> str:
-    rows = [
-        [
-            m.engine,
-            m.model or "",
-            m.endpoint or "",
-            str(m.attempts),
-            str(m.degenerate_attempts),
-            f"{m.tokens_generated:,}",
-            f"{m.engine_seconds:,.1f}",
-            usd(m.cost_usd),
-            usd(m.cost_usd_degenerate),
-        ]
-        for m in r.per_model
-    ]
-    head = [
-        "engine",
-        "model",
-        "endpoint",
-        "attempts",
-        "degenerate",
-        "tokens",
-        "seconds",
-        "cost",
-        "degenerate cost",
-    ]
+    rows = [[*model_cells(m), usd(m.cost_usd_degenerate)] for m in r.per_model]
+    head = [*MODEL_COLUMNS, "degenerate cost"]
     return _table("By model", head, rows, {3, 4, 5, 6, 7, 8})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from app.report.format import pct, ratio, seconds, usd
+from app.report.format import MODEL_COLUMNS, model_cells, pct, ratio, seconds, usd
 from app.report.schema import Report
 
 SLOWEST_SHOWN = 5
@@ -66,22 +66,12 @@ def _figures(r: Report) -> Table:
 
 def _per_model(r: Report) -> Table:
     table = Table(title="By model")
-    for column in ("engine", "model", "endpoint", "attempts", "degenerate", "tokens", "seconds"):
+    for column in MODEL_COLUMNS:
         table.add_column(
             column, justify="left" if column in ("engine", "model", "endpoint") else "right"
         )
-    table.add_column("cost", justify="right")
     for m in r.per_model:
-        table.add_row(
-            m.engine,
-            m.model or "",
-            m.endpoint or "",
-            str(m.attempts),
-            str(m.degenerate_attempts),
-            f"{m.tokens_generated:,}",
-            f"{m.engine_seconds:,.1f}",
-            usd(m.cost_usd),
-        )
+        table.add_row(*model_cells(m))
     return table
 
 
