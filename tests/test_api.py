@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from app.api.runner import LocalJobRunner
 from app.cli.main import app as cli
 from app.db.engine import Database
+from app.db.models import Job
 from app.samples import born_digital_pdf, page_text
 from app.settings import Settings
 from tests.api_server import Api, running_api, wait_for_job
@@ -257,6 +258,25 @@ def test_cancel_closes_open_pages_and_sticks(db_url: str, tmp_path: Path) -> Non
         runner.local.submit(job_id)  # a late worker must not revive the job
         runner.local.wait(job_id)
         assert client.get(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
+
+
+def test_waiting_jobs_start_by_priority(db_url: str, tmp_path: Path) -> None:
+    settings = settings_for(db_url, tmp_path, api_concurrent_jobs=1)
+    runner = LocalJobRunner(settings, Database(db_url), start=False)
+    with running_api(settings, runner) as api:
+        client = api.client(api.key("alice"))
+        ids = {
+            priority: submit(
+                client, [("a.pdf", pdf(1, seed=priority))], priority=str(priority)
+            ).json()["id"]  # type: ignore[attr-defined]
+            for priority in (0, 9, 5)
+        }
+        runner.start()  # one thread: the three jobs now run one after another
+        for job_id in ids.values():
+            runner.wait(job_id, timeout=120)
+        with Database(db_url).session() as session:
+            started = {p: session.get(Job, i).started_at for p, i in ids.items()}  # type: ignore[union-attr]
+    assert sorted(started, key=lambda p: started[p]) == [9, 5, 0]
 
 
 def test_apikey_cli_creates_lists_and_revokes(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:

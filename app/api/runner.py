@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from typing import Protocol
+
+from sqlalchemy import select
 
 from app.db import repo
 from app.db.engine import Database
+from app.db.models import Job
 from app.domain import PageStatus
 from app.jobs import run_job_locally, settle_job
 from app.metrics import FolioMetrics
@@ -27,34 +32,77 @@ class JobRunner(Protocol):
 
 
 class LocalJobRunner:
-    """Jobs on a bounded thread pool in this process, through the same pipeline as `folio run`."""
+    """Jobs on `api_concurrent_jobs` threads in this process, through `folio run`'s pipeline.
+
+    Waiting jobs start by their `priority` option, highest first, then in submission order.
+    """
 
     def __init__(
-        self, settings: Settings, db: Database, metrics: FolioMetrics | None = None
+        self,
+        settings: Settings,
+        db: Database,
+        metrics: FolioMetrics | None = None,
+        *,
+        start: bool = True,
     ) -> None:
         self.settings = settings
         self.db = db
         self.metrics = metrics
-        self._pool = ThreadPoolExecutor(settings.api_concurrent_jobs, "folio-job")
-        self._futures: dict[str, Future[None]] = {}
+        self._waiting: list[tuple[int, int, str]] = []  # heap of (-priority, order, job id)
+        self._order = itertools.count()
+        self._done: dict[str, threading.Event] = {}
+        self._cancelled: set[str] = set()
+        self._closed = False
+        self._changed = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the job threads (a runner made with start=False holds jobs until then)."""
+        for i in range(self.settings.api_concurrent_jobs - len(self._threads)):
+            thread = threading.Thread(target=self._work, name=f"folio-job-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def submit(self, job_id: str) -> None:
-        self._futures[job_id] = self._pool.submit(self._run, job_id)
+        with self.db.session() as session:
+            options = session.scalar(select(Job.options).where(Job.id == job_id)) or {}
+        priority = int(options.get("priority") or 0)
+        with self._changed:
+            self._done[job_id] = threading.Event()
+            self._cancelled.discard(job_id)
+            heapq.heappush(self._waiting, (-priority, next(self._order), job_id))
+            self._changed.notify()
 
     def cancel(self, job_id: str) -> None:
-        # A queued job never starts; a running one finds its pages closed and stops claiming.
-        future = self._futures.pop(job_id, None)
-        if future is not None:
-            future.cancel()
+        # A waiting job never starts; a running one finds its pages closed and stops claiming.
+        with self._changed:
+            self._cancelled.add(job_id)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
     def wait(self, job_id: str, timeout: float | None = None) -> None:
         """Block until the job's run ends (tests and `folio watch`)."""
-        future = self._futures.get(job_id)
-        if future is not None:
-            future.result(timeout)
+        done = self._done.get(job_id)
+        if done is not None and not done.wait(timeout):
+            raise TimeoutError(f"job {job_id} still running after {timeout} s")
+
+    def _work(self) -> None:
+        while True:
+            with self._changed:
+                while not self._waiting and not self._closed:
+                    self._changed.wait()
+                if self._closed:
+                    return
+                job_id = heapq.heappop(self._waiting)[2]
+                skip = job_id in self._cancelled
+            if not skip:
+                self._run(job_id)
+            self._done[job_id].set()
 
     def _run(self, job_id: str) -> None:
         # The runner's edge: a job that cannot run records why on its open pages.
@@ -65,8 +113,6 @@ class LocalJobRunner:
         except Exception as exc:
             log.exception("job %s failed to run", job_id)
             close_open_pages(self.db, job_id, "internal", f"{type(exc).__name__}: {exc}")
-        finally:
-            self._futures.pop(job_id, None)
 
 
 def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> None:
