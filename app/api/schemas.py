@@ -17,7 +17,13 @@ class JobOptionsIn(BaseModel):
 
     engine: str | None = Field(default=None, max_length=64, description="Attempt plan name.")
     dpi: int | None = Field(default=None, ge=36, le=1200, description="Rendering resolution.")
-    priority: int = Field(default=0, ge=0, le=9, description="Higher runs first on a queue.")
+    priority: int = Field(
+        default=0,
+        ge=0,
+        le=9,
+        description="Waiting jobs start highest first on the in-process runner; "
+        "recorded only with a broker.",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Kept with the job.")
 
 
