@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
@@ -56,6 +57,7 @@ def queue_job(db: Database, enqueuer: Enqueuer, job_id: str) -> None:
     """Mark an ingested (committed) job running and queue one split task per open document."""
     with db.session() as session:
         repo.set_job_status(session, job_id, JobStatus.RUNNING)
+        options = session.scalar(select(Job.options).where(Job.id == job_id))
         documents = list(
             session.scalars(
                 select(Document.id).where(
@@ -64,17 +66,22 @@ def queue_job(db: Database, enqueuer: Enqueuer, job_id: str) -> None:
             )
         )
     if documents:
-        enqueuer.split_documents(documents)
+        enqueuer.split_documents(documents, job_priority(options))
     else:
         enqueuer.finalize_job(job_id)
+
+
+def job_priority(options: dict[str, Any] | None) -> int:
+    """The job's `priority` option (0-9, higher first; API jobs may set it)."""
+    return int((options or {}).get("priority") or 0)
 
 
 def split_document(db: Database, enqueuer: Enqueuer, document_id: int) -> int:
     """Queue a page task for each of the document's pages not yet terminal."""
     with db.session() as session:
-        plan_name = session.scalar(
-            select(Job.plan_name).join(Document).where(Document.id == document_id)
-        )
+        job = session.execute(
+            select(Job.plan_name, Job.options).join(Document).where(Document.id == document_id)
+        ).first()
         pages = list(
             session.scalars(
                 select(Page.id)
@@ -83,10 +90,10 @@ def split_document(db: Database, enqueuer: Enqueuer, document_id: int) -> int:
                 .order_by(Page.number)
             )
         )
-    if plan_name is None:
+    if job is None:
         log.warning("document %s is gone; nothing to split", document_id)
         return 0
-    return enqueuer.process_pages(pages, plan_name)
+    return enqueuer.process_pages(pages, job.plan_name, job_priority(job.options))
 
 
 def run_queued_page(processor: PageProcessor, page_id: int) -> PageStatus:
@@ -118,16 +125,18 @@ def finalize_job(db: Database, job_id: str) -> bool:
 def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict[str, int]:
     """Queue again every page left open (e.g. the broker lost its queue); pages per job."""
     with db.session() as session:
-        query = select(Job.id, Job.plan_name).where(Job.status != JobStatus.DONE)
-        if job_id is not None:
-            query = select(Job.id, Job.plan_name).where(Job.id == job_id)
+        query = select(Job.id, Job.plan_name, Job.options)
+        query = query.where(Job.status != JobStatus.DONE if job_id is None else Job.id == job_id)
         jobs = list(session.execute(query))
         if job_id is not None and not jobs:
             raise KeyError(f"no job {job_id!r}")
-        open_by_job = {jid: (plan, repo.open_pages(session, jid)) for jid, plan in jobs}
+        open_by_job = {
+            jid: (plan, job_priority(options), repo.open_pages(session, jid))
+            for jid, plan, options in jobs
+        }
     queued: dict[str, int] = {}
-    for jid, (plan, pages) in open_by_job.items():
-        queued[jid] = enqueuer.process_pages(pages, plan) if pages else 0
+    for jid, (plan, priority, pages) in open_by_job.items():
+        queued[jid] = enqueuer.process_pages(pages, plan, priority) if pages else 0
         if not pages:
             enqueuer.finalize_job(jid)
     return queued

@@ -54,6 +54,10 @@ def make_celery(settings: Settings) -> Celery:
             "unacked_restore_throttle": 1,
             # A worker killed while holding the restore lock must not block restores for 5 min.
             "unacked_mutex_expire": max(1, min(300, int(settings.visibility_timeout_s))),
+            # One Redis list per priority level (`<queue>:<level>`), drained 0 (first) to 9.
+            "priority_steps": list(range(10)),
+            "sep": ":",
+            "queue_order_strategy": "priority",
         },
         broker_connection_retry_on_startup=True,
         broker_connection_timeout=5,
@@ -77,6 +81,11 @@ def page_queue(settings: Settings, plan_name: str) -> str:
     return queue_name(settings, "gpu" if uses_vlm else "cpu")
 
 
+def broker_priority(priority: int) -> int:
+    """Folio's job priority (0-9, higher first) as the Redis transport's level (0 first)."""
+    return 9 - max(0, min(9, priority))
+
+
 class Enqueuer:
     """Sends Folio's tasks; call only after the rows they name are committed."""
 
@@ -84,21 +93,25 @@ class Enqueuer:
         self.settings = settings
         self.app = app or make_celery(settings)
 
-    def split_documents(self, document_ids: Iterable[int]) -> int:
-        return self._send(SPLIT_DOCUMENT, document_ids, queue_name(self.settings, "cpu"))
+    def split_documents(self, document_ids: Iterable[int], priority: int = 0) -> int:
+        return self._send(SPLIT_DOCUMENT, document_ids, queue_name(self.settings, "cpu"), priority)
 
-    def process_pages(self, page_ids: Iterable[int], plan_name: str) -> int:
-        return self._send(PROCESS_PAGE, page_ids, page_queue(self.settings, plan_name))
+    def process_pages(self, page_ids: Iterable[int], plan_name: str, priority: int = 0) -> int:
+        return self._send(PROCESS_PAGE, page_ids, page_queue(self.settings, plan_name), priority)
 
     def finalize_job(self, job_id: str) -> None:
+        # Cheap and the job's last step: ahead of every page task.
         self._publish(FINALIZE_JOB, job_id, queue_name(self.settings, "cpu"))
 
-    def _send(self, task: str, ids: Iterable[int], queue: str) -> int:
+    def _send(self, task: str, ids: Iterable[int], queue: str, priority: int) -> int:
         sent = 0
+        level = broker_priority(priority)
         try:
             with self.app.producer_or_acquire() as producer:
                 for item in ids:
-                    self.app.send_task(task, args=[item], queue=queue, producer=producer)
+                    self.app.send_task(
+                        task, args=[item], queue=queue, producer=producer, priority=level
+                    )
                     sent += 1
         except KombuOperationalError as exc:
             raise BrokerUnavailable(f"cannot reach the broker after {sent} tasks: {exc}") from exc
@@ -106,6 +119,6 @@ class Enqueuer:
 
     def _publish(self, task: str, arg: str | int, queue: str) -> None:
         try:
-            self.app.send_task(task, args=[arg], queue=queue)
+            self.app.send_task(task, args=[arg], queue=queue, priority=0)
         except KombuOperationalError as exc:
             raise BrokerUnavailable(f"cannot reach the broker: {exc}") from exc

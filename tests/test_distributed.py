@@ -142,7 +142,13 @@ def test_recover_requeues_pages_after_redis_lost_the_queue(
     try:
         wait_until(lambda: batch.count("succeeded") >= 10, 120, "10 pages done")
         client = redis.Redis.from_url(REDIS_URL)
-        client.delete(*(f"{prefix}:{prefix}.{kind}" for kind in ("cpu", "gpu")))
+        # Every queue list, at every priority level (`<queue>:<level>`).
+        lists = [
+            *client.scan_iter(f"{prefix}:{prefix}.cpu*"),
+            *client.scan_iter(f"{prefix}:{prefix}.gpu*"),
+        ]
+        assert lists
+        client.delete(*lists)
         wait_until(lambda: batch.count("running") == 0, 60, "in-flight pages to finish")
         time.sleep(1.0)  # anything still queued would start now; nothing is
         stranded = batch.count("pending")
@@ -215,7 +221,7 @@ def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
         answer = client.post("/v1/jobs", files=files)
         assert answer.status_code == 202, answer.text
         # Before any worker runs, the job waits in the broker: one split task per document.
-        assert queued.llen(f"{prefix}:{prefix}.cpu") == 2
+        assert queued.llen(f"{prefix}:{prefix}.cpu:9") == 2  # priority 0: the last level
         worker = start_worker(worker_env(pg_url, REDIS_URL, prefix), log=tmp_path / "w.log")
         try:
             job = wait_for_job(client, answer.json()["id"])
@@ -228,3 +234,44 @@ def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
         pages = session.execute(select(Page.status, Page.text)).all()
     assert len(pages) == 6 and all(status == "succeeded" for status, _ in pages)
     assert all(text for _, text in pages)
+
+
+def test_higher_priority_jobs_are_worked_first(
+    pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.distributed import queue_job
+    from app.jobs import JobRequest, create_job_from_folder
+    from app.queue import Enqueuer
+    from app.settings import Settings
+
+    settings = Settings(
+        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
+    )
+    db = Database(pg_url)
+    enqueuer = Enqueuer(settings)
+    jobs = {}
+    for priority in (0, 7):  # the low one is queued first
+        folder = tmp_path / f"p{priority}"
+        write_text_pdfs(folder, documents=2, pages=4)
+        job_id = create_job_from_folder(settings, db, JobRequest(folder, None, "textlayer")).job_id
+        with db.session() as session:
+            session.get_one(Job, job_id).options = {"priority": priority}  # as the API sets it
+        jobs[priority] = job_id
+        queue_job(db, enqueuer, job_id)
+    worker = start_worker(worker_env(pg_url, REDIS_URL, prefix), concurrency=1)
+    try:
+        batch = Batch(pg_url, jobs[0], 8)
+        wait_until(batch.done, 120, "the low-priority job to finish")
+    finally:
+        stop_worker(worker)
+    with db.session() as session:
+        spans = {
+            p: session.execute(
+                select(func.min(Page.started_at), func.max(Page.finished_at)).where(
+                    Page.job_id == job_id
+                )
+            ).one()
+            for p, job_id in jobs.items()
+        }
+    # One worker thread: all of the urgent job's pages ran before any of the other's.
+    assert spans[7][1] <= spans[0][0], spans

@@ -21,8 +21,7 @@ class JobOptionsIn(BaseModel):
         default=0,
         ge=0,
         le=9,
-        description="Waiting jobs start highest first on the in-process runner; "
-        "recorded only with a broker.",
+        description="Waiting jobs and their queued tasks go highest first.",
     )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Kept with the job.")
 
