@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
@@ -16,7 +15,7 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Document, Job, Page
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, JobStatus, PageStatus
-from app.jobs import JobRequest, create_job_from_folder, settle_job
+from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
 from app.pipeline.process_page import PageBusy, PageProcessor
@@ -69,11 +68,6 @@ def queue_job(db: Database, enqueuer: Enqueuer, job_id: str) -> None:
         enqueuer.split_documents(documents, job_priority(options))
     else:
         enqueuer.finalize_job(job_id)
-
-
-def job_priority(options: dict[str, Any] | None) -> int:
-    """The job's `priority` option (0-9, higher first; API jobs may set it)."""
-    return int((options or {}).get("priority") or 0)
 
 
 def split_document(db: Database, enqueuer: Enqueuer, document_id: int) -> int:

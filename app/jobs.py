@@ -7,6 +7,7 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
@@ -39,6 +40,11 @@ def document_limits(settings: Settings) -> DocumentLimits:
         settings.max_pages_per_document,
         int(settings.max_page_megapixels * 1e6),
     )
+
+
+def job_priority(options: dict[str, Any] | None) -> int:
+    """The job's `priority` option (0-9, higher first; API jobs may set it)."""
+    return int((options or {}).get("priority") or 0)
 
 
 def worker_id() -> str:

@@ -14,7 +14,7 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Job
 from app.domain import PageStatus
-from app.jobs import run_job_locally, settle_job
+from app.jobs import job_priority, run_job_locally, settle_job
 from app.metrics import FolioMetrics
 from app.settings import Settings
 
@@ -67,8 +67,7 @@ class LocalJobRunner:
 
     def submit(self, job_id: str) -> None:
         with self.db.session() as session:
-            options = session.scalar(select(Job.options).where(Job.id == job_id)) or {}
-        priority = int(options.get("priority") or 0)
+            priority = job_priority(session.scalar(select(Job.options).where(Job.id == job_id)))
         with self._changed:
             self._done[job_id] = threading.Event()
             self._cancelled.discard(job_id)
@@ -78,7 +77,8 @@ class LocalJobRunner:
     def cancel(self, job_id: str) -> None:
         # A waiting job never starts; a running one finds its pages closed and stops claiming.
         with self._changed:
-            self._cancelled.add(job_id)
+            if job_id in self._done:
+                self._cancelled.add(job_id)
 
     def close(self) -> None:
         with self._changed:
@@ -102,7 +102,9 @@ class LocalJobRunner:
                 skip = job_id in self._cancelled
             if not skip:
                 self._run(job_id)
-            self._done[job_id].set()
+            with self._changed:
+                self._cancelled.discard(job_id)
+                self._done.pop(job_id).set()  # a job the runner no longer holds is not waited on
 
     def _run(self, job_id: str) -> None:
         # The runner's edge: a job that cannot run records why on its open pages.
