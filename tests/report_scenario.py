@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page
@@ -95,26 +96,31 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+def _common(page_id: int, s: Spec) -> dict[str, Any]:
+    """The fields an attempt row and an attempt record of the scenario share."""
+    degenerate = s.status == "degenerate"
+    return {
+        "page_id": page_id,
+        "step_name": s.step,
+        "engine": s.engine,
+        "model": s.model,
+        "endpoint": s.endpoint,
+        "status": s.status,
+        "started_at": at(s.start),
+        "ended_at": at(s.end),
+        "duration_s": float(s.end - s.start),
+        "prompt_tokens": s.prompt,
+        "completion_tokens": s.completion,
+        "max_tokens": s.max_tokens,
+        "aborted": s.aborted,
+        "verdict_kind": "line" if degenerate else None,
+        "verdict_period": 14 if degenerate else None,
+    }
+
+
 def attempt_row(i: int, page_id: int, s: Spec) -> AttemptRow:
-    return AttemptRow(
-        id=i,
-        page_id=page_id,
-        step_name=s.step,
-        engine=s.engine,
-        model=s.model,
-        endpoint=s.endpoint,
-        status=s.status,
-        started_at=at(s.start),
-        ended_at=at(s.end),
-        duration_s=float(s.end - s.start),
-        prompt_tokens=s.prompt,
-        completion_tokens=s.completion,
-        max_tokens=s.max_tokens,
-        aborted=s.aborted,
-        verdict_kind="line" if s.status == "degenerate" else None,
-        verdict_period=14 if s.status == "degenerate" else None,
-        output_tail=s.output if s.status == "degenerate" else None,
-    )
+    tail = s.output if s.status == "degenerate" else None
+    return AttemptRow(id=i, output_tail=tail, **_common(page_id, s))
 
 
 def scenario_rows() -> JobRows:
@@ -169,27 +175,12 @@ def insert_job(db: Database, attempts: list[Spec] = ATTEMPTS, with_pages: bool =
 
 
 def _attempt(job_id: str, page_id: int, s: Spec) -> Attempt:
-    degenerate = s.status == "degenerate"
     return Attempt(
         job_id=job_id,
-        page_id=page_id,
         step_index=0,
-        step_name=s.step,
-        engine=s.engine,
-        model=s.model,
-        endpoint=s.endpoint,
-        status=s.status,
-        started_at=at(s.start),
-        ended_at=at(s.end),
-        duration_s=float(s.end - s.start),
-        prompt_tokens=s.prompt,
-        completion_tokens=s.completion,
-        max_tokens=s.max_tokens,
-        aborted=s.aborted,
-        verdict_kind="line" if degenerate else None,
-        verdict_period=14 if degenerate else None,
         output=s.output,
         output_chars=len(s.output),
+        **_common(page_id, s),
     )
 
 
