@@ -7,6 +7,7 @@ re-emitted with other values). Each accepts a loop only when it covers
 the length its unit class requires (`required_coverage`).
 """
 
+import re
 from dataclasses import dataclass
 
 from app.degeneration.charclass import (
@@ -22,6 +23,8 @@ from app.degeneration.periodicity import (
     is_periodic,
     periodic_run,
 )
+
+_LETTER_RE = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,8 @@ def find_shape_loop(shape: str, config: DetectorConfig) -> PeriodicLoop | None:
             continue
         tested.append(period)
         unit = shape[end - period :]
+        if _LETTER_RE.search(unit) is None:
+            continue  # numbers and rules that change are a table (cheap C-level test first)
         need = required_coverage(unit, config, drift=True)
         if need is None or need > end or not is_periodic(shape, end, period, need):
             continue

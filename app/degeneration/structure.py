@@ -26,8 +26,9 @@ from app.degeneration.charclass import EXACT_TABLE, is_mostly_fill, shape_view, 
 from app.degeneration.config import DetectorConfig
 from app.degeneration.lines import EMPHASIS_TABLE, LineLoop
 
-_BOUNDARY_RE = re.compile("[\n。]")
-_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Line breaks, CJK full stops, and Latin sentence ends after a word (not leader dots).
+_BOUNDARY_RE = re.compile(r"[\n。]|(?<=[^\W\d_]{2}[.!?]) ")
+_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
 
@@ -40,6 +41,7 @@ class Segment:
     end: int
     letters: int  # words it adds to a unit (0 for rules, form blanks and diagram rows)
     diagram: bool
+    fuzzy_min: int = 0  # shortest key a near repeat may have
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,12 @@ class _Candidate:
 
 def _is_row(key: str) -> bool:
     return key.startswith("|") or key.startswith("<tr") or key.startswith("<td")
+
+
+def _starts_like(expected: Segment, partial: str) -> bool:
+    """Whether a partial segment is the start of `expected`, up to one small change."""
+    head = expected.key[: len(partial)]
+    return head == partial or (not expected.diagram and near_repeat(head, partial, 0))
 
 
 def near_repeat(first: str, second: str, min_chars: int) -> bool:
@@ -112,7 +120,7 @@ class StructureTracker:
             return None
         partial = self._key(raw[self._start - raw_base :], candidate.expected.diagram)
         need = min(len(candidate.expected.key), self._config.confirm_chars)
-        if len(partial) < need or not candidate.expected.key.startswith(partial[:need]):
+        if len(partial) < need or not _starts_like(candidate.expected, partial[:need]):
             return None
         return self._loop(candidate, raw_base + len(raw))
 
@@ -129,7 +137,7 @@ class StructureTracker:
             return None
         tail = raw[max(0, self._start - raw_base) :]
         partial = self._key(tail, candidate.expected.diagram)
-        if not candidate.expected.key.startswith(partial):
+        if not _starts_like(candidate.expected, partial):
             return None
         return self._loop(candidate, raw_base + len(raw))
 
@@ -164,9 +172,12 @@ class StructureTracker:
             if len(row) < self._config.diagram_min_chars or len(exact) < 3:
                 return None
             return Segment(row, exact, start, end, letters=0, diagram=True)
-        key = self._key(line, diagram=False)
+        key = shape_view(strip_markup(exact).translate(EMPHASIS_TABLE))
         letters = 0 if fill else len(_LETTER_RE.findall(key))
-        return Segment(key, exact, start, end, letters=letters, diagram=False)
+        fuzzy_min = self._config.fuzzy_min_chars
+        if _CJK_RE.search(key):
+            fuzzy_min //= 3  # a CJK character carries about a word
+        return Segment(key, exact, start, end, letters, diagram=False, fuzzy_min=fuzzy_min)
 
     @staticmethod
     def _key(line: str, diagram: bool) -> str:
@@ -188,15 +199,18 @@ class StructureTracker:
                 self._runs[step] = self._drifts[step] = self._changed_words[step] = 0
         segments.append(segment)
 
-    def _same(self, segment: Segment, earlier: Segment) -> bool:
-        if segment.key == earlier.key:
+    @staticmethod
+    def _same(segment: Segment, earlier: Segment) -> bool:
+        first, second = segment.key, earlier.key
+        if first == second:
             return True
-        if segment.diagram or earlier.diagram:
+        if segment.diagram or earlier.diagram or len(first) < segment.fuzzy_min:
             return False
-        min_chars = self._config.fuzzy_min_chars
-        if _CJK_RE.search(segment.key):
-            min_chars //= 3  # a CJK character carries about a word
-        return near_repeat(segment.key, earlier.key, min_chars)
+        if abs(len(first) - len(second)) > max(2, len(first) // 6):
+            return False  # the cheap tests settle most pairs before `near_repeat`
+        if first[:4] != second[:4] and first[-4:] != second[-4:]:
+            return False
+        return near_repeat(first, second, segment.fuzzy_min)
 
     def _candidate(self, allow_exact: bool) -> _Candidate | None:
         """The shortest step at which the last segments form `min_repeats` copies."""
