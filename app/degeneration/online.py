@@ -10,6 +10,8 @@ happen at fixed offsets of the text, so the verdict does not depend on how the t
 into chunks; memory is bounded by `tail_window` (normalised) and eight times that (raw).
 """
 
+import re
+
 from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS, shape_view
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.lines import LineLoop, LineRepeatTracker
@@ -18,6 +20,7 @@ from app.degeneration.raw_offsets import periodic_verdict
 from app.degeneration.structure import StructureTracker
 
 _UNIT_EXCERPT_CHARS = 200
+_LETTER_RE = re.compile(r"[^\W\d_]")
 _NOT_SYMBOLS = FILL_CHARS | frozenset("0123456789")
 
 
@@ -137,7 +140,13 @@ class LoopDetector:
         verdict = self._check() if self._tail_recurs(self._exact) else None
         if verdict is None and length >= self._next_drift_check:
             self._next_drift_check += self._config.drift_check_stride
-            if self._tail_recurs(self._shape):
+            # A drift loop has words in every copy: a tail of numbers and rules is a table
+            # (rows that come back with other numbers are the structural tracker's job).
+            shape = self._shape
+            tail_has_words = _LETTER_RE.search(
+                shape, max(0, len(shape) - self._config.anchor_chars)
+            )
+            if tail_has_words and self._tail_recurs(shape):
                 verdict = self._drift_check()
         return verdict
 

@@ -143,7 +143,8 @@ def find_shape_loop(shape: str, config: DetectorConfig) -> PeriodicLoop | None:
     end = len(shape)
     anchor = min(config.anchor_chars, max(2, end // 3))
     tested: list[int] = []
-    for period in candidate_periods(shape, end, anchor, config.max_period, config.max_candidates):
+    limit = max(1, config.max_candidates // 2)  # numbers make many shifts recur: keep it cheap
+    for period in candidate_periods(shape, end, anchor, config.max_period, limit):
         if period == 1 or any(period % shorter == 0 for shorter in tested):
             continue  # one character cannot drift; multiples were judged already
         if not is_periodic(shape, end, period, min(2 * period, end)):

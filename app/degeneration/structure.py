@@ -26,22 +26,20 @@ from app.degeneration.charclass import EXACT_TABLE, is_mostly_fill, shape_view, 
 from app.degeneration.config import DetectorConfig
 from app.degeneration.lines import EMPHASIS_TABLE, LineLoop
 
-# Line breaks, CJK full stops, and Latin sentence ends after a word (not leader dots).
-_BOUNDARY_RE = re.compile(r"[\n。]|(?<=[^\W\d_]{2}[.!?]) ")
+# Line breaks, CJK full stops, and Latin sentence ends (kept only after a word: `feed`).
+_BOUNDARY_RE = re.compile(r"[\n。]|[.!?] ")
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Segment:
     key: str  # what is compared: the shape view, or the raw row of a diagram
     exact: str  # exact view, to tell exact repeats from drifting ones
     start: int  # raw offsets
     end: int
-    letters: int  # words it adds to a unit (0 for rules, form blanks and diagram rows)
     diagram: bool
-    fuzzy_min: int = 0  # shortest key a near repeat may have
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +85,37 @@ def _common_prefix(first: str, second: str) -> int:
     return low
 
 
+class _RecentEnds:
+    """First and last characters of the last segments: a segment that shares neither with
+    any of them can match none (near repeats keep one end), so most skip the comparisons."""
+
+    def __init__(self, size: int) -> None:
+        self._window: deque[tuple[str, str]] = deque()
+        self._size = size
+        self._heads: dict[str, int] = {}
+        self._tails: dict[str, int] = {}
+
+    def add(self, ends: tuple[str, str]) -> bool:
+        """Record a segment's ends; whether a recent segment shares one of them."""
+        head, tail = ends
+        shared = head in self._heads or tail in self._tails
+        self._window.append(ends)
+        self._heads[head] = self._heads.get(head, 0) + 1
+        self._tails[tail] = self._tails.get(tail, 0) + 1
+        if len(self._window) > self._size:
+            old_head, old_tail = self._window.popleft()
+            _forget(self._heads, old_head)
+            _forget(self._tails, old_tail)
+        return shared
+
+
+def _forget(counts: dict[str, int], key: str) -> None:
+    if counts[key] == 1:
+        del counts[key]
+    else:
+        counts[key] -= 1
+
+
 class StructureTracker:
     """Reads completed segments out of the detector's raw tail; only pieces holding a line
     break or a CJK full stop cost anything, plus one prefix test per check while a candidate
@@ -103,11 +132,16 @@ class StructureTracker:
         self._drifts = [0] * (self._max_step + 1)  # copies that differ in the exact view ...
         self._changed_words = [0] * (self._max_step + 1)  # ... in more than their numbers
         self._onsets = [0] * (self._max_step + 1)  # raw start of the first copy of each run
+        self._running = False  # some run is under way
+        self._ends = _RecentEnds(self._max_step)
         self.candidate: _Candidate | None = None
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
         """Complete the segments that end in `raw` (starting at `raw_base`) after `piece_start`."""
         for boundary in _BOUNDARY_RE.finditer(raw, max(0, piece_start - raw_base)):
+            at = boundary.start()
+            if at and boundary.end() - at == 2 and not raw[at - 1].isalpha():
+                continue  # leader dots, `Fig. 3`-like numbers: not a sentence end
             loop = self._complete(raw, raw_base, raw_base + boundary.end())
             if loop is not None:
                 return loop
@@ -148,17 +182,17 @@ class StructureTracker:
         if segment is None:
             return None
         waiting = self.candidate
-        self._push(segment)
+        continued = self._push(segment)
         if waiting is not None and self._runs[waiting.step] > (self._min_repeats - 1) * (
             waiting.step
         ):
             return self._loop(waiting, end)
-        self.candidate = self._candidate(allow_exact=False)
+        self.candidate = self._candidate(allow_exact=False) if continued else None
         return None
 
     def _segment(self, raw: str, raw_base: int, start: int, end: int) -> Segment | None:
         if start < raw_base:  # longer than the raw tail: breaks any run
-            return Segment(key="\0", exact="\0", start=start, end=end, letters=0, diagram=False)
+            return Segment(key="\0", exact="\0", start=start, end=end, diagram=False)
         line = raw[start - raw_base : end - raw_base]
         exact = line.translate(EXACT_TABLE)
         if not exact:
@@ -166,18 +200,13 @@ class StructureTracker:
         if exact.startswith(_FENCE):
             self._in_fence = not self._in_fence
             return None
-        fill = is_mostly_fill(exact)
-        if self._in_fence and fill:
+        if self._in_fence and is_mostly_fill(exact):
             row = self._key(line, diagram=True)
             if len(row) < self._config.diagram_min_chars or len(exact) < 3:
                 return None
-            return Segment(row, exact, start, end, letters=0, diagram=True)
+            return Segment(row, exact, start, end, diagram=True)
         key = shape_view(strip_markup(exact).translate(EMPHASIS_TABLE))
-        letters = 0 if fill else len(_LETTER_RE.findall(key))
-        fuzzy_min = self._config.fuzzy_min_chars
-        if _CJK_RE.search(key):
-            fuzzy_min //= 3  # a CJK character carries about a word
-        return Segment(key, exact, start, end, letters, diagram=False, fuzzy_min=fuzzy_min)
+        return Segment(key, exact, start, end, diagram=False)
 
     @staticmethod
     def _key(line: str, diagram: bool) -> str:
@@ -186,31 +215,44 @@ class StructureTracker:
         exact = line.translate(EXACT_TABLE)
         return shape_view(strip_markup(exact).translate(EMPHASIS_TABLE))
 
-    def _push(self, segment: Segment) -> None:
-        segments = self._segments
-        for step in range(1, self._max_step + 1):
-            if step <= len(segments) and self._same(segment, segments[-step]):
-                if not self._runs[step]:
-                    self._onsets[step] = segments[-step].start
-                self._runs[step] += 1
-                self._drifts[step] += segment.exact != segments[-step].exact
-                self._changed_words[step] += segment.key != segments[-step].key
-            else:
-                self._runs[step] = self._drifts[step] = self._changed_words[step] = 0
+    def _push(self, segment: Segment) -> bool:
+        """Append a segment; whether it continues any run (most segments continue none)."""
+        segments, runs = self._segments, self._runs
+        key = segment.key
+        ends = (key[:4], key[-4:])
+        matchable = self._ends.add(ends)
+        if not (matchable or self._running):
+            segments.append(segment)  # shares no start or end with a recent one: no match
+            return False
+        size, slack = len(key), max(2, len(key) // 6)
+        continued = False
+        for step in range(1, min(self._max_step, len(segments)) + 1):
+            earlier = segments[-step]
+            other = earlier.key
+            if other == key or (abs(size - len(other)) <= slack and self._near(segment, earlier)):
+                if not runs[step]:
+                    self._onsets[step] = earlier.start
+                runs[step] += 1
+                self._drifts[step] += segment.exact != earlier.exact
+                self._changed_words[step] += key != earlier.key
+                continued = True
+            elif runs[step]:
+                runs[step] = self._drifts[step] = self._changed_words[step] = 0
         segments.append(segment)
+        self._running = continued
+        return continued
 
-    @staticmethod
-    def _same(segment: Segment, earlier: Segment) -> bool:
+    def _near(self, segment: Segment, earlier: Segment) -> bool:
         first, second = segment.key, earlier.key
-        if first == second:
-            return True
-        if segment.diagram or earlier.diagram or len(first) < segment.fuzzy_min:
+        if segment.diagram or earlier.diagram:
             return False
-        if abs(len(first) - len(second)) > max(2, len(first) // 6):
-            return False  # the cheap tests settle most pairs before `near_repeat`
         if first[:4] != second[:4] and first[-4:] != second[-4:]:
-            return False
-        return near_repeat(first, second, segment.fuzzy_min)
+            return False  # the cheap tests settle most pairs before `near_repeat`
+        size = len(first)
+        min_chars = self._config.fuzzy_min_chars
+        if size < min_chars and _CJK_RE.search(first):
+            min_chars //= 3  # a CJK character carries about a word
+        return near_repeat(first, second, min_chars)
 
     def _candidate(self, allow_exact: bool) -> _Candidate | None:
         """The shortest step at which the last segments form `min_repeats` copies."""
@@ -221,7 +263,10 @@ class StructureTracker:
                 continue
             unit = segments[-step:]
             if not all(s.diagram for s in unit):
-                if sum(s.letters for s in unit) < self._config.drift_min_letters:
+                # Rules and form blanks (`Name: ____`) add no words to a unit.
+                words = [s.key for s in unit if not is_mostly_fill(s.exact)]
+                letters = sum(len(_LETTER_RE.findall(key)) for key in words)
+                if letters < self._config.drift_min_letters:
                     return None
                 exact_chars = sum(len(s.exact) for s in unit)
                 long_block = exact_chars > self._config.max_period
