@@ -17,7 +17,7 @@ from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
 from app.degeneration.raw_offsets import periodic_verdict
-from app.degeneration.structure import StructureTracker
+from app.degeneration.structure import StructureTracker, only_table_rows
 
 _UNIT_EXCERPT_CHARS = 200
 _LETTER_RE = re.compile(r"[^\W\d_]")
@@ -181,7 +181,10 @@ class LoopDetector:
         loop = find_shape_loop(self._shape, self._config)
         if loop is None:
             return None
-        return periodic_verdict(self._raw, self._length - len(self._raw), loop)
+        verdict = periodic_verdict(self._raw, self._length - len(self._raw), loop)
+        if only_table_rows(verdict.unit) and verdict.repeats < self._config.drift_row_min_repeats:
+            return None  # rows of a real table may differ in their numbers only
+        return verdict
 
     def _blank_run(self) -> int:
         """Length of the trailing whitespace if it is a loop in itself, else 0."""

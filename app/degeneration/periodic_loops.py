@@ -43,10 +43,10 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
     unit_class = classify_unit(unit)
     if period == 1:
         return _char_run_need(unit_class, config)
-    need = max(
-        config.min_repeats * period + min(period, config.confirm_chars),
-        config.min_covered_chars,
-    )
+    # Copies that drift are checked half as often (`drift_check_stride`), so they confirm
+    # with half the characters of a next copy: the latency bound stays the same.
+    confirm = config.confirm_chars // 2 if drift else config.confirm_chars
+    need = max(config.min_repeats * period + min(period, confirm), config.min_covered_chars)
     if drift:
         # Numbers, markup or rules that change are a table, not a loop; a unit with words
         # (a heading, row labels, a sentence) coming back with other numbers is.

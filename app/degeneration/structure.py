@@ -55,10 +55,22 @@ def _is_row(key: str) -> bool:
     return key.startswith("|") or key.startswith("<tr") or key.startswith("<td")
 
 
+def only_table_rows(unit: str) -> bool:
+    """Whether a raw unit (a rotation of one copy) is made of Markdown table rows only."""
+    lines = [line.strip() for line in unit.replace("\\n", "\n").split("\n") if line.strip()]
+    return bool(lines) and "|" in lines[0] and all(_is_row(line) for line in lines[1:])
+
+
 def _starts_like(expected: Segment, partial: str) -> bool:
     """Whether a partial segment is the start of `expected`, up to one small change."""
     head = expected.key[: len(partial)]
-    return head == partial or (not expected.diagram and near_repeat(head, partial, 0))
+    if head == partial or expected.diagram:
+        return head == partial
+    if near_repeat(head, partial, 0):
+        return True
+    # One word changed its length (`数据` / `data`): same start, and the end read so far
+    # occurs in the expected segment.
+    return len(partial) >= 12 and partial[:4] == head[:4] and partial[-8:] in expected.key
 
 
 def near_repeat(first: str, second: str, min_chars: int) -> bool:
@@ -276,15 +288,16 @@ class StructureTracker:
                     numbers = sum(s.key.count("0") for s in unit)
                     if numbers * self._config.drift_max_chars_per_number < exact_chars:
                         return None  # only a heading number changes: a document's sections
-                    if step == 1 and _is_row(unit[0].key) and not self._row_repeats(matched):
+                    rows = all(_is_row(segment.key) for segment in unit)
+                    if rows and not self._row_repeats(matched, step):
                         return None  # rows of a real table may differ in numbers only
             period = segments[-1].end - segments[-1 - step].end
             drift = bool(self._drifts[step])
             return _Candidate(step, self._onsets[step], period, unit[0], drift)
         return None
 
-    def _row_repeats(self, matched: int) -> bool:
-        return matched + 1 >= self._config.drift_row_min_repeats
+    def _row_repeats(self, matched: int, step: int) -> bool:
+        return matched // step + 1 >= self._config.drift_row_min_repeats
 
     def _loop(self, candidate: _Candidate, end: int) -> LineLoop:
         unit = list(self._segments)[-candidate.step :]
