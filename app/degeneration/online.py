@@ -16,6 +16,7 @@ from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS, s
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
+from app.degeneration.periodicity import candidate_periods, is_periodic
 from app.degeneration.raw_offsets import periodic_verdict
 from app.degeneration.structure import StructureTracker, only_table_rows
 
@@ -184,7 +185,16 @@ class LoopDetector:
         verdict = periodic_verdict(self._raw, self._length - len(self._raw), loop)
         if only_table_rows(verdict.unit) and verdict.repeats < self._config.drift_row_min_repeats:
             return None  # rows of a real table may differ in their numbers only
+        if self._ends_in_exact_copies():
+            return None  # an exact repeat: the exact view's thresholds judge it (forms, rules)
         return verdict
+
+    def _ends_in_exact_copies(self) -> bool:
+        """Whether the last two copies are identical in the exact view (not drifting)."""
+        exact, config = self._exact, self._config
+        end = len(exact)
+        shifts = candidate_periods(exact, end, config.anchor_chars, config.max_period, 4)
+        return any(is_periodic(exact, end, shift, 2 * shift) for shift in shifts)
 
     def _blank_run(self) -> int:
         """Length of the trailing whitespace if it is a loop in itself, else 0."""

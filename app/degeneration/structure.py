@@ -31,6 +31,8 @@ _BOUNDARY_RE = re.compile(r"[\n。]|[.!?] ")
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
+# Characters one changed word may differ by (`水位` / `niveau`, `water` / `Wasser`).
+_WORD_CHARS = 6
 
 
 @dataclass(slots=True)
@@ -74,9 +76,9 @@ def _starts_like(expected: Segment, partial: str) -> bool:
 
 
 def near_repeat(first: str, second: str, min_chars: int) -> bool:
-    """Two keys that differ in one place only, by at most a sixth of their length."""
+    """Two keys that differ in one place only, by at most a word (or a sixth of them)."""
     size = max(len(first), len(second))
-    allowed = max(2, size // 6)
+    allowed = max(_WORD_CHARS, size // 6)
     if min(len(first), len(second)) < min_chars or abs(len(first) - len(second)) > allowed:
         return False
     if first[:4] != second[:4] and first[-4:] != second[-4:]:
@@ -179,7 +181,11 @@ class StructureTracker:
         """Offline: the text ends inside copies (`min_repeats` of them) of a unit at least
         `min_period` raw characters long; exact repeats count too."""
         candidate = self._candidate(allow_exact=True)
-        if candidate is None or candidate.period < min_period:
+        if candidate is None:
+            return None
+        if _CJK_RE.search(candidate.expected.key):
+            min_period //= 2  # a CJK character carries about a word
+        if candidate.period < min_period:
             return None
         tail = raw[max(0, self._start - raw_base) :]
         partial = self._key(tail, candidate.expected.diagram)
@@ -236,7 +242,7 @@ class StructureTracker:
         if not (matchable or self._running):
             segments.append(segment)  # shares no start or end with a recent one: no match
             return False
-        size, slack = len(key), max(2, len(key) // 6)
+        size, slack = len(key), max(_WORD_CHARS, len(key) // 6)
         continued = False
         for step in range(1, min(self._max_step, len(segments)) + 1):
             earlier = segments[-step]
