@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from app.textlayer.model import PageLayout, TextLine
 
 EDGE_BAND = 0.12  # share of the page height, top and bottom, where running lines sit
+MAX_ROWS = 3  # running rows looked for at each edge
 _PAGE_NUMBER = re.compile(
     r"^[-–—(\[]?\s*(page|p\.|seite|pag\.?|pág\.?)?\s*([0-9]{1,4}|[ivxlc]{1,7})"
     r"(\s*(of|/|von|de|sur)\s*[0-9]{1,4})?\s*[-–—)\]]?$",
@@ -48,8 +49,12 @@ def running_lines(layout: PageLayout) -> set[int]:
     repeated |= {text for edges in layout.neighbour_edges for text in edges}
     dropped = {i for i, line in enumerate(lines) if _in_margin_sideways(line, layout.width)}
     for rows in (_rows_from_top(layout), _rows_from_bottom(layout)):
-        for row, gap in rows:
-            if not _is_running(row, gap, lines, body, repeated, layout.width):
+        for depth, (row, gap) in enumerate(rows):
+            outer = depth == 0
+            if depth == MAX_ROWS or not (
+                _is_running(row, gap, lines, body, repeated, layout.width, outer)
+                or (depth <= 1 and _numbered_at_an_end(row, lines))
+            ):
                 break
             dropped.update(row)
     return dropped
@@ -66,6 +71,7 @@ def _is_running(
     body: float,
     repeated: set[str],
     width: float,
+    outermost: bool,
 ) -> bool:
     texts = [lines[i].text for i in row]
     if all(_repeats(t, repeated) for t in texts) or all(_PAGE_NUMBER.match(t) for t in texts):
@@ -74,8 +80,16 @@ def _is_running(
     size = max(lines[i].size for i in row)
     set_apart = gap >= 1.5 * height and size <= body
     spread = len(row) >= 2 and size <= 1.3 * body and all(len(t) <= 60 for t in texts)
-    spread = spread and _spans_page(row, lines, width)
+    spread = spread and (outermost or gap >= 0.3 * height) and _spans_page(row, lines, width)
     return set_apart or spread
+
+
+def _numbered_at_an_end(row: list[int], lines: Sequence[TextLine]) -> bool:
+    """A book's running head: "400 BRITISH HUSBANDRY. [Ch. XIX." (page number first or last)."""
+    pieces = sorted(row, key=lambda i: lines[i].box.x0)
+    ends = {lines[pieces[0]].text, lines[pieces[-1]].text}
+    short = sum(len(lines[i].text) for i in row) <= 80
+    return len(pieces) >= 2 and short and any(_PAGE_NUMBER.match(t) for t in ends)
 
 
 def _repeats(text: str, repeated: set[str]) -> bool:

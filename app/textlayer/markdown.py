@@ -31,7 +31,34 @@ def page_markdown(layout: PageLayout) -> str:
     items = [*_blocks(kept), *(Item(t.box, table=t) for t in layout.tables)]
     body = body_size(kept)
     parts = [_render(item, body) for item in reading_order(items, layout.width)]
-    return "\n\n".join(part for part in parts if part)
+    return "\n\n".join(_merge_continuations([part for part in parts if part]))
+
+
+def _merge_continuations(parts: list[str]) -> list[str]:
+    """Blocks that continue the one before (a column or block break mid-sentence, a drop cap
+    "O" before "ver the past") are one paragraph."""
+    merged: list[str] = []
+    for part in parts:
+        previous = merged[-1] if merged else ""
+        if _is_drop_cap(previous) and part[:1].islower():
+            merged[-1] = previous.lstrip("# ") + part
+        elif _continues(previous, part):
+            merged[-1] = join_lines([previous, part])
+        else:
+            merged.append(part)
+    return merged
+
+
+def _is_drop_cap(text: str) -> bool:
+    letter = text.lstrip("# ")
+    return len(letter) == 1 and letter.isupper()
+
+
+def _continues(previous: str, part: str) -> bool:
+    if not previous or previous.startswith(("#", "|")) or part.startswith(("#", "|")):
+        return False
+    open_sentence = not previous.endswith((".", "!", "?", ":", ";", '"', "”", "’", ")"))
+    return open_sentence and part[:1].islower()
 
 
 def _blocks(lines: Sequence[TextLine]) -> list[Item]:

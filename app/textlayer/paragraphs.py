@@ -20,6 +20,8 @@ def join_lines(lines: Iterable[str]) -> str:
             text = line
         elif text.endswith(_HYPHENS) and _rejoins(text, line):
             text = text[:-1] + line
+        elif text.endswith("-") and text[-2:-1].isalpha() and line[:1].islower():
+            text += line  # a compound split at its hyphen: "five-" + "shift"
         else:
             text = f"{text} {line}"
     return text
