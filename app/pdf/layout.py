@@ -73,8 +73,23 @@ def read_tables(page: pymupdf.Page) -> list[TableGrid]:
     for table in page.find_tables().tables:
         rows = [[_cell(c) for c in row] for row in table.extract()]
         if table.row_count >= 2 and table.col_count >= 2:
-            grids.append(TableGrid(Box(*table.bbox), rows))
+            grids.append(TableGrid(Box(*table.bbox), rows, _columns(table)))
     return grids
+
+
+def _columns(table: Any) -> list[tuple[float, float]]:
+    """Each column's x extent, from the cells that are not merged across columns."""
+    starts: list[list[float]] = [[] for _ in range(table.col_count)]
+    ends: list[list[float]] = [[] for _ in range(table.col_count)]
+    for row in table.rows:
+        for j, cell in enumerate(row.cells[: table.col_count]):
+            if cell is not None:
+                starts[j].append(cell[0])
+                ends[j].append(cell[2])
+    return [
+        (min(s) if s else table.bbox[0], min(e) if e else table.bbox[2])
+        for s, e in zip(starts, ends, strict=True)
+    ]
 
 
 def _is_ruling(item: tuple[Any, ...], minimum: float) -> bool:

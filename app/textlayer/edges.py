@@ -41,9 +41,12 @@ def body_size(lines: Sequence[TextLine]) -> float:
     return sizes.most_common(1)[0][0] if sizes else 0.0
 
 
-def running_lines(layout: PageLayout) -> set[int]:
-    """Indexes into `layout.lines` of the lines that are not the page's content."""
-    lines = layout.lines
+def running_lines(layout: PageLayout, protected: set[int] | None = None) -> set[int]:
+    """Indexes into `layout.lines` of the lines that are not the page's content.
+
+    `protected` lines (a table's header row) end the search at their edge.
+    """
+    lines, protected = layout.lines, protected or set()
     body = body_size(lines)
     repeated = {mask(text) for edges in layout.neighbour_edges for text in edges}
     repeated |= {text for edges in layout.neighbour_edges for text in edges}
@@ -51,9 +54,13 @@ def running_lines(layout: PageLayout) -> set[int]:
     for rows in (_rows_from_top(layout), _rows_from_bottom(layout)):
         for depth, (row, gap) in enumerate(rows):
             outer = depth == 0
-            if depth == MAX_ROWS or not (
-                _is_running(row, gap, lines, body, repeated, layout.width, outer)
-                or (depth <= 1 and _numbered_at_an_end(row, lines))
+            if (
+                depth == MAX_ROWS
+                or protected.intersection(row)
+                or not (
+                    _is_running(row, gap, lines, body, repeated, layout.width, outer)
+                    or (depth <= 1 and _numbered_at_an_end(row, lines))
+                )
             ):
                 break
             dropped.update(row)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from app.textlayer.edges import body_size, running_lines
 from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
 from app.textlayer.paragraphs import join_lines
+from app.textlayer.tables import table_markdown, with_header_rows
 from app.textlayer.unicode import normalize
 
 
@@ -22,13 +23,18 @@ class Item:
 
 def page_markdown(layout: PageLayout) -> str:
     """The page as Markdown, running headers and footers left out."""
-    dropped = running_lines(layout)
+    tables, headers = [], set()
+    for table in layout.tables:
+        table, header = with_header_rows(table, layout.lines, headers)
+        headers |= header
+        tables.append(table)
+    dropped = running_lines(layout, protected=headers) | headers
     kept = [
         line
         for i, line in enumerate(layout.lines)
-        if i not in dropped and not any(t.box.contains_center_of(line.box) for t in layout.tables)
+        if i not in dropped and not any(t.box.contains_center_of(line.box) for t in tables)
     ]
-    items = [*_blocks(kept), *(Item(t.box, table=t) for t in layout.tables)]
+    items = [*_blocks(kept), *(Item(t.box, table=t) for t in tables)]
     body = body_size(kept)
     parts = [_render(item, body) for item in reading_order(items, layout.width)]
     return "\n\n".join(_merge_continuations([part for part in parts if part]))
@@ -126,19 +132,3 @@ def _heading_level(lines: Sequence[TextLine], body: float, text: str) -> int:
     if (size >= body * 1.15 or bold) and len(lines) <= 2 and not text.endswith((".", ":")):
         return 3
     return 0
-
-
-def table_markdown(rows: Sequence[Sequence[str]]) -> str:
-    """A Markdown (GFM) table, the first row as its header."""
-    width = max(len(row) for row in rows)
-    cells = [[_cell(c) for c in row] + [""] * (width - len(row)) for row in rows]
-    lines = [_row(cells[0]), _row(["---"] * width), *(_row(row) for row in cells[1:])]
-    return "\n".join(lines)
-
-
-def _cell(text: str) -> str:
-    return normalize(" ".join(text.split())).replace("|", "\\|")
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"

@@ -54,6 +54,7 @@ class TableGrid:
 
     box: Box
     rows: list[list[str]]
+    columns: list[tuple[float, float]] = field(default_factory=list)  # x0, x1 of each column
 
 
 @dataclass(frozen=True)
