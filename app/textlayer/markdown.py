@@ -23,7 +23,8 @@ class Item:
 
 def page_markdown(layout: PageLayout) -> str:
     """The page as Markdown, running headers and footers left out."""
-    tables, headers = [], set()
+    tables: list[TableGrid] = []
+    headers: set[int] = set()
     for table in layout.tables:
         table, header = with_header_rows(table, layout.lines, headers)
         headers |= header
