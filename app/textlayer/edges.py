@@ -85,7 +85,8 @@ def _is_running(
         return True
     height = max(lines[i].box.height for i in row)
     size = max(lines[i].size for i in row)
-    set_apart = gap >= 1.5 * height and size <= body
+    narrow = max(lines[i].box.x1 for i in row) - min(lines[i].box.x0 for i in row) < width / 2
+    set_apart = gap >= 1.5 * height and (size < body or (size <= body and narrow))
     spread = len(row) >= 2 and size <= 1.3 * body and all(len(t) <= 60 for t in texts)
     spread = spread and (outermost or gap >= 0.3 * height) and _spans_page(row, lines, width)
     return set_apart or spread
