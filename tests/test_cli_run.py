@@ -31,7 +31,41 @@ def test_samples_run_cleanly_and_rerun_skips(tmp_path: Path, env: dict[str, str]
     assert "Section 4" in (out / "scanned-letter.md").read_text()
     second = runner.invoke(app, ["run", str(tmp_path / "s"), "--out", str(out)], env=env)
     assert second.exit_code == exit_codes.OK
-    assert "Skipping 3 document(s)" in second.output
+    assert "Nothing to do: 3 documents already done" in second.output
+
+
+def test_a_rerun_keeps_the_whole_folder_in_its_summary(tmp_path: Path, env: dict[str, str]) -> None:
+    samples.write_samples(tmp_path / "s")
+    out = tmp_path / "out"
+    args = ["run", str(tmp_path / "s"), "--out", str(out)]
+    assert runner.invoke(app, args, env=env).exit_code == exit_codes.OK
+    first = json.loads((out / "summary.json").read_text())
+    report_md = (out / "report.md").read_text()
+
+    again = runner.invoke(app, args, env=env)
+    assert again.exit_code == exit_codes.OK, again.output
+    assert "Nothing to do: 3 documents already done" in again.output
+    # Two lines (that, and where the results are), not empty tables and a 0/0 bar.
+    assert len(again.output.splitlines()) == 2, again.output
+    assert "0/0" not in again.output and "By model" not in again.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["job_id"] != first["job_id"]
+    assert first["job_id"] in summary["rerun_note"]
+    same = ("documents_total", "documents_done", "pages_total", "pages_succeeded")
+    assert {k: summary[k] for k in same} == {k: first[k] for k in same}
+    assert summary["documents_skipped"] == 3 == summary["documents_done"]
+    assert {d["done_in_job"] for d in summary["documents"]} == {first["job_id"]}
+    assert (out / "report.md").read_text() == report_md
+
+    # A new document next to the done ones: it is processed, the others carried over.
+    (tmp_path / "s" / "new.pdf").write_bytes(samples.born_digital_pdf([samples.page_text(9)]))
+    partial = runner.invoke(app, args, env=env)
+    assert partial.exit_code == exit_codes.OK, partial.output
+    assert "Skipped 3 documents already done" in partial.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["documents_total"], summary["documents_done"]) == (4, 4)
+    assert summary["pages_total"] == first["pages_total"] + 1
+    assert "3 documents done earlier" in partial.output
 
 
 def test_broken_files_give_the_partial_exit_code(tmp_path: Path, env: dict[str, str]) -> None:
