@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from app import samples
 from app.cli import exit_codes
 from app.cli.main import app
+from app.db.engine import dispose_engines
 
 runner = CliRunner()
 
@@ -90,3 +91,15 @@ def test_missing_input_and_unknown_plan(tmp_path: Path, env: dict[str, str]) -> 
 def test_db_upgrade_on_postgres(postgres_url: str) -> None:
     result = runner.invoke(app, ["db", "upgrade", "--database-url", postgres_url])
     assert result.exit_code == 0 and "up to date" in result.output
+
+
+def test_the_database_goes_to_the_data_folder_not_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    samples.write_samples(tmp_path / "s")
+    result = runner.invoke(app, ["run", "s", "--out", "out"], env={"COLUMNS": "160"})
+    assert result.exit_code == exit_codes.OK, result.output
+    assert (tmp_path / "folio-data" / "folio.db").is_file()  # FOLIO_DATA_DIR, from conftest.py
+    assert not list(tmp_path.glob("*.db")) and (tmp_path / "out" / "summary.json").is_file()
+    dispose_engines()
