@@ -54,3 +54,17 @@ def test_every_command_and_option_is_in_the_readme_table_in_help_order() -> None
         positions.append(matches[0])
     assert positions == sorted(positions), "the README table is not in `folio --help` order"
     assert "`folio --version`" in README
+
+
+def test_the_test_prerequisites_match_the_scripts_that_need_them() -> None:
+    """The README names what `make test` needs as the install scripts pin it."""
+    root = Path(__file__).resolve().parents[1]
+    setup = (root / "tests" / "vllm_cpu" / "setup_env.sh").read_text()
+    ci = (root / ".ci" / "run").read_text()
+    torch = re.search(r"torch==[\w.+]+", setup)
+    python = re.search(r"FOLIO_VLLM_PYTHON:-([\w.]+)", setup)
+    assert torch and python
+    section = README[README.index("## Running the tests") :].split("\n## ", 1)[0]
+    for needed in (torch.group(0), f"`{python.group(1)}`", "Chromium", "PostgreSQL", "Redis"):
+        assert needed in section, f"the README's test section does not mention {needed}"
+    assert "apt-get install -y -qq chromium" in ci and python.group(1) in ci
