@@ -86,6 +86,8 @@ def test_missing_input_and_unknown_plan(tmp_path: Path, env: dict[str, str]) -> 
     assert empty.exit_code == exit_codes.NO_INPUT and "No PDF found" in empty.output
     bad = runner.invoke(app, ["run", str(tmp_path / "empty"), "--engine", "nope"], env=env)
     assert bad.exit_code == exit_codes.CONFIG
+    unknown = runner.invoke(app, ["results", "nope", "--out", str(tmp_path / "r")], env=env)
+    assert unknown.exit_code == exit_codes.NO_INPUT and "No job 'nope'" in unknown.output
 
 
 def test_db_upgrade_on_postgres(postgres_url: str) -> None:

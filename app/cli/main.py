@@ -49,7 +49,8 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Folio: batch OCR for PDFs that catches text degeneration."""
+    # Only here for --version; the help text is the Typer's own.
+    return
 
 
 def run(
