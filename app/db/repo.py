@@ -45,8 +45,13 @@ def create_job(
     return job
 
 
-def find_done_document(session: Session, sha256: str, out_dir: str) -> Document | None:
-    """A finished document with this content, written to the same output folder."""
+def find_done_document(
+    session: Session, sha256: str, out_dir: str, before_id: int | None = None
+) -> Document | None:
+    """A finished document with this content, written to the same output folder.
+
+    `before_id` finds the one a skipped document was skipped for: the newest done before it.
+    """
     query = (
         select(Document)
         .join(Job)
@@ -54,6 +59,8 @@ def find_done_document(session: Session, sha256: str, out_dir: str) -> Document 
         .where(Job.out_dir == out_dir)
         .order_by(Document.id.desc())
     )
+    if before_id is not None:
+        query = query.where(Document.id < before_id)
     return session.scalars(query).first()
 
 
