@@ -72,7 +72,7 @@ def _starts_like(expected: Segment, partial: str) -> bool:
         return True
     # One word changed its length (`数据` / `data`): same start, and the end read so far
     # occurs in the expected segment.
-    return len(partial) >= 12 and partial[:4] == head[:4] and partial[-8:] in expected.key
+    return len(partial) >= 12 and partial[:4] == head[:4] and partial[-6:] in expected.key
 
 
 def near_repeat(first: str, second: str, min_chars: int) -> bool:
@@ -134,8 +134,9 @@ class StructureTracker:
         if candidate is None or self._start < raw_base:
             return None
         partial = self._key(raw[self._start - raw_base :], candidate.expected.diagram)
-        need = min(len(candidate.expected.key), self._config.confirm_chars)
-        if len(partial) < need or not _starts_like(candidate.expected, partial[:need]):
+        confirm = self._config.confirm_chars // (2 if candidate.drift else 1)
+        need = min(len(candidate.expected.key), confirm)
+        if len(partial) < need or not _starts_like(candidate.expected, partial):
             return None
         return self._loop(candidate, raw_base + len(raw))
 
@@ -234,34 +235,42 @@ class StructureTracker:
         return near_repeat(first, second, min_chars)
 
     def _candidate(self, allow_exact: bool) -> _Candidate | None:
-        """The shortest step at which the last segments form `min_repeats` copies."""
+        """The step at which the last segments form `min_repeats` copies, if they are a loop.
+
+        Of the steps with enough copies, the one whose run reaches furthest back is the loop's
+        period: rows alike inside one copy of a section form a shorter, local run."""
+        runs, need = self._runs, self._min_repeats - 1
+        steps = [step for step in range(1, self._max_step + 1) if runs[step] >= need * step]
+        if not steps:
+            return None
+        step = max(steps, key=lambda s: (runs[s] + s, -s))
         segments = list(self._segments)
-        for step in range(1, self._max_step + 1):
-            matched = self._runs[step]
-            if matched < (self._min_repeats - 1) * step:
-                continue
-            unit = segments[-step:]
-            if not all(s.diagram for s in unit):
-                # Rules and form blanks (`Name: ____`) add no words to a unit.
-                words = [s.key for s in unit if not is_mostly_fill(s.exact)]
-                letters = sum(len(_LETTER_RE.findall(key)) for key in words)
-                if letters < self._config.drift_min_letters:
-                    return None
-                exact_chars = sum(len(s.exact) for s in unit)
-                long_block = exact_chars > self._config.max_period
-                if not (allow_exact or self._drifts[step] or long_block):
-                    return None  # an exact repeat the periodic search judges
-                if self._drifts[step] and not self._changed_words[step] and not long_block:
-                    numbers = sum(s.key.count("0") for s in unit)
-                    if numbers * self._config.drift_max_chars_per_number < exact_chars:
-                        return None  # only a heading number changes: a document's sections
-                    rows = all(_is_row(segment.key) for segment in unit)
-                    if rows and not self._row_repeats(matched, step):
-                        return None  # rows of a real table may differ in numbers only
-            period = segments[-1].end - segments[-1 - step].end
-            drift = bool(self._drifts[step])
-            return _Candidate(step, self._onsets[step], period, unit[0], drift)
-        return None
+        unit = segments[-step:]
+        if not all(s.diagram for s in unit) and not self._words_loop(unit, step, allow_exact):
+            return None
+        period = segments[-1].end - segments[-1 - step].end
+        drift = bool(self._drifts[step])
+        return _Candidate(step, self._onsets[step], period, unit[0], drift)
+
+    def _words_loop(self, unit: list[Segment], step: int, allow_exact: bool) -> bool:
+        """Whether copies of these lines (not diagram rows) are a loop rather than a document
+        repeating itself."""
+        # Rules and form blanks (`Name: ____`) add no words to a unit.
+        words = [s.key for s in unit if not is_mostly_fill(s.exact)]
+        if sum(len(_LETTER_RE.findall(key)) for key in words) < self._config.drift_min_letters:
+            return False
+        exact_chars = sum(len(s.exact) for s in unit)
+        long_block = exact_chars > self._config.max_period
+        if not (allow_exact or self._drifts[step] or long_block):
+            return False  # an exact repeat the periodic search judges
+        if self._drifts[step] and not self._changed_words[step] and not long_block:
+            numbers = sum(s.key.count("0") for s in unit)
+            if numbers * self._config.drift_max_chars_per_number < exact_chars:
+                return False  # only a heading number changes: a document's sections
+            rows = all(_is_row(segment.key) for segment in unit)
+            if rows and not self._row_repeats(self._runs[step], step):
+                return False  # rows of a real table may differ in numbers only
+        return True
 
     def _row_repeats(self, matched: int, step: int) -> bool:
         return matched // step + 1 >= self._config.drift_row_min_repeats
