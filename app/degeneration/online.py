@@ -112,7 +112,12 @@ class LoopDetector:
             raw = raw[-4 * config.tail_window :]
         self._raw = raw
         self._length = length = start + len(piece)
-        if "\n" in piece or "。" in piece or ". " in piece:
+        if (
+            "\n" in piece
+            or "。" in piece
+            or ". " in piece
+            or ("." in piece and not piece.isascii())
+        ):
             line_loop = self._lines.feed(raw, length - len(raw), start) if "\n" in piece else None
             line_loop = line_loop or self._structure.feed(raw, length - len(raw), start)
             if line_loop is not None:

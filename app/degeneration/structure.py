@@ -26,8 +26,9 @@ from app.degeneration.charclass import EXACT_TABLE, is_mostly_fill, shape_view, 
 from app.degeneration.config import DetectorConfig
 from app.degeneration.lines import EMPHASIS_TABLE, LineLoop
 
-# Line breaks, CJK full stops, and Latin sentence ends (kept only after a word: `feed`).
-_BOUNDARY_RE = re.compile(r"[\n。]|[.!?] ")
+# Line breaks, CJK full stops, Latin sentence ends (kept only after a word: `feed`), and
+# full stops right after a CJK or Hangul character (Korean and Japanese runs need no space).
+_BOUNDARY_RE = re.compile(r"[\n。]|[.!?] |(?<=[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])[.!?]")
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
@@ -121,7 +122,7 @@ class StructureTracker:
         """Complete the segments that end in `raw` (starting at `raw_base`) after `piece_start`."""
         for boundary in _BOUNDARY_RE.finditer(raw, max(0, piece_start - raw_base)):
             at = boundary.start()
-            if at and boundary.end() - at == 2 and not raw[at - 1].isalpha():
+            if at and boundary.group() not in ("\n", "。") and not raw[at - 1].isalpha():
                 continue  # leader dots, `Fig. 3`-like numbers: not a sentence end
             loop = self._complete(raw, raw_base, raw_base + boundary.end())
             if loop is not None:
