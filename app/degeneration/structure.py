@@ -22,9 +22,15 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from app.degeneration.charclass import EXACT_TABLE, is_mostly_fill, shape_view, strip_markup
+from app.degeneration.charclass import (
+    EXACT_TABLE,
+    LINE_KEY_TABLE,
+    collapse_numbers,
+    is_mostly_fill,
+    strip_markup,
+)
 from app.degeneration.config import DetectorConfig
-from app.degeneration.lines import EMPHASIS_TABLE, LineLoop
+from app.degeneration.lines import LineLoop
 
 # Line breaks, CJK full stops, Latin sentence ends (kept only after a word: `feed`), and
 # full stops right after a CJK or Hangul character (Korean and Japanese runs need no space).
@@ -39,7 +45,7 @@ _WORD_CHARS = 6
 @dataclass(slots=True)
 class Segment:
     key: str  # what is compared: the shape view, or the raw row of a diagram
-    exact: str  # exact view, to tell exact repeats from drifting ones
+    line: str  # the raw line, to tell exact repeats from drifting ones (`exact_view`)
     start: int  # raw offsets
     end: int
     diagram: bool
@@ -52,6 +58,10 @@ class _Candidate:
     period: int  # raw characters per copy
     expected: Segment  # the segment the next copy starts with
     drift: bool  # copies differ (numbers or a word), not an exact repeat
+
+
+def _exact(segment: Segment) -> str:
+    return segment.line.translate(EXACT_TABLE)
 
 
 def _is_row(key: str) -> bool:
@@ -179,28 +189,26 @@ class StructureTracker:
 
     def _segment(self, raw: str, raw_base: int, start: int, end: int) -> Segment | None:
         if start < raw_base:  # longer than the raw tail: breaks any run
-            return Segment(key="\0", exact="\0", start=start, end=end, diagram=False)
+            return Segment(key="\0", line="\0", start=start, end=end, diagram=False)
         line = raw[start - raw_base : end - raw_base]
-        exact = line.translate(EXACT_TABLE)
-        if not exact:
-            return None  # blank lines are neutral
-        if exact.startswith(_FENCE):
+        if line.lstrip().startswith(_FENCE):
             self._in_fence = not self._in_fence
             return None
-        if self._in_fence and is_mostly_fill(exact):
-            row = self._key(line, diagram=True)
-            if len(row) < self._config.diagram_min_chars or len(exact) < 3:
-                return None
-            return Segment(row, exact, start, end, diagram=True)
-        key = shape_view(strip_markup(exact).translate(EMPHASIS_TABLE))
-        return Segment(key, exact, start, end, diagram=False)
+        if self._in_fence:
+            exact = line.translate(EXACT_TABLE)
+            if is_mostly_fill(exact):
+                row = self._key(line, diagram=True)
+                if len(row) < self._config.diagram_min_chars or len(exact) < 3:
+                    return None
+                return Segment(row, line, start, end, diagram=True)
+        key = self._key(line, diagram=False)
+        return Segment(key, line, start, end, diagram=False) if key else None  # blank: neutral
 
     @staticmethod
     def _key(line: str, diagram: bool) -> str:
         if diagram:
             return line.expandtabs().strip("\n").rstrip()
-        exact = line.translate(EXACT_TABLE)
-        return shape_view(strip_markup(exact).translate(EMPHASIS_TABLE))
+        return collapse_numbers(strip_markup(line).translate(LINE_KEY_TABLE))
 
     def _push(self, segment: Segment) -> bool:
         """Append a segment; whether it continues any run (most segments continue none)."""
@@ -215,7 +223,7 @@ class StructureTracker:
                 if not runs[step]:
                     self._onsets[step] = earlier.start
                 runs[step] += 1
-                self._drifts[step] += segment.exact != earlier.exact
+                self._drifts[step] += _exact(segment) != _exact(earlier)
                 self._changed_words[step] += key != earlier.key
                 continued = True
             elif runs[step]:
@@ -257,10 +265,10 @@ class StructureTracker:
         """Whether copies of these lines (not diagram rows) are a loop rather than a document
         repeating itself."""
         # Rules and form blanks (`Name: ____`) add no words to a unit.
-        words = [s.key for s in unit if not is_mostly_fill(s.exact)]
+        words = [s.key for s in unit if not is_mostly_fill(_exact(s))]
         if sum(len(_LETTER_RE.findall(key)) for key in words) < self._config.drift_min_letters:
             return False
-        exact_chars = sum(len(s.exact) for s in unit)
+        exact_chars = sum(len(_exact(s)) for s in unit)
         long_block = exact_chars > self._config.max_period
         if not (allow_exact or self._drifts[step] or long_block):
             return False  # an exact repeat the periodic search judges
