@@ -13,12 +13,13 @@ from rich.console import Console
 from app.cli import distributed, exit_codes
 from app.cli.api import apikey_app, serve
 from app.cli.export_dpo import export_dpo
+from app.cli.purge import purge
 from app.cli.scan import scan
 from app.cli.views import page_progress, summary_table
 from app.cli.watch import watch
 from app.db.engine import Database, upgrade
 from app.errors import ConfigError
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, run_job_locally, start_job
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
 from app.report.render_table import report_tables
@@ -38,6 +39,7 @@ app.command("scan")(scan)
 for _command in (distributed.submit, distributed.status, distributed.worker, distributed.recover):
     app.command()(_command)
 app.add_typer(db_app, name="db")
+app.command("purge")(purge)
 app.add_typer(apikey_app, name="apikey")
 app.command("serve")(serve)
 app.command("watch")(watch)
@@ -75,10 +77,15 @@ def run(
     db = Database(settings.database_url)
     request = JobRequest(source, out, engine or settings.engine, force=force, dpi=dpi)
     try:
-        ingested = create_job_from_folder(settings, db, request)
+        ingested = start_job(settings, db, request)
     except (ConfigError, KeyError) as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(exit_codes.CONFIG) from exc
+    if ingested.resumed:
+        console.print(
+            f"[cyan]Resuming job {ingested.job_id}, interrupted earlier: "
+            f"{len(ingested.page_ids)} page(s) left.[/]"
+        )
     if ingested.documents == 0:
         console.print(f"[yellow]No PDF found under {source}[/]")
         raise typer.Exit(exit_codes.NO_INPUT)
@@ -87,8 +94,15 @@ def run(
             f"[cyan]Skipping {len(ingested.skipped)} document(s) already done in {out} "
             "(same content); --force redoes them.[/]"
         )
-    with page_progress(console, len(ingested.page_ids), "pages") as on_page:
-        run_job_locally(settings, db, ingested.job_id, ingested.page_ids, on_page)
+    try:
+        with page_progress(console, len(ingested.page_ids), "pages") as on_page:
+            run_job_locally(settings, db, ingested.job_id, ingested.page_ids, on_page)
+    except KeyboardInterrupt as exc:
+        console.print(
+            f"[yellow]Interrupted.[/] Job {ingested.job_id} keeps its finished pages; "
+            "run the same command again to finish it."
+        )
+        raise typer.Exit(exit_codes.INTERRUPTED) from exc
     results = load_results(db, ingested.job_id)
     write_outputs(results, out)
     stdout = Console()
