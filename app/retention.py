@@ -51,8 +51,12 @@ def purge(
     *,
     dry_run: bool = False,
     with_rows: bool = False,
+    zip_dir: Path | None = None,
 ) -> PurgeReport:
-    """Delete the files of jobs that ended more than `older_than_days` ago (and their rows)."""
+    """Delete the files of jobs that ended more than `older_than_days` ago (and their rows).
+
+    `zip_dir`: where result zips are made (the temporary folder, as `tempfile` says).
+    """
     if older_than_days < 0:
         raise ValueError("older_than_days must not be negative")
     cutoff = datetime.now(UTC) - timedelta(days=older_than_days)
@@ -73,7 +77,7 @@ def purge(
             _take(report, upload_dir / source.removeprefix(UPLOAD_SOURCE))
     for folder in _orphan_uploads(upload_dir, in_use, cutoff):
         _take(report, folder)
-    for path in sorted(Path(tempfile.gettempdir()).glob(RESULT_ZIPS)):
+    for path in sorted((zip_dir or Path(tempfile.gettempdir())).glob(RESULT_ZIPS)):
         if _modified(path) < cutoff:
             _take(report, path)
     if not dry_run:
