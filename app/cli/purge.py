@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from app.cli.options import DatabaseUrl, console, load_settings
 from app.db.engine import Database
 from app.retention import purge as purge_files
 
@@ -25,11 +26,9 @@ def purge(
             "--with-rows", help="Also delete those jobs' database rows (reports on them end)."
         ),
     ] = False,
-    database_url: Annotated[str | None, typer.Option(help="Overrides FOLIO_DATABASE_URL.")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Delete upload folders and stray result zips of jobs that ended over N days ago."""
-    from app.cli.main import load_settings
-
     settings = load_settings(database_url=database_url)
     db = Database(settings.database_url)
     report = purge_files(db, settings.upload_dir, older_than, dry_run=dry_run, with_rows=with_rows)
@@ -40,7 +39,7 @@ def purge(
     rows = f"; {report.rows_deleted} job(s) removed from the database" if with_rows else ""
     if with_rows and dry_run:
         rows = f"; would remove {len(report.jobs)} job(s) from the database"
-    Console(stderr=True).print(
+    console.print(
         f"{verb} {len(report.folders)} upload folder(s) and {len(report.zips)} result zip(s), "
         f"{report.bytes / 2**20:.1f} MiB, of {len(report.jobs)} job(s) ended before "
         f"{report.cutoff.isoformat(timespec='seconds')}{rows}."

@@ -17,8 +17,11 @@ from app.metrics import FolioMetrics
 from app.pdf.render import render_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.leases import LeaseKeeper
+from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
 from app.settings import PlanStep, Settings
+from app.textlayer import GateConfig
+from app.textlayer.words import languages_for
 
 
 class PageBusy(FolioError):
@@ -60,6 +63,7 @@ class PageProcessor:
         self.metrics = metrics
         self.lease_s = settings.page_lease_s
         self.leases = LeaseKeeper(db, owner, self.lease_s)
+        self.gate = GateConfig(languages_for(settings.tesseract_lang))
 
     def process(self, page_id: int) -> PageStatus:
         """Bring the page to a terminal status; a page already terminal is left as it is."""
@@ -112,8 +116,15 @@ class PageProcessor:
         dpi = int(work.options.get("dpi") or self.settings.dpi)
         rendered = render_page(Path(work.path), work.number, dpi, self.settings.max_image_side)
         usable = text_layer_is_usable(rendered.text_layer, self.settings.textlayer_min_chars)
+        layer = LayerVerdict()
+        if usable:
+            path, enforce = Path(work.path), self.settings.textlayer_gate
+            layer = judge_layer(path, work.number, rendered, self.gate, enforce)
         facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
-        return PageInput(rendered.image, rendered.text_layer, usable), facts
+        page = PageInput(
+            rendered.image, rendered.text_layer, usable, layer.markdown, layer.rejection
+        )
+        return page, facts
 
     def _walk_plan(
         self, work: repo.PageWork, page: PageInput, facts: RenderFacts, past: list[PastAttempt]
@@ -200,6 +211,8 @@ def _failure(past: list[PastAttempt]) -> tuple[str, str]:
         category = "transport"
     elif all(s is AttemptStatus.EMPTY for s in statuses):
         category = "empty"
+    elif all(s is AttemptStatus.REJECTED for s in statuses):
+        category = "textlayer_rejected"
     else:
         category = "engine"
     summary = ", ".join(s.value for s in statuses)

@@ -1,15 +1,15 @@
 """open pages index: finding a job's unfinished pages costs the same at any job size
 
-Revision ID: 0003_i16_open_pages
-Revises: 0002
+Revision ID: 0004_i16_open_pages
+Revises: 0003_i20_stop_mechanism
 Create Date: 2026-11-23
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_i16_open_pages"
-down_revision = "0002"
+revision = "0004_i16_open_pages"
+down_revision = "0003_i20_stop_mechanism"
 branch_labels = None
 depends_on = None
 
