@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -121,3 +122,57 @@ def test_detector_baseline_loads_the_revision_before_issue_13() -> None:
         pytest.skip(str(exc))  # a shallow clone has no history
     assert baseline.LoopDetector().feed("It is what it is. " * 20) is not None
     assert not hasattr(baseline, "structure")  # the old package, not today's
+
+
+def test_ocr_bench_reads_the_official_scorers_verdicts(tmp_path: Path) -> None:
+    from bench.ocr import lay_out_pages, results_table
+    from bench.ocr_score import (
+        category_sizes,
+        failures_by_candidate,
+        load_dataset,
+        passes_per_category,
+    )
+
+    rows = [
+        {"pdf": "a.pdf", "page": 1, "id": "a_1", "type": "present", "text": "x"},
+        {"pdf": "a.pdf", "page": 1, "id": "a_2", "type": "table", "cell": "x"},
+        {"pdf": "headers_footers/b.pdf", "page": 1, "id": "b_1", "type": "absent", "text": "y"},
+    ]
+    (tmp_path / "dataset.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    output = (
+        "Candidate: folio\n  [FAIL] Test a_2 on a page 1 average pass ratio: 0.000 (0/1)\n"
+        "  Average Score: 50.0%\n\nCandidate: olmocr\n  [ERROR] Candidate 'olmocr' is missing\n"
+    )
+    tests = load_dataset(tmp_path)
+    failed = failures_by_candidate(output)
+
+    assert failed == {"folio": {"a_2"}, "olmocr": None}
+    assert passes_per_category(tests, failed["folio"]) == {
+        "present": 1,
+        "absent": 1,
+        "headers_footers": 1,
+        "total": 2,
+    }
+    assert passes_per_category(tests, failed["olmocr"]) == {}
+    assert category_sizes(tests)["total"] == 3
+
+    pdfs, out = tmp_path / "pdfs", tmp_path / "out"
+    (pdfs / "headers_footers").mkdir(parents=True)
+    out.mkdir()
+    document = {
+        "path": str(pdfs / "headers_footers" / "b.pdf"),
+        "pages": [{"number": 1, "text": "y"}],
+    }
+    (out / "headers_footers__b.json").write_text(json.dumps(document))
+    assert lay_out_pages(out, pdfs, tmp_path / "folio") == 1
+    assert (tmp_path / "folio" / "headers_footers" / "b_pg1_repeat1.md").read_text() == "y"
+
+    result = {
+        "sizes": category_sizes(tests),
+        "passed": {"folio": passes_per_category(tests, failed["folio"])},
+        "seconds": {"folio": 1.0},
+        "pages": 1,
+    }
+    console = Console(file=io.StringIO(), width=120)
+    console.print(results_table(result))
+    assert "2/3" in console.file.getvalue()  # type: ignore[attr-defined]
