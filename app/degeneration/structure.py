@@ -38,6 +38,7 @@ _BOUNDARY_RE = re.compile(r"[\n。]|[.!?] |(?<=[\u3040-\u30ff\u4e00-\u9fff\uac00
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
+_NOT_SENTENCE_END = frozenset(". \t0123456789")
 # Characters one changed word may differ by (`水位` / `niveau`, `water` / `Wasser`).
 _WORD_CHARS = 6
 
@@ -132,8 +133,8 @@ class StructureTracker:
         """Complete the segments that end in `raw` (starting at `raw_base`) after `piece_start`."""
         for boundary in _BOUNDARY_RE.finditer(raw, max(0, piece_start - raw_base)):
             at = boundary.start()
-            if at and boundary.group() not in ("\n", "。") and not raw[at - 1].isalpha():
-                continue  # leader dots, `Fig. 3`-like numbers: not a sentence end
+            if at and boundary.group() not in ("\n", "。") and raw[at - 1] in _NOT_SENTENCE_END:
+                continue  # leader dots (`. . .`), list numbers (`1. `), decimals: not an end
             loop = self._complete(raw, raw_base, raw_base + boundary.end())
             if loop is not None:
                 return loop
