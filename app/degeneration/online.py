@@ -116,6 +116,7 @@ class LoopDetector:
             "\n" in piece
             or "。" in piece
             or ". " in piece
+            or piece[:1] == " "  # a sentence end split across two pieces
             or ("." in piece and not piece.isascii())
         ):
             line_loop = self._lines.feed(raw, length - len(raw), start) if "\n" in piece else None

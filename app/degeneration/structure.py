@@ -131,8 +131,11 @@ class StructureTracker:
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
         """Complete the segments that end in `raw` (starting at `raw_base`) after `piece_start`."""
-        for boundary in _BOUNDARY_RE.finditer(raw, max(0, piece_start - raw_base)):
+        # One character back: a sentence end (`. `) may straddle two pieces.
+        for boundary in _BOUNDARY_RE.finditer(raw, max(0, piece_start - raw_base - 1)):
             at = boundary.start()
+            if raw_base + boundary.end() <= self._start:
+                continue  # completed by the previous piece
             if at and boundary.group() not in ("\n", "。") and raw[at - 1] in _NOT_SENTENCE_END:
                 continue  # leader dots (`. . .`), list numbers (`1. `), decimals: not an end
             loop = self._complete(raw, raw_base, raw_base + boundary.end())
