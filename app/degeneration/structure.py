@@ -241,9 +241,10 @@ class StructureTracker:
             return False
         if first[:4] != second[:4] and first[-4:] != second[-4:]:
             return False  # the cheap tests settle most pairs before `near_repeat`
-        size = len(first)
         min_chars = self._config.fuzzy_min_chars
-        if size < min_chars and _CJK_RE.search(first):
+        if min(len(first), len(second)) < min_chars:
+            if not _CJK_RE.search(first):
+                return False
             min_chars //= 3  # a CJK character carries about a word
         return near_repeat(first, second, min_chars)
 
