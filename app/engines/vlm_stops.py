@@ -55,10 +55,11 @@ async def probe_stops(client: httpx.AsyncClient, base_url: str, model: str) -> E
         "messages": [{"role": "user", "content": "probe"}],
         "max_tokens": 1,
     }
-    # A bad value is refused (400, naming the field) only where the field is understood.
+    # A bad value is refused (400, naming the field) only where the field is understood:
+    # vLLM 0.32 answers an unknown field with 200 and ignores it.
     plugin = await _refuses(client, url, probe | {"vllm_xargs": {LOOP_STOP_ARG: "probe"}})
     repetition = await _refuses(
-        client, url, probe | {"repetition_detection": {"max_pattern_size": -1}}
+        client, url, probe | {"repetition_detection": {"max_pattern_size": "probe"}}
     )
     return EndpointStops(plugin, await _abort_path(client, base_url), repetition)
 
