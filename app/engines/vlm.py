@@ -18,9 +18,8 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from PIL import Image
@@ -37,6 +36,14 @@ from app.engines.vlm_stops import (
     send_abort,
     stop_record,
 )
+from app.engines.vlm_stream import (
+    LoopDetecting,
+    StreamOutcome,
+    absorb_chunk,
+    absorb_ending,
+    check_end,
+    finish_reason_of,
+)
 from app.errors import EngineError, TransportError
 from app.settings import PlanStep, VlmEndpoint
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
@@ -47,29 +54,6 @@ _REQUEST_KEYS = ("repetition_penalty", "max_tokens", "repetition_detection", "vl
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
 _DRAIN_TOKENS = 64
 _DRAIN_S = 10.0
-
-
-class LoopDetecting(Protocol):
-    """The online detector as the engine needs it."""
-
-    def feed(self, chunk: str) -> Any: ...
-
-
-@dataclass
-class StreamOutcome:
-    text: str = ""
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    content_chunks: int = 0
-    ttft_s: float | None = None
-    verdict: Verdict | None = None
-    aborted: bool = False
-    request_id: str | None = None
-    tokens_at_verdict: int | None = None
-    tokens_at_last_content: int | None = None
-    abort_sent: bool = False
-    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 class _LoopThread:
@@ -216,14 +200,14 @@ class VlmEngine:
                 lines = sse_lines(response.aiter_text())
                 async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
                     async for chunk in chunks:
-                        if self._absorb(chunk, outcome, detector, sent):
+                        if absorb_chunk(chunk, outcome, detector, sent):
                             outcome.aborted = True
                             await self._stop_loop(client, outcome, stops, chunks)
                             break  # leaving the blocks closes the connection: vLLM aborts
         except (httpx.TransportError, httpx.TimeoutException) as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
-            _check_end(outcome, detector)
+            check_end(outcome, detector)
         return outcome
 
     async def _stop_loop(
@@ -242,34 +226,9 @@ class VlmEngine:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_DRAIN_S):
                 async for chunk in chunks:
-                    _absorb_ending(chunk, outcome)
+                    absorb_ending(chunk, outcome)
                     if (outcome.completion_tokens or 0) > limit:
                         return  # the server did not stop: close the stream
-
-    def _absorb(
-        self, chunk: dict[str, Any], outcome: StreamOutcome, detector: LoopDetecting, sent: float
-    ) -> bool:
-        """Fold one chunk into the outcome; True when the detector calls a loop."""
-        outcome.request_id = outcome.request_id or chunk.get("id")
-        if usage := chunk.get("usage"):
-            outcome.prompt_tokens = usage.get("prompt_tokens")
-            outcome.completion_tokens = usage.get("completion_tokens")
-        for choice in chunk.get("choices") or []:
-            if choice.get("finish_reason"):
-                outcome.finish_reason = choice["finish_reason"]
-            piece = (choice.get("delta") or {}).get("content") or ""
-            if not piece:
-                continue
-            if outcome.ttft_s is None:
-                outcome.ttft_s = time.perf_counter() - sent
-            outcome.content_chunks += 1
-            outcome.tokens_at_last_content = outcome.completion_tokens
-            outcome.text += piece
-            verdict = detector.feed(piece)
-            if verdict is not None:
-                outcome.verdict = _as_verdict(verdict)
-                return True
-        return False
 
     def _result(
         self, body: dict[str, Any], outcome: StreamOutcome, retries: int, stops: EndpointStops
@@ -298,7 +257,7 @@ class VlmEngine:
             endpoint=self.endpoint_name,
             params=self._params(body, retries),
             prompt_version=self.profile.version,
-            finish_reason=_finish_reason(outcome),
+            finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
             completion_tokens=tokens,
             tokens_estimated=estimated,
@@ -362,39 +321,3 @@ async def _raise_for_status(response: httpx.Response) -> None:
     if response.status_code >= 400:
         detail = (await response.aread()).decode("utf-8", "replace")[:500]
         raise EngineError(f"request refused ({response.status_code}): {detail}")
-
-
-def _check_end(outcome: StreamOutcome, detector: LoopDetecting) -> None:
-    """The plugin ended the request before the client's detector fired: test the end."""
-    finish = getattr(detector, "finish", None)
-    verdict = finish() if finish else None
-    if verdict is not None:
-        outcome.verdict = _as_verdict(verdict)
-        outcome.aborted = True
-        outcome.tokens_at_verdict = outcome.tokens_at_last_content
-
-
-def _absorb_ending(chunk: dict[str, Any], outcome: StreamOutcome) -> None:
-    """A chunk after the verdict: only the server's finish reason and token count matter."""
-    if usage := chunk.get("usage"):
-        outcome.completion_tokens = usage.get("completion_tokens")
-    for choice in chunk.get("choices") or []:
-        if choice.get("finish_reason"):
-            outcome.finish_reason = choice["finish_reason"]
-
-
-def _finish_reason(outcome: StreamOutcome) -> str | None:
-    """The server's own reason where it ended the request; "abort" where Folio stopped it."""
-    if outcome.aborted and outcome.finish_reason not in ("stop", "repetition"):
-        return "abort"
-    return outcome.finish_reason
-
-
-def _as_verdict(verdict: Any) -> Verdict:
-    return Verdict(
-        kind=str(verdict.kind),
-        period=int(verdict.period),
-        onset=int(verdict.onset),
-        repeats=int(getattr(verdict, "repeats", 0)),
-        covered=int(getattr(verdict, "covered", 0)),
-    )
