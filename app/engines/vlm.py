@@ -112,6 +112,11 @@ class VlmEngine:
         self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Semaphore | None = None
         self._stops: EndpointStops | None = None
+        self._stops_lock: asyncio.Lock | None = None
+        # Probes and abort calls go on their own kept-alive connections: the streams hold
+        # the main pool's, and an abort that must open a new connection to a busy server
+        # landed 260-410 tokens late here (on a warm one: 0-13).
+        self._control: httpx.AsyncClient | None = None
 
     def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
         """The stops to use: the probe's findings (none without a probe) and the settings."""
@@ -145,18 +150,25 @@ class VlmEngine:
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         return self._io.run(self._transcribe(page, step))
 
-    async def _ensure_stops(self, client: httpx.AsyncClient) -> EndpointStops:
-        if self._stops is None:
-            e = self.endpoint
-            found = None
-            if "auto" in (e.engine_plugin, e.abort_call, e.server_repetition_detection):
-                found = await probe_stops(client, e.base_url, e.model)
-            self._stops = self.configured_stops(found)
+    async def _ensure_stops(self) -> EndpointStops:
+        """The endpoint's stops, probed once; an unreachable server is probed again later."""
+        e = self.endpoint
+        if "auto" not in (e.engine_plugin, e.abort_call, e.server_repetition_detection):
+            return self.configured_stops()
+        self._stops_lock = self._stops_lock or asyncio.Lock()
+        async with self._stops_lock:
+            if self._stops is None:
+                assert self._control is not None
+                try:
+                    found = await probe_stops(self._control, e.base_url, e.model)
+                except httpx.TransportError:
+                    return self.configured_stops()
+                self._stops = self.configured_stops(found)
         return self._stops
 
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         client, slots = self._ensure_client()
-        stops = await self._ensure_stops(client)
+        stops = await self._ensure_stops()
         body = self.request_body(page, step, stops)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
@@ -184,6 +196,9 @@ class VlmEngine:
             limits = httpx.Limits(max_connections=self.endpoint.max_concurrency)
             timeout = httpx.Timeout(self.endpoint.request_timeout_s, connect=10.0)
             self._client = httpx.AsyncClient(headers=headers, limits=limits, timeout=timeout)
+            self._control = httpx.AsyncClient(
+                headers=headers, timeout=httpx.Timeout(30.0, connect=10.0)
+            )
             self._slots = asyncio.Semaphore(self.endpoint.max_concurrency)
         return self._client, self._slots
 
@@ -202,7 +217,7 @@ class VlmEngine:
                     async for chunk in chunks:
                         if absorb_chunk(chunk, outcome, detector, sent):
                             outcome.aborted = True
-                            await self._stop_loop(client, outcome, stops, chunks)
+                            await self._stop_loop(outcome, stops, chunks)
                             break  # leaving the blocks closes the connection: vLLM aborts
         except (httpx.TransportError, httpx.TimeoutException) as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
@@ -210,15 +225,14 @@ class VlmEngine:
             check_end(outcome, detector)
         return outcome
 
-    async def _stop_loop(
-        self, client: httpx.AsyncClient, outcome: StreamOutcome, stops: EndpointStops, chunks: Any
-    ) -> None:
+    async def _stop_loop(self, outcome: StreamOutcome, stops: EndpointStops, chunks: Any) -> None:
         """Folio called a loop: send the abort call if there is one, then read on briefly
         while the server ends the request itself (plugin, abort), for its final usage."""
         outcome.tokens_at_verdict = outcome.completion_tokens or outcome.content_chunks
         if stops.abort_path and outcome.request_id:
+            assert self._control is not None
             outcome.abort_sent = await send_abort(
-                client, self.endpoint.base_url, stops.abort_path, outcome.request_id
+                self._control, self.endpoint.base_url, stops.abort_path, outcome.request_id
             )
         if not (stops.plugin or outcome.abort_sent):
             return
@@ -310,8 +324,9 @@ class VlmEngine:
         )
 
     def close(self) -> None:
-        if self._client is not None:
-            self._io.run(self._client.aclose())
+        for client in (self._client, self._control):
+            if client is not None:
+                self._io.run(client.aclose())
         self._io.stop()
 
 

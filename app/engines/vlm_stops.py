@@ -65,12 +65,10 @@ async def probe_stops(client: httpx.AsyncClient, base_url: str, model: str) -> E
 
 
 async def _refuses(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> bool:
+    """Raises httpx.TransportError when the server cannot be reached: probe again later."""
     field = next(k for k in body if k not in ("model", "messages", "max_tokens"))
     name = LOOP_STOP_ARG if field == "vllm_xargs" else field
-    try:
-        response = await client.post(url, json=body)
-    except httpx.HTTPError:
-        return False
+    response = await client.post(url, json=body)
     return response.status_code == 400 and name in response.text
 
 
@@ -78,10 +76,7 @@ async def _abort_path(client: httpx.AsyncClient, base_url: str) -> str | None:
     # Never an empty list: vLLM's dev route aborts every request then.
     body = {"request_ids": [f"folio-probe-{uuid.uuid4().hex}"]}
     for path in ABORT_PATHS:
-        try:
-            response = await client.post(root_url(base_url) + path, json=body)
-        except httpx.HTTPError:
-            continue
+        response = await client.post(root_url(base_url) + path, json=body)
         if response.status_code == 200:
             return path
     return None
