@@ -91,3 +91,11 @@ def test_detector_speed_bench_sees_the_loops_it_streams() -> None:
 def test_every_registered_bench_is_callable() -> None:
     assert {"tax", "rasterize", "detector"} <= set(BENCHES)
     assert all(callable(bench) for bench in BENCHES.values())
+
+
+def test_orchestration_summary_shows_both_arms_side_by_side() -> None:
+    arm = {"pages_per_s": 1.0, "overhead_ms_median": 2.0, "round_trips_per_page": 3.0}
+    report = {"result": {"arms": {"baseline": arm, "current": arm}}}
+    rows = summary_rows("orchestration", report)
+    assert [what.split()[1] for what, _ in rows] == ["baseline", "current"]
+    assert rows[0][1] == "1.0 / 2.0 / 3.0"
