@@ -64,7 +64,19 @@ def running_lines(layout: PageLayout, protected: set[int] | None = None) -> set[
             ):
                 break
             dropped.update(row)
-    return dropped
+    return dropped | _page_number_at_content_edge(layout, dropped | protected)
+
+
+def _page_number_at_content_edge(layout: PageLayout, settled: set[int]) -> set[int]:
+    """A page number alone as the last (or first) row of text, though the page's margin below it
+    is deep (a cropped or short page): the edge bands count from the page, this from the text."""
+    lines = [i for i in range(len(layout.lines)) if i not in settled]
+    rows = _rows([layout.lines[i] for i in lines], reverse=False)
+    found: set[int] = set()
+    for row in (rows[0], rows[-1]) if rows else ():
+        if all(_PAGE_NUMBER.match(layout.lines[lines[i]].text) for i in row):
+            found.update(lines[i] for i in row)
+    return found
 
 
 def _in_margin_sideways(line: TextLine, width: float) -> bool:
