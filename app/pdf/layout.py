@@ -95,6 +95,8 @@ def read_tables(page: pymupdf.Page) -> list[TableGrid]:
     rulings = sum(_is_ruling(item, minimum) for d in page.get_cdrawings() for item in d["items"])
     if rulings < _MIN_RULINGS:
         return []
+    # PyMuPDF >= 1.27 prints an advert for its layout package on the first table search.
+    getattr(pymupdf, "no_recommend_layout", lambda: None)()
     grids = []
     for table in page.find_tables().tables:
         rows = [[_cell(c) for c in row] for row in table.extract()]
