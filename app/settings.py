@@ -227,6 +227,12 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Server folders a JSON `POST /v1/jobs` may name; empty refuses every folder.",
     )
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="`folio serve`: delete the files of jobs finished longer ago than this "
+        "(uploads, stray result zips), hourly; database rows stay. Unset keeps everything.",
+    )
     api_concurrent_jobs: int = Field(
         default=2, ge=1, description="Jobs the API server runs at once in-process."
     )
@@ -260,8 +266,11 @@ class Settings(BaseSettings):
         "the slowest page.",
     )
     page_lease_s: float = Field(
-        default=900.0,
-        description="Seconds a worker holds a page it started; another worker may take it after.",
+        default=60.0,
+        gt=0,
+        description="Seconds a page's lease lasts; its worker renews it every third of that "
+        "while the page runs, so a page may run longer, and another worker takes it only one "
+        "lease after its holder's last renewal (the holder died).",
     )
     worker_threads: int = Field(
         default=32,

@@ -94,6 +94,36 @@ def test_every_registered_bench_is_callable() -> None:
     assert all(callable(bench) for bench in BENCHES.values())
 
 
+def test_detector_dev_set_is_built_from_the_shared_corpus(tmp_path: Path) -> None:
+    import app.degeneration
+    from bench.detector_shapes import evaluate_healthy, evaluate_shapes
+    from bench.devset_sources import healthy_texts, loop_prefixes
+    from bench.loop_shapes import SHAPES, build_samples
+
+    shared = detector.shared_dir()
+    if not (shared / "corpus" / "pdfs" / "manifest.jsonl").is_file():
+        pytest.skip(f"shared corpus not found at {shared}")
+    healthy = healthy_texts(shared, tmp_path, pages_per_pdf=1, tesseract=False)
+    samples = build_samples(healthy + loop_prefixes(shared), per_shape=1)
+
+    assert {s.shape for s in samples} == set(SHAPES)
+    assert all(s.text.startswith(s.capped) and 0 < s.onset < len(s.capped) for s in samples)
+    rows = evaluate_shapes(app.degeneration, samples)
+    assert [row["shape"] for row in rows] == list(SHAPES)
+    assert {row["origin"] for row in evaluate_healthy(app.degeneration, healthy[:5])}
+
+
+def test_detector_baseline_loads_the_revision_before_issue_13() -> None:
+    from bench.detector_baseline import BaselineUnavailable, load_baseline
+
+    try:
+        baseline = load_baseline(Path(__file__).resolve().parents[1])
+    except BaselineUnavailable as exc:
+        pytest.skip(str(exc))  # a shallow clone has no history
+    assert baseline.LoopDetector().feed("It is what it is. " * 20) is not None
+    assert not hasattr(baseline, "structure")  # the old package, not today's
+
+
 def test_ocr_bench_reads_the_official_scorers_verdicts(tmp_path: Path) -> None:
     from bench.ocr import lay_out_pages, results_table
     from bench.ocr_score import (
