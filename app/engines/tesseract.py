@@ -86,7 +86,7 @@ def _paragraphs(api: tesserocr.PyTessBaseAPI, size: tuple[int, int]) -> list[str
     """Tesseract's paragraphs, each one line of text (hyphenated line ends made whole), without
     the page's running lines (a page number at the edge, a stamp turned sideways in the margin)."""
     layout = PageLayout(float(size[0]), float(size[1]), _text_lines(api))
-    dropped = running_lines(layout)
+    dropped = running_lines(layout, sizes_known=False)
     paragraphs: dict[int, list[str]] = {}
     for index, line in enumerate(layout.lines):
         if index not in dropped:
