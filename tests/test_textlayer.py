@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,15 @@ def test_a_single_page_loses_its_running_lines_and_keeps_its_title() -> None:
     assert markdown.startswith("# A Survey of Northern Rivers\n\nthe river rises")
     for running in ("JOURNAL", "12", "Downloaded", "Stamped"):
         assert running not in markdown
+
+
+def test_the_text_layer_room_is_pure() -> None:
+    """app/textlayer sees plain values: nothing of the rest of app, no PyMuPDF, no database."""
+    room = Path(__file__).resolve().parents[1] / "app" / "textlayer"
+    for module in room.glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        names += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        outside = [n for n in names if n.startswith("app.") and not n.startswith("app.textlayer")]
+        assert not outside, f"{module.name} imports {outside}"
+        assert not {"pymupdf", "sqlalchemy"} & {n.split(".")[0] for n in names}, module.name
