@@ -14,6 +14,7 @@ from app.cli import distributed, exit_codes
 from app.cli.api import apikey_app, serve
 from app.cli.export_dpo import export_dpo
 from app.cli.scan import scan
+from app.cli.train import train_dpo_command
 from app.cli.views import page_progress, summary_table
 from app.cli.watch import watch
 from app.db.engine import Database, upgrade
@@ -34,6 +35,7 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.command("export-dpo")(export_dpo)
+app.command("train-dpo")(train_dpo_command)
 app.command("scan")(scan)
 for _command in (distributed.submit, distributed.status, distributed.worker, distributed.recover):
     app.command()(_command)
