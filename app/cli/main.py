@@ -12,6 +12,7 @@ from rich.console import Console
 
 from app.cli import distributed, exit_codes
 from app.cli.api import apikey_app, serve
+from app.cli.evaluate import eval_command
 from app.cli.export_dpo import export_dpo
 from app.cli.scan import scan
 from app.cli.train import train_dpo_command
@@ -36,6 +37,7 @@ app = typer.Typer(
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 app.command("export-dpo")(export_dpo)
 app.command("train-dpo")(train_dpo_command)
+app.command("eval")(eval_command)
 app.command("scan")(scan)
 for _command in (distributed.submit, distributed.status, distributed.worker, distributed.recover):
     app.command()(_command)

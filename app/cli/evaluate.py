@@ -1,0 +1,70 @@
+"""`folio eval`: the same pages through several plans or models, side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from app.cli import exit_codes
+from app.db.engine import Database
+from app.errors import ConfigError, DocumentError
+from app.evaluate.arms import Arm, parse_arm
+from app.evaluate.render import eval_html, eval_json, eval_table
+from app.evaluate.run import EvalRequest, evaluate
+from app.settings import Settings
+
+console = Console(stderr=True)
+
+
+def eval_command(
+    source: Annotated[Path, typer.Argument(help="A PDF, or a folder searched for PDFs.")],
+    arm: Annotated[
+        list[str],
+        typer.Option(
+            "--arm",
+            "-a",
+            help="LABEL=PLAN or LABEL=PLAN@ENDPOINT (the plan's VLM steps sent to ENDPOINT). "
+            "Two or more to compare.",
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for eval.json and eval.html.")
+    ] = Path("eval-out"),
+    pages: Annotated[
+        Path | None,
+        typer.Option(
+            help="Only these pages: a JSON list of {document, page} (held_out_pages.json)."
+        ),
+    ] = None,
+    truth: Annotated[
+        Path | None,
+        typer.Option(help="Ground truth folder: DOC.pN.md (or DOC.md for a one-page document)."),
+    ] = None,
+) -> None:
+    """Compare plans or models on the same pages: degeneration beside quality, tokens and cost."""
+    settings = Settings()
+    try:
+        arms: list[Arm] = [parse_arm(spec) for spec in arm]
+        if not source.exists():
+            raise DocumentError("input", f"no such file or folder: {source}")
+        out.mkdir(parents=True, exist_ok=True)
+        request = EvalRequest(source, arms, out, pages, truth)
+        evaluation = evaluate(
+            settings,
+            Database(settings.database_url),
+            request,
+            on_arm=lambda a, n: console.print(f"arm [bold]{a.label}[/]: {n} pages"),
+        )
+    except ConfigError as exc:
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(exit_codes.CONFIG) from exc
+    except DocumentError as exc:
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
+    (out / "eval.json").write_text(eval_json(evaluation), encoding="utf-8")
+    (out / "eval.html").write_text(eval_html(evaluation), encoding="utf-8")
+    Console().print(eval_table(evaluation))
+    console.print(f"Written: {out / 'eval.json'}, {out / 'eval.html'}")
