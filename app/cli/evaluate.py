@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from app.cli import exit_codes
@@ -45,8 +46,8 @@ def eval_command(
     ] = None,
 ) -> None:
     """Compare plans or models on the same pages: degeneration beside quality, tokens and cost."""
-    settings = Settings()
     try:
+        settings = Settings()
         arms: list[Arm] = [parse_arm(spec) for spec in arm]
         if not source.exists():
             raise DocumentError("input", f"no such file or folder: {source}")
@@ -58,7 +59,7 @@ def eval_command(
             request,
             on_arm=lambda a, n: console.print(f"arm [bold]{a.label}[/]: {n} pages"),
         )
-    except ConfigError as exc:
+    except (ConfigError, ValidationError) as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(exit_codes.CONFIG) from exc
     except DocumentError as exc:
