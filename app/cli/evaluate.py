@@ -6,22 +6,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
 from app.cli import exit_codes
+from app.cli.options import DatabaseUrl, load_settings
 from app.db.engine import Database
 from app.errors import ConfigError, DocumentError
 from app.evaluate.arms import Arm, parse_arm
 from app.evaluate.render import eval_html, eval_json, eval_table
 from app.evaluate.run import EvalRequest, evaluate
-from app.settings import Settings
 
 console = Console(stderr=True)
 
 
 def eval_command(
-    source: Annotated[Path, typer.Argument(help="A PDF, or a folder searched for PDFs.")],
+    source: Annotated[
+        Path, typer.Argument(metavar="SOURCE", help="A PDF, or a folder searched for PDFs.")
+    ],
     arm: Annotated[
         list[str],
         typer.Option(
@@ -40,14 +41,15 @@ def eval_command(
             help="Only these pages: a JSON list of {document, page} (held_out_pages.json)."
         ),
     ] = None,
+    database_url: DatabaseUrl = None,
     truth: Annotated[
         Path | None,
         typer.Option(help="Ground truth folder: DOC.pN.md (or DOC.md for a one-page document)."),
     ] = None,
 ) -> None:
     """Compare plans or models on the same pages: degeneration beside quality, tokens and cost."""
+    settings = load_settings(database_url=database_url)
     try:
-        settings = Settings()
         arms: list[Arm] = [parse_arm(spec) for spec in arm]
         if not source.exists():
             raise DocumentError("input", f"no such file or folder: {source}")
@@ -59,7 +61,7 @@ def eval_command(
             request,
             on_arm=lambda a, n: console.print(f"arm [bold]{a.label}[/]: {n} pages"),
         )
-    except (ConfigError, ValidationError) as exc:
+    except ConfigError as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(exit_codes.CONFIG) from exc
     except DocumentError as exc:

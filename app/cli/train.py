@@ -17,7 +17,9 @@ console = Console(stderr=True)
 
 
 def train_dpo_command(
-    pairs: Annotated[list[Path], typer.Argument(help="Folders written by `folio export-dpo`.")],
+    pairs: Annotated[
+        list[Path], typer.Argument(metavar="PAIRS", help="Folders written by `folio export-dpo`.")
+    ],
     base_model: Annotated[
         Path, typer.Option("--base-model", help="Local Hugging Face folder of the VLM to tune.")
     ],
@@ -47,7 +49,8 @@ def train_dpo_command(
     lora_rank: Annotated[int, typer.Option(help="LoRA rank (language-model projections).")] = 16,
     lora_alpha: Annotated[int, typer.Option(help="LoRA alpha.")] = 32,
     train_vision: Annotated[
-        bool, typer.Option(help="Also train the vision tower (frozen by default).")
+        bool,
+        typer.Option("--train-vision", help="Also train the vision tower (frozen by default)."),
     ] = False,
     max_length: Annotated[
         int, typer.Option(help="Token cap per sequence; must exceed the longest prompt + image.")
@@ -60,9 +63,14 @@ def train_dpo_command(
     ] = 42,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
     gradient_checkpointing: Annotated[
-        bool, typer.Option(help="Trade compute for memory (large models on small GPUs).")
+        bool,
+        typer.Option(
+            "--gradient-checkpointing", help="Trade compute for memory (large models, small GPUs)."
+        ),
     ] = False,
-    force: Annotated[bool, typer.Option(help="Replace --out if it exists (at the end).")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out if it exists (at the end).")
+    ] = False,
 ) -> None:
     """DPO fine-tuning on looping/healthy pairs: a model that loops less, served by vLLM as is."""
     if method not in ("lora", "full") or device not in ("auto", "cpu", "cuda"):

@@ -12,10 +12,14 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
     UniqueConstraint,
+)
+from sqlalchemy import (
+    text as sql_text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -90,7 +94,16 @@ class Document(Base):
 
 class Page(Base):
     __tablename__ = "pages"
-    __table_args__ = (UniqueConstraint("document_id", "number"),)
+    __table_args__ = (
+        UniqueConstraint("document_id", "number"),
+        # Only open pages: "is the job done?" stays one index probe at any job size.
+        Index(
+            "ix_pages_open_by_job",
+            "job_id",
+            postgresql_where=sql_text("status IN ('pending', 'running')"),
+            sqlite_where=sql_text("status IN ('pending', 'running')"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
@@ -144,6 +157,10 @@ class Attempt(Base):
     verdict_period: Mapped[int | None] = mapped_column(Integer)
     verdict_onset: Mapped[int | None] = mapped_column(Integer)
     aborted: Mapped[bool] = mapped_column(Boolean, default=False)
+    # engine_plugin, abort_call, server_repetition, client_close or none (EngineResult)
+    stop_mechanism: Mapped[str | None] = mapped_column(String(32))
+    tokens_after_verdict: Mapped[int | None] = mapped_column(Integer)
+    tokens_after_verdict_note: Mapped[str | None] = mapped_column(String(200))
     output: Mapped[str | None] = mapped_column(Text)
     output_chars: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
