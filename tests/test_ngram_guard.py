@@ -3,12 +3,22 @@ for per request by a plan step (`ngram_guard`), with table-cell markup exempt.""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import httpx
 import pytest
 from PIL import Image
+from sqlalchemy import select
+from typer.testing import CliRunner
 
+from app import samples
+from app.cli.main import app
+from app.db.engine import Database
+from app.db.models import Attempt
 from app.domain import PageInput
 from app.engines.vlm import VlmEngine
+from app.report.load import load_job_rows
 from app.settings import PlanStep, VlmEndpoint
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG, behaviours_for
 from app.vllm_plugin.guard import GUARD_ARG, WHITELIST_ARG, WINDOW_ARG, NgramGuard
@@ -124,3 +134,44 @@ def test_greedy_loops_and_the_guard_stops_exact_repeats(vllm_endpoint: VllmEndpo
     assert repeats(plain, 4, 64, set()) > 50, "greedy on the tiny model loops"
     assert repeats(guarded, 4, 64, set()) == 0
     assert len(guarded) == 160 and guarded[:3] == plain[:3], "same decoding until a repeat"
+
+
+@pytest.mark.vllm
+def test_eval_compares_retry_strategies_on_the_same_pages(
+    vllm_endpoint: VllmEndpoint, tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pages = [samples.page_text(n, paragraphs=1) for n in (1, 2)]
+    (folder / "scan.pdf").write_bytes(samples.scanned_pdf(pages))
+    endpoint = {"base_url": vllm_endpoint.base_url, "model": vllm_endpoint.model, "max_tokens": 300}
+    env = {
+        "FOLIO_DATABASE_URL": f"sqlite:///{tmp_path / 'folio.db'}",
+        "FOLIO_VLM_ENDPOINTS": json.dumps({"primary": endpoint}),
+    }
+    args = ["eval", str(folder), "--strategies", "primary", "--out", str(tmp_path / "eval")]
+    result = CliRunner(env=env).invoke(app, args)
+    assert result.exit_code == 0, result.output
+    arms = {
+        a["label"]: a for a in json.loads((tmp_path / "eval" / "eval.json").read_text())["arms"]
+    }
+    assert list(arms) == ["greedy-only", "repetition-penalty", "temperature-ladder", "ngram-guard"]
+    db = Database(env["FOLIO_DATABASE_URL"])
+    for label, arm in arms.items():
+        assert arm["pages"] == 2 and arm["degeneration_rate_first_attempt"] == 1.0, label
+        rows = load_job_rows(db, arm["job_id"])
+        assert arm["attempts"] == len(rows.attempts)
+        retried_ok = {
+            a.page_id for a in rows.attempts if a.step_name != "greedy" and a.status == "ok"
+        }
+        assert arm["pages_recovered"] == len(retried_ok), label
+        still_looping = arm["degeneration_rate_final"] * 2
+        assert still_looping == pytest.approx(2 - len(retried_ok)) or arm["pages_failed"], label
+    assert arms["greedy-only"]["attempts"] == 2
+    with db.session() as session:
+        guarded = session.scalars(
+            select(Attempt.params).where(
+                Attempt.job_id == arms["ngram-guard"]["job_id"], Attempt.step_name == "guarded"
+            )
+        ).all()
+    assert guarded and all(p["vllm_xargs"][GUARD_ARG] == 20 for p in guarded)

@@ -15,6 +15,7 @@ from app.errors import ConfigError, DocumentError
 from app.evaluate.arms import Arm, parse_arm
 from app.evaluate.render import eval_html, eval_json, eval_table
 from app.evaluate.run import EvalRequest, evaluate
+from app.evaluate.strategies import with_strategies
 
 console = Console(stderr=True)
 
@@ -24,14 +25,22 @@ def eval_command(
         Path, typer.Argument(metavar="SOURCE", help="A PDF, or a folder searched for PDFs.")
     ],
     arm: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--arm",
             "-a",
             help="LABEL=PLAN or LABEL=PLAN@ENDPOINT (the plan's VLM steps sent to ENDPOINT). "
             "Two or more to compare.",
         ),
-    ],
+    ] = None,
+    strategies: Annotated[
+        str | None,
+        typer.Option(
+            help="Also compare retry strategies on this endpoint: greedy only, repetition "
+            "penalty, olmOCR's temperature ladder, the n-gram guard (needs Folio's vLLM plugin).",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for eval.json and eval.html.")
     ] = Path("eval-out"),
@@ -50,7 +59,12 @@ def eval_command(
     """Compare plans or models on the same pages: degeneration beside quality, tokens and cost."""
     settings = load_settings(database_url=database_url)
     try:
-        arms: list[Arm] = [parse_arm(spec) for spec in arm]
+        arms: list[Arm] = [parse_arm(spec) for spec in arm or []]
+        if strategies:
+            settings, strategy_arms = with_strategies(settings, strategies)
+            arms += strategy_arms
+        if not arms:
+            raise ConfigError("nothing to compare: give --arm (two or more) or --strategies")
         if not source.exists():
             raise DocumentError("input", f"no such file or folder: {source}")
         out.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,7 @@ class ArmResult:
     degeneration_rate_first_attempt: float | None
     degeneration_rate_final: float | None
     recovered_by: dict[str, int]
+    pages_recovered: int
     cer: float | None
     word_f1: float | None
     textlayer_f1: float | None
@@ -163,6 +164,7 @@ def _arm_result(arm: Arm, r: Report, scores: list[PageScore]) -> ArmResult:
         degeneration_rate_first_attempt=r.degeneration_rate_first_attempt,
         degeneration_rate_final=r.degeneration_rate_final,
         recovered_by=r.recovered_by,
+        pages_recovered=sum(r.recovered_by.values()),
         cer=_mean([s.cer for s in scores]),
         word_f1=_mean([s.word_f1 for s in scores]),
         textlayer_f1=_mean([s.textlayer_f1 for s in scores]),
