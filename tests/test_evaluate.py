@@ -14,7 +14,7 @@ from app.cli.main import app
 from app.db.engine import Database
 from app.errors import ConfigError
 from app.evaluate.arms import parse_arm, settings_with_arms
-from app.evaluate.quality import cer
+from app.evaluate.quality import cer, find_truth
 from app.report.load import load_job_rows
 from app.settings import Settings
 
@@ -121,3 +121,13 @@ def test_an_arm_points_every_vlm_step_at_its_endpoint() -> None:
 def test_cer_counts_edits_per_reference_character() -> None:
     assert cer("hello world", "hello world") == 0.0
     assert cer("hallo  world", "hello world") == pytest.approx(1 / 11)
+
+
+def test_whole_document_truth_counts_only_for_one_page_documents(tmp_path: Path) -> None:
+    (tmp_path / "memo.md").write_text("whole")
+    (tmp_path / "paper.docling_v2_groundtruth.md").write_text("gt")
+    (tmp_path / "memo.p2.txt").write_text("page two")
+    assert find_truth(tmp_path, "memo", 1, pages=1) == "whole"
+    assert find_truth(tmp_path, "memo", 1, pages=3) is None
+    assert find_truth(tmp_path, "memo", 2, pages=3) == "page two"
+    assert find_truth(tmp_path, "paper", 1, pages=1) == "gt"

@@ -20,6 +20,7 @@ class PageOrigin:
     document: str
     path: Path
     page: int
+    pages: int  # pages of the whole document
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,11 @@ class PageSet:
     source: Path  # what each arm's job ingests
     origins: dict[str, PageOrigin]  # eval document name -> origin of its page 1, when cut
 
-    def origin(self, eval_document: str, eval_page: int, eval_path: str) -> PageOrigin:
+    def origin(self, eval_document: str, eval_page: int, eval_path: str, pages: int) -> PageOrigin:
         cut = self.origins.get(eval_document)
         if cut is not None:
             return cut
-        return PageOrigin(eval_document, Path(eval_path), eval_page)
+        return PageOrigin(eval_document, Path(eval_path), eval_page, pages)
 
 
 def select_pages(source: Path, pages_file: Path | None, work: Path) -> PageSet:
@@ -47,8 +48,8 @@ def select_pages(source: Path, pages_file: Path | None, work: Path) -> PageSet:
         name, path = _find(entry, pdfs, hashes)
         number = int(entry["page"])
         cut_name = f"{name}__p{number}"
-        extract_page(path, number, folder / f"{cut_name}.pdf")
-        origins[cut_name] = PageOrigin(name, path, number)
+        pages = extract_page(path, number, folder / f"{cut_name}.pdf")
+        origins[cut_name] = PageOrigin(name, path, number, pages)
     return PageSet(folder, origins)
 
 

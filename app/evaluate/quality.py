@@ -51,14 +51,18 @@ def cer(hypothesis: str, reference: str) -> float:
     return edit_distance(hyp, ref) / max(1, len(ref))
 
 
-def find_truth(truth_dir: Path | None, document: str, page: int) -> str | None:
-    """`DOC.pN.md|txt` for page N, or `DOC.md|txt` for the whole of a one-page document."""
+def find_truth(truth_dir: Path | None, document: str, page: int, pages: int) -> str | None:
+    """`DOC.pN.md|txt` for page N; for a one-page document also `DOC.md|txt` and
+    `DOC.*groundtruth.md` (the shared corpus's naming)."""
     if truth_dir is None:
         return None
-    for stem in (f"{document}.p{page}", document if page == 1 else None):
-        for suffix in TRUTH_SUFFIXES:
-            if stem and (truth_dir / f"{stem}{suffix}").is_file():
-                return (truth_dir / f"{stem}{suffix}").read_text(encoding="utf-8")
+    names = [f"{document}.p{page}{suffix}" for suffix in TRUTH_SUFFIXES]
+    if pages == 1:
+        names += [f"{document}{suffix}" for suffix in TRUTH_SUFFIXES]
+        names += sorted(p.name for p in truth_dir.glob(f"{document}.*groundtruth.md"))
+    for name in names:
+        if (truth_dir / name).is_file():
+            return (truth_dir / name).read_text(encoding="utf-8")
     return None
 
 

@@ -115,8 +115,8 @@ def _scores(
     scores = []
     for document in results.documents:
         for page in document.pages:
-            origin = pages.origin(document.name, page.number, document.path)
-            truth = find_truth(truth_dir, origin.document, origin.page)
+            origin = pages.origin(document.name, page.number, document.path, document.page_count)
+            truth = find_truth(truth_dir, origin.document, origin.page, origin.pages)
             quality = (
                 page_quality(
                     page.text or "", truth, origin.path, origin.page, settings.textlayer_min_chars

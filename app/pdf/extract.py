@@ -9,8 +9,9 @@ import pymupdf
 from app.errors import DocumentError
 
 
-def extract_page(source: Path, number: int, dest: Path) -> None:
-    """Write page `number` (1-based) of `source` as a one-page PDF at `dest`."""
+def extract_page(source: Path, number: int, dest: Path) -> int:
+    """Write page `number` (1-based) of `source` as a one-page PDF at `dest`; return how many
+    pages `source` has."""
     try:
         with pymupdf.open(source, filetype="pdf") as doc:
             if not 1 <= number <= doc.page_count:
@@ -18,5 +19,6 @@ def extract_page(source: Path, number: int, dest: Path) -> None:
             with pymupdf.open() as single:
                 single.insert_pdf(doc, from_page=number - 1, to_page=number - 1)
                 single.save(dest)
+            return int(doc.page_count)
     except (RuntimeError, ValueError) as exc:
         raise DocumentError("document", f"{source}: {exc}") from exc
