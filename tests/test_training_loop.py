@@ -130,6 +130,8 @@ def test_export_train_serve_and_compare(vllm_endpoint: VllmEndpoint, tmp_path: P
         tuned_server_tokens = server.generation_tokens_total() - tokens_before
         phases.mark("eval")
     print(phases)  # seconds per phase, shown with -s or on failure
+    print("loss", [round(r["loss"], 4) for r in card["curves"][:: len(card["curves"]) // 4 or 1]])
+    print(result.output)
 
     evaluation = json.loads((tmp_path / "eval" / "eval.json").read_text())
     arms = {arm["label"]: arm for arm in evaluation["arms"]}
