@@ -121,3 +121,19 @@ def test_lora_run_writes_a_complete_servable_folder(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("tuned.*")), "no partial or old folder left beside it"
     config = json.loads((out / "config.json").read_text())
     assert config["dtype"] == "bfloat16" and "lora" not in (out / "config.json").read_text()
+
+
+def test_a_page_exported_by_two_jobs_is_held_out_or_trained_on_never_both(
+    tmp_path: Path,
+) -> None:
+    from app.train.pairs import held_out_pages, load_pairs, split_held_out
+
+    first = write_pairs_folder(tmp_path / "a", 10, job_id="job-a")
+    second = write_pairs_folder(tmp_path / "b", 10, job_id="job-b")
+    split = split_held_out(load_pairs([first, second]), share=0.2, seed=7)
+    held = {p.page_key for p in split.held_out}
+    assert len(held) == 2 and not held & {p.page_key for p in split.train}
+    assert len(split.held_out) == 4 and len(split.train) == 16
+    listed = held_out_pages(split.held_out)
+    assert [len(entry["page_ids"]) for entry in listed] == [2, 2]
+    assert split_held_out(load_pairs([first, second]), 0.2, seed=7) == split, "deterministic"
