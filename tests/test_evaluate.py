@@ -131,3 +131,22 @@ def test_whole_document_truth_counts_only_for_one_page_documents(tmp_path: Path)
     assert find_truth(tmp_path, "memo", 1, pages=3) is None
     assert find_truth(tmp_path, "memo", 2, pages=3) == "page two"
     assert find_truth(tmp_path, "paper", 1, pages=1) == "gt"
+
+
+def test_a_failed_page_scores_as_an_empty_answer(
+    corpus: Path, tmp_path: Path, sqlite_url: str
+) -> None:
+    dead = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "transport_retry_s": 0.2}
+    step = {"name": "only", "engine": "vlm", "endpoint": "dead"}
+    env = {
+        "FOLIO_DATABASE_URL": sqlite_url,
+        "FOLIO_VLM_ENDPOINTS": json.dumps({"dead": dead}),
+        "FOLIO_PLANS": json.dumps({"dead-only": [step]}),
+        "FOLIO_ENGINE": "dead-only",
+    }
+    args = ["eval", str(corpus), "-a", "dead-only", "--truth", str(tmp_path / "truth")]
+    result = CliRunner(env=env).invoke(app, [*args, "--out", str(tmp_path / "eval")])
+    assert result.exit_code == 0, result.output
+    (arm,) = json.loads((tmp_path / "eval" / "eval.json").read_text())["arms"]
+    assert arm["pages_failed"] == 3
+    assert arm["cer"] == 1.0 and arm["word_f1"] == 0.0 and arm["textlayer_f1"] == 0.0

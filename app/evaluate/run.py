@@ -11,7 +11,7 @@ from typing import Any
 from app.db.engine import Database
 from app.evaluate.arms import Arm, settings_with_arms
 from app.evaluate.pages import PageSet, select_pages
-from app.evaluate.quality import PageQuality, find_truth, page_quality
+from app.evaluate.quality import find_truth, page_quality
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.report.build import build_report
 from app.report.schema import Report
@@ -117,12 +117,10 @@ def _scores(
         for page in document.pages:
             origin = pages.origin(document.name, page.number, document.path, document.page_count)
             truth = find_truth(truth_dir, origin.document, origin.page, origin.pages)
-            quality = (
-                page_quality(
-                    page.text or "", truth, origin.path, origin.page, settings.textlayer_min_chars
-                )
-                if page.status != "failed"
-                else PageQuality()
+            # A failed page scores as an empty answer (CER 1, F1 0), never as missing:
+            # an arm must not look better for giving up on its hardest pages.
+            quality = page_quality(
+                page.text or "", truth, origin.path, origin.page, settings.textlayer_min_chars
             )
             scores.append(
                 PageScore(
