@@ -47,12 +47,13 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
         speed = report["speed"]
         return [("detector (chars/s, wall)", f"{speed['chars_per_second_wall']:,}")]
     if name == "orchestration":
-        result = report["result"]
         return [
             (
-                "orchestration (pages/s, median ms/page)",
-                f"{result['pages_per_s']} / {result['overhead_ms_median']}",
+                f"orchestration {name} (pages/s, median ms/page, round trips/page)",
+                f"{arm['pages_per_s']} / {arm['overhead_ms_median']} / "
+                f"{arm['round_trips_per_page']}",
             )
+            for name, arm in report["result"]["arms"].items()
         ]
     if name == "ocr":
         passed, sizes = report["result"]["passed"], report["result"]["sizes"]

@@ -45,8 +45,13 @@ def create_job(
     return job
 
 
-def find_done_document(session: Session, sha256: str, out_dir: str) -> Document | None:
-    """A finished document with this content, written to the same output folder."""
+def find_done_document(
+    session: Session, sha256: str, out_dir: str, before_id: int | None = None
+) -> Document | None:
+    """A finished document with this content, written to the same output folder.
+
+    `before_id` finds the one a skipped document was skipped for: the newest done before it.
+    """
     query = (
         select(Document)
         .join(Job)
@@ -54,6 +59,8 @@ def find_done_document(session: Session, sha256: str, out_dir: str) -> Document 
         .where(Job.out_dir == out_dir)
         .order_by(Document.id.desc())
     )
+    if before_id is not None:
+        query = query.where(Document.id < before_id)
     return session.scalars(query).first()
 
 
@@ -151,16 +158,6 @@ def record_attempt(
     session.add(attempt)
     session.flush()
     return attempt
-
-
-def set_page_rendered(
-    session: Session, page_id: int, size: tuple[int, int], has_text: bool, render_s: float
-) -> None:
-    session.execute(
-        update(Page)
-        .where(Page.id == page_id)
-        .values(width=size[0], height=size[1], has_text_layer=has_text, render_s=render_s)
-    )
 
 
 def finish_page(

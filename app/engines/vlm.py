@@ -47,6 +47,7 @@ from app.engines.vlm_stream import (
 from app.errors import EngineError, TransportError
 from app.settings import PlanStep, VlmEndpoint
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
+from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
 T = TypeVar("T")
 _SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed")
@@ -145,6 +146,11 @@ class VlmEngine:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
         if stops.plugin:
             body["vllm_xargs"] = {LOOP_STOP_ARG: 1}
+        if step.ngram_guard:  # the plugin's guard, asked for per request like its loop stop
+            guard = {GUARD_ARG: step.ngram_guard}
+            if step.ngram_window:
+                guard[WINDOW_ARG] = step.ngram_window
+            body["vllm_xargs"] = body.get("vllm_xargs", {}) | guard
         return body
 
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:

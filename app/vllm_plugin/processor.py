@@ -122,6 +122,10 @@ class FolioLogitsProcessor(LogitsProcessor):
         if eos is None:
             logger.warning("Folio plugin: no EOS token known for a request; left unchanged")
             return None
+        for behaviour in behaviours:  # e.g. the n-gram guard's whitelist, as token ids
+            bind = getattr(behaviour, "bind_tokenizer", None)
+            if bind is not None:
+                bind(tokenizer)
         request = _Request(output_ids, IncrementalDetokenizer(tokenizer), behaviours, eos)
         request.advance()  # a resumed (preempted) request already has output
         return request
