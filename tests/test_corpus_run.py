@@ -14,6 +14,7 @@ from app.domain import PageStatus
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.results import load_results
 from app.settings import Settings
+from app.textmatch import word_f1
 from tests.conftest import SHARED
 from tests.textmetrics import cer
 
@@ -40,9 +41,20 @@ def test_born_digital_near_exact_and_scan_under_three_percent(
     results = load_results(Database(sqlite_url), run_folder(tmp_path, sqlite_url))
     docs = {d.name: d for d in results.documents}
     for name in ("docling__multi_page", "olmocr__edgar"):
-        text = "\n".join(p.text or "" for p in docs[name].pages)
+        text = "\n".join(p.plain_text or "" for p in docs[name].pages)
         reference = (PDFS / "gt" / f"{name}.pymupdf_textlayer.txt").read_text()
-        assert cer(text, reference) < 0.01, name
+        # Same words as PyMuPDF's raw layer, less the running lines Folio drops; the order
+        # differs where Folio reads columns and tables in their own order.
+        assert word_f1(text, reference) > 0.95, name
+    assert (
+        cer(
+            "\n".join(p.plain_text or "" for p in docs["docling__multi_page"].pages),
+            (PDFS / "gt" / "docling__multi_page.pymupdf_textlayer.txt").read_text(),
+        )
+        < 0.01
+    )
+    edgar = "\n".join(p.text or "" for p in docs["olmocr__edgar"].pages)
+    assert "Edgar, King of England - Wikipedia" not in edgar  # the browser's running header
     scan = docs["docling__ocr_test"].pages[0]
     reference = (PDFS / "gt" / "docling__ocr_test.docling_ocr_groundtruth_tesseract.md").read_text()
     assert scan.engine == "tesseract"

@@ -83,6 +83,7 @@ def test_a_ruled_table_comes_out_as_a_markdown_table(sqlite_url: str, tmp_path: 
     assert "| Item | Quantity | Price |\n| --- | --- | --- |\n" in text
     assert "| Apples | 12 | 3.40 |\n| Pears | 7 | 2.10 |" in text
     assert text.startswith(intro)
+    assert "Item\tQuantity\tPrice\nApples\t12\t3.40" in (document.pages[0].plain_text or "")
 
 
 def test_a_running_header_is_in_neither_page(sqlite_url: str, tmp_path: Path) -> None:

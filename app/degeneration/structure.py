@@ -99,37 +99,6 @@ def _common_prefix(first: str, second: str) -> int:
     return low
 
 
-class _RecentEnds:
-    """First and last characters of the last segments: a segment that shares neither with
-    any of them can match none (near repeats keep one end), so most skip the comparisons."""
-
-    def __init__(self, size: int) -> None:
-        self._window: deque[tuple[str, str]] = deque()
-        self._size = size
-        self._heads: dict[str, int] = {}
-        self._tails: dict[str, int] = {}
-
-    def add(self, ends: tuple[str, str]) -> bool:
-        """Record a segment's ends; whether a recent segment shares one of them."""
-        head, tail = ends
-        shared = head in self._heads or tail in self._tails
-        self._window.append(ends)
-        self._heads[head] = self._heads.get(head, 0) + 1
-        self._tails[tail] = self._tails.get(tail, 0) + 1
-        if len(self._window) > self._size:
-            old_head, old_tail = self._window.popleft()
-            _forget(self._heads, old_head)
-            _forget(self._tails, old_tail)
-        return shared
-
-
-def _forget(counts: dict[str, int], key: str) -> None:
-    if counts[key] == 1:
-        del counts[key]
-    else:
-        counts[key] -= 1
-
-
 class StructureTracker:
     """Reads completed segments out of the detector's raw tail; only pieces holding a line
     break or a CJK full stop cost anything, plus one prefix test per check while a candidate
@@ -146,8 +115,6 @@ class StructureTracker:
         self._drifts = [0] * (self._max_step + 1)  # copies that differ in the exact view ...
         self._changed_words = [0] * (self._max_step + 1)  # ... in more than their numbers
         self._onsets = [0] * (self._max_step + 1)  # raw start of the first copy of each run
-        self._running = False  # some run is under way
-        self._ends = _RecentEnds(self._max_step)
         self.candidate: _Candidate | None = None
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
@@ -237,11 +204,6 @@ class StructureTracker:
         """Append a segment; whether it continues any run (most segments continue none)."""
         segments, runs = self._segments, self._runs
         key = segment.key
-        ends = (key[:4], key[-4:])
-        matchable = self._ends.add(ends)
-        if not (matchable or self._running):
-            segments.append(segment)  # shares no start or end with a recent one: no match
-            return False
         size, slack = len(key), max(_WORD_CHARS, len(key) // 6)
         continued = False
         for step in range(1, min(self._max_step, len(segments)) + 1):
@@ -257,7 +219,6 @@ class StructureTracker:
             elif runs[step]:
                 runs[step] = self._drifts[step] = self._changed_words[step] = 0
         segments.append(segment)
-        self._running = continued
         return continued
 
     def _near(self, segment: Segment, earlier: Segment) -> bool:

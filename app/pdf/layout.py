@@ -66,7 +66,7 @@ def _images(page: pymupdf.Page) -> list[Box]:
 def read_tables(page: pymupdf.Page) -> list[TableGrid]:
     """Tables PyMuPDF's finder outlines, on pages with a few horizontal or vertical rulings."""
     minimum = page.rect.width * 0.03
-    rulings = sum(_is_ruling(item, minimum) for d in page.get_drawings() for item in d["items"])
+    rulings = sum(_is_ruling(item, minimum) for d in page.get_cdrawings() for item in d["items"])
     if rulings < _MIN_RULINGS:
         return []
     grids = []
@@ -95,12 +95,13 @@ def _columns(table: Any) -> list[tuple[float, float]]:
 def _is_ruling(item: tuple[Any, ...], minimum: float) -> bool:
     """A straight horizontal or vertical stroke (or hairline box) at least `minimum` long."""
     if item[0] == "l":
-        a, b = item[1], item[2]
-        straight = abs(a.x - b.x) < 1 or abs(a.y - b.y) < 1
-        return straight and abs(a - b) >= minimum
+        (x0, y0), (x1, y1) = item[1], item[2]
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        return min(width, height) < 1 and max(width, height) >= minimum
     if item[0] == "re":
-        rect = item[1]
-        return min(rect.width, rect.height) < 3 and max(rect.width, rect.height) >= minimum
+        x0, y0, x1, y1 = item[1]
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        return min(width, height) < 3 and max(width, height) >= minimum
     return False
 
 
