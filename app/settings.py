@@ -40,6 +40,17 @@ class PlanStep(_Strict):
     max_tokens: int | None = Field(
         default=None, description="Token cap for this step; the endpoint's default when unset."
     )
+    ngram_guard: int | None = Field(
+        default=None,
+        ge=2,
+        description="Decode-time guard (needs Folio's vLLM plugin): ban a token that would repeat "
+        "an n-gram of this many tokens from the recent output; table-cell markup is exempt.",
+    )
+    ngram_window: int | None = Field(
+        default=None,
+        ge=2,
+        description="Output tokens the n-gram guard looks back over (the plugin's 128 when unset).",
+    )
 
     @model_validator(mode="after")
     def _vlm_needs_endpoint(self) -> PlanStep:
@@ -57,6 +68,8 @@ class PlanStep(_Strict):
             "frequency_penalty",
             "seed",
             "max_tokens",
+            "ngram_guard",
+            "ngram_window",
         )
         return {k: v for k in keys if (v := getattr(self, k)) is not None}
 
