@@ -176,3 +176,11 @@ def test_ocr_bench_reads_the_official_scorers_verdicts(tmp_path: Path) -> None:
     console = Console(file=io.StringIO(), width=120)
     console.print(results_table(result))
     assert "2/3" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_orchestration_summary_shows_both_arms_side_by_side() -> None:
+    arm = {"pages_per_s": 1.0, "overhead_ms_median": 2.0, "round_trips_per_page": 3.0}
+    report = {"result": {"arms": {"baseline": arm, "current": arm}}}
+    rows = summary_rows("orchestration", report)
+    assert [what.split()[1] for what, _ in rows] == ["baseline", "current"]
+    assert rows[0][1] == "1.0 / 2.0 / 3.0"

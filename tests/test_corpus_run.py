@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,6 @@ from app.domain import PageStatus
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.results import load_results
 from app.settings import Settings
-from app.textmatch import word_f1
 from tests.conftest import SHARED
 from tests.textmetrics import cer
 
@@ -23,6 +24,10 @@ pytestmark = [
     pytest.mark.corpus,
     pytest.mark.skipif(not PDFS.is_dir(), reason="../shared/corpus is absent"),
 ]
+
+
+def words(text: str) -> Counter[str]:
+    return Counter(re.findall(r"\w+", text.lower()))
 
 
 def run_folder(folder: Path, db_url: str) -> str:
@@ -40,21 +45,15 @@ def test_born_digital_near_exact_and_scan_under_three_percent(
         shutil.copy(PDFS / name, tmp_path / name)
     results = load_results(Database(sqlite_url), run_folder(tmp_path, sqlite_url))
     docs = {d.name: d for d in results.documents}
-    for name in ("docling__multi_page", "olmocr__edgar"):
+    for name, left_out in (("docling__multi_page", ""), ("olmocr__edgar", "3:42 PM")):
         text = "\n".join(p.plain_text or "" for p in docs[name].pages)
         reference = (PDFS / "gt" / f"{name}.pymupdf_textlayer.txt").read_text()
-        # Same words as PyMuPDF's raw layer, less the running lines Folio drops; the order
-        # differs where Folio reads columns and tables in their own order.
-        assert word_f1(text, reference) > 0.95, name
-    assert (
-        cer(
-            "\n".join(p.plain_text or "" for p in docs["docling__multi_page"].pages),
-            (PDFS / "gt" / "docling__multi_page.pymupdf_textlayer.txt").read_text(),
-        )
-        < 0.01
-    )
-    edgar = "\n".join(p.text or "" for p in docs["olmocr__edgar"].pages)
-    assert "Edgar, King of England - Wikipedia" not in edgar  # the browser's running header
+        found, expected = words(text), words(reference)
+        # Every word is the layer's own, in reading order rather than the layer's; only running
+        # lines are left out (the Wikipedia print's date header and URL footer).
+        assert not found - expected, name
+        assert (expected - found).total() <= 0.06 * expected.total(), name
+        assert not left_out or left_out not in text
     scan = docs["docling__ocr_test"].pages[0]
     reference = (PDFS / "gt" / "docling__ocr_test.docling_ocr_groundtruth_tesseract.md").read_text()
     assert scan.engine == "tesseract"
