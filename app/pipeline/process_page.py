@@ -15,6 +15,7 @@ from app.metrics import FolioMetrics
 from app.pdf.render import render_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
+from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 
 
@@ -34,12 +35,14 @@ class PageProcessor:
         engines: EngineSet,
         owner: str,
         metrics: FolioMetrics | None = None,
+        sampler: ServerSampler | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
         self.engines = engines
         self.owner = owner
         self.metrics = metrics
+        self.sampler = sampler
         self.lease_s = settings.page_lease_s
 
     def process(self, page_id: int) -> PageStatus:
@@ -60,7 +63,14 @@ class PageProcessor:
             page = self._render(work)
         except RenderError as exc:
             return self._finish(work, PageStatus.FAILED, category="render", error=str(exc))
-        return self._walk_plan(work, page, past)
+        endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
+        if self.sampler:
+            self.sampler.before_page(work.job_id, endpoints)
+        try:
+            return self._walk_plan(work, page, past)
+        finally:
+            if self.sampler:
+                self.sampler.after_page(work.job_id, endpoints)
 
     def _render(self, work: repo.PageWork) -> PageInput:
         started = time.perf_counter()
