@@ -78,7 +78,7 @@ def run_benchmark(config: TaxConfig, base_url: str, console: Console) -> dict[st
         for repeat in range(config.repeats):
             for key in arm_order(config.arms, repeat):
                 task = progress.add_task(f"arm {key} run {repeat + 1}", total=len(pages))
-                wall, tokens, page_runs = run_arm(
+                wall, tokens, page_runs, began = run_arm(
                     ARMS[key],
                     pages,
                     config.workload,
@@ -86,7 +86,7 @@ def run_benchmark(config: TaxConfig, base_url: str, console: Console) -> dict[st
                     config.concurrency,
                     on_page=partial(progress.advance, task),
                 )
-                runs.append(ArmRun(key, repeat, wall, tokens, page_runs))
+                runs.append(ArmRun(key, repeat, wall, tokens, page_runs, began))
     return {
         "config": asdict(config),
         "arms": {key: ARMS[key].title for key in config.arms},

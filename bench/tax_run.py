@@ -50,6 +50,7 @@ class ArmRun:
     wall_s: float
     server_tokens: float
     pages: list[PageRun]
+    began: float = 0.0  # monotonic clock, as the attempts' times
 
 
 class NeverLoops:
@@ -118,8 +119,8 @@ def run_arm(
     base_url: str,
     concurrency: int,
     on_page: Callable[[], None] = lambda: None,
-) -> tuple[float, float, list[PageRun]]:
-    """(batch wall-clock s, tokens the server generated, page runs) for one arm."""
+) -> tuple[float, float, list[PageRun], float]:
+    """(batch wall-clock s, tokens the server generated, page runs, start) for one arm."""
     image = page_input()
     engine = engine_for(arm, base_url, concurrency)
     before = settled_tokens(base_url)
@@ -135,7 +136,7 @@ def run_arm(
     finally:
         engine.close()
     runs.sort(key=lambda r: r.page.index)
-    return wall, settled_tokens(base_url) - before, runs
+    return wall, settled_tokens(base_url) - before, runs, began
 
 
 def settled_tokens(base_url: str, hold: float = 1.0, limit: float = 30.0) -> float:

@@ -8,7 +8,9 @@ from typing import Any
 
 from app.domain import AttemptStatus
 from app.report.inflation import estimate_inflation
-from app.report.rows import AttemptRow
+from app.report.rows import AttemptRow, ServerSampleRow
+from app.report.schema import ServerTokens
+from app.report.server_tokens import endpoint_tokens
 from bench.tax_run import ArmRun, AttemptRun, PageRun
 from bench.tax_workload import ENDPOINT
 
@@ -55,7 +57,7 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, float]) -> dict[str, 
         # exposes /metrics.
         "report_inflation_estimate_rows_only": _report_estimate(runs, with_server=False),
         "report_inflation_estimate": _report_estimate(runs, with_server=True),
-        "server_tokens_unreceived": round(mean(_unreceived(run) for run in runs)),
+        **_server_figures(runs),
         "healthy_with_loop": _durations(with_loop),
         "healthy_without_loop": _durations(without_loop),
     }
@@ -115,18 +117,34 @@ def _durations(attempts: list[AttemptRun]) -> dict[str, Any]:
     }
 
 
-def _unreceived(run: ArmRun) -> float:
-    received = sum(a.tokens for p in run.pages for a in p.attempts)
-    return max(0.0, run.server_tokens - received)
+def _server_tokens(run: ArmRun) -> ServerTokens:
+    """The report's server-side figures for the run: its counter readings before and after."""
+    readings = [
+        ServerSampleRow(ENDPOINT, "bench", "bench", phase, _clock(at), tokens)
+        for phase, at, tokens in (
+            ("start", run.began, 0.0),
+            ("end", run.began + run.wall_s, run.server_tokens),
+        )
+    ]
+    return endpoint_tokens(ENDPOINT, readings, _attempt_rows(run), [])
+
+
+def _server_figures(runs: list[ArmRun]) -> dict[str, Any]:
+    figures = [_server_tokens(run) for run in runs]
+    shares = [f.degenerate_share for f in figures if f.degenerate_share is not None]
+    return {
+        "server_tokens_unreceived": round(mean(f.tokens_unreceived or 0 for f in figures)),
+        "server_tokens_lost_aborts": round(mean(f.tokens_lost_aborts or 0 for f in figures)),
+        "server_degenerate_share": round(mean(shares), 4) if shares else None,
+    }
 
 
 def _report_estimate(runs: list[ArmRun], with_server: bool) -> float | None:
-    estimates = [
-        estimate_inflation(
-            _attempt_rows(run), {ENDPOINT: _unreceived(run)} if with_server else None
-        ).inflation
-        for run in runs
-    ]
+    estimates = []
+    for run in runs:
+        unreceived = {ENDPOINT: _server_tokens(run).tokens_unreceived or 0.0}
+        estimate = estimate_inflation(_attempt_rows(run), unreceived if with_server else None)
+        estimates.append(estimate.inflation)
     known = [e for e in estimates if e is not None]
     return round(mean(known), 4) if known else None
 
