@@ -3,13 +3,17 @@ received; the sampler that takes them; the report and Prometheus figures."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
+from sqlalchemy import select
 
 from app.db.engine import Database
+from app.db.models import ServerSample
 from app.metrics import FolioMetrics
 from app.report.build import build_report
 from app.report.rows import ServerSampleRow
@@ -184,3 +188,48 @@ def test_prometheus_exposes_a_finished_jobs_server_tokens(tmp_path: Path) -> Non
     text = generate_latest(metrics.registry).decode()
     assert 'folio_server_tokens_total{endpoint="gpu",kind="unreceived"} 250.0' in text
     assert 'folio_server_tokens_total{endpoint="gpu",kind="generated"} 650.0' in text
+
+
+class SlowServer(CountingServer):
+    """A /metrics that answers slowly, and remembers which pages had ended when it was read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ended = 0
+        self.seen_by_reading: list[int] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, url: str) -> ServerCounters:
+        with self.lock:
+            ended = self.ended
+        time.sleep(0.005)
+        self.seen_by_reading.append(ended)
+        return super().__call__(url)
+
+
+def test_page_threads_share_readings_and_the_last_one_follows_every_page(
+    sqlite_url: str,
+) -> None:
+    db = Database(sqlite_url)
+    job_id = insert_job(db, [Spec(("a", 1), "s", "vlm", "m", "gpu", "ok", 0, 1, 1, 300)])
+    server = SlowServer()
+    sampler = ServerSampler(db, {"gpu": "http://s/metrics"}, "w1", read=server)
+
+    def page() -> None:
+        sampler.before_page(job_id, {"gpu"})
+        with server.lock:
+            server.ended += 1
+        sampler.after_page(job_id, {"gpu"})
+
+    threads = [threading.Thread(target=page) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # The last reading stored came after all 16 pages had ended.
+    assert server.seen_by_reading[-1] == 16
+    with db.session() as session:
+        end = session.scalar(
+            select(ServerSample.generation_tokens).where(ServerSample.phase == "end")
+        )
+    assert end == server.tokens

@@ -29,9 +29,12 @@ class ServerSampler:
         self.urls = dict(urls)
         self.worker = worker
         self.read = read
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held while a start reading is taken
+        self._state = threading.Lock()  # guards the sets below, never held during a reading
         self._tried: set[tuple[str, str]] = set()  # (job, endpoint) with a start reading tried
         self._live: set[tuple[str, str]] = set()  # ... whose start reading succeeded
+        self._reading: set[tuple[str, str]] = set()  # ... with an end reading under way
+        self._again: set[tuple[str, str]] = set()  # ... with a page ended during that reading
 
     def before_page(self, job_id: str, endpoints: Iterable[str]) -> None:
         """The start reading, once per job and endpoint; other page threads wait for it, so
@@ -41,19 +44,42 @@ class ServerSampler:
                 if (job_id, name) not in self._tried:
                     self._tried.add((job_id, name))
                     if self._record(job_id, name, "start"):
-                        self._live.add((job_id, name))
+                        with self._state:
+                            self._live.add((job_id, name))
 
     def after_page(self, job_id: str, endpoints: Iterable[str]) -> None:
-        """The latest reading (replacing the previous one) for endpoints with a baseline."""
-        with self._lock:
-            for name in self._known(endpoints):
-                if (job_id, name) in self._live:
-                    self._record(job_id, name, "end")
+        """The latest reading (replacing the previous one) for endpoints with a baseline.
+
+        Page threads do not queue up behind a slow /metrics: while one reads, the others
+        only ask for one more reading, which that thread takes once it is done, so there is
+        always a reading after every page's end."""
+        for name in self._known(endpoints):
+            key = (job_id, name)
+            with self._state:
+                if key not in self._live:
+                    continue
+                if key in self._reading:
+                    self._again.add(key)
+                    continue
+                self._reading.add(key)
+            try:
+                self._read_until_settled(key)
+            finally:
+                with self._state:
+                    self._reading.discard(key)
+
+    def _read_until_settled(self, key: tuple[str, str]) -> None:
+        while True:
+            self._record(*key, "end")
+            with self._state:
+                if key not in self._again:
+                    return
+                self._again.discard(key)
 
     def finish(self, job_id: str) -> None:
         """A last reading of every endpoint of the job, once this worker is done with it."""
         self.after_page(job_id, self.urls)
-        with self._lock:
+        with self._lock, self._state:
             self._tried = {key for key in self._tried if key[0] != job_id}
             self._live = {key for key in self._live if key[0] != job_id}
 
