@@ -20,13 +20,15 @@ LOOP_STEP = "greedy"
 def summarize(runs: list[ArmRun]) -> dict[str, dict[str, Any]]:
     """{arm: figures}, averaged over repeats; inflation is paired per repeat against arm B."""
     arms = sorted({run.arm for run in runs})
-    baseline = {run.repeat: run.wall_s for run in runs if run.arm == "B"}
+    baseline = {run.repeat: run for run in runs if run.arm == "B"}
     return {arm: _summarize_arm([r for r in runs if r.arm == arm], baseline) for arm in arms}
 
 
-def _summarize_arm(runs: list[ArmRun], baseline: dict[int, float]) -> dict[str, Any]:
+def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str, Any]:
     walls = [run.wall_s for run in runs]
-    inflations = [run.wall_s / baseline[run.repeat] - 1 for run in runs if run.repeat in baseline]
+    paired = [(run, baseline[run.repeat]) for run in runs if run.repeat in baseline]
+    inflations = [run.wall_s / b.wall_s - 1 for run, b in paired]
+    steps = [run.server_steps / b.server_steps - 1 for run, b in paired if b.server_steps]
     pages = [page for run in runs for page in run.pages]
     degenerate = [page for page in pages if page.page.degenerate]
     with_loop, without_loop = _healthy_by_loop_overlap(runs)
@@ -35,6 +37,10 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, float]) -> dict[str, 
         "wall_s_per_repeat": [round(w, 2) for w in walls],
         "inflation_over_b": round(mean(inflations), 4) if inflations else None,
         "inflation_per_repeat": [round(x, 4) for x in inflations],
+        # The same in engine steps: what the batch's length would be were every step as long
+        # as B's, so the load of a shared machine does not blur it.
+        "engine_steps": round(mean(run.server_steps for run in runs)),
+        "steps_inflation_over_b": round(mean(steps), 4) if steps else None,
         "server_tokens": round(mean(run.server_tokens for run in runs)),
         "client_tokens": round(_per_run(runs, lambda a: a.tokens)),
         "loop_tokens_seen": round(_per_run(runs, _loop_tokens)),
