@@ -46,6 +46,7 @@ class AttemptStatus(StrEnum):
     EMPTY = "empty"
     ERROR = "error"
     TRANSPORT_ERROR = "transport_error"
+    REJECTED = "rejected"  # the PDF's text layer failed the quality gate
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class PageInput:
     image: Image.Image
     text_layer: str
     text_layer_usable: bool
+    text_layer_markdown: str | None = None  # the layer as structured Markdown
+    text_layer_rejection: str | None = None  # why the gate refused the layer ("garbled")
 
     @property
     def size(self) -> tuple[int, int]:
@@ -93,6 +96,12 @@ class EngineResult:
     verdict: Verdict | None = None
     aborted: bool = False
     error: str | None = None
+    # Which stop ended the attempt (engine_plugin, abort_call, server_repetition,
+    # client_close, none) and the tokens the server generated after Folio's verdict
+    # (None, with the reason in the note, where the server does not tell).
+    stop_mechanism: str | None = None
+    tokens_after_verdict: int | None = None
+    tokens_after_verdict_note: str | None = None
 
     @property
     def duration_s(self) -> float:

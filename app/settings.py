@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -80,8 +81,20 @@ class VlmEndpoint(_Strict):
         description="How long a page keeps retrying an unreachable endpoint before moving on.",
     )
     max_image_side: int = Field(default=1288, description="Longest image side sent, in pixels.")
-    server_repetition_detection: bool = Field(
-        default=False, description="Ask vLLM (>= 0.17) to stop looping requests server-side."
+    server_repetition_detection: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Ask vLLM (>= 0.17) to stop exact token repeats server-side "
+        "(repetition_detection); auto: when the start-up probe finds it.",
+    )
+    engine_plugin: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Ask Folio's vLLM plugin to end loops inside the engine step "
+        "(vllm_xargs folio_loop_stop); auto: when the start-up probe finds it.",
+    )
+    abort_call: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Abort a looping request by id (POST /abort_requests) when Folio's "
+        "detector fires; auto: when the start-up probe finds the route.",
     )
     metrics_url: str | None = Field(
         default=None,
@@ -138,6 +151,20 @@ def _default_endpoints() -> dict[str, VlmEndpoint]:
     }
 
 
+def user_data_dir() -> Path:
+    """Where a per-user tool keeps its state: the XDG base directory spec on Linux (as the
+    platformdirs package does), ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows.
+    """
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        xdg = Path(os.environ.get("XDG_DATA_HOME") or "")
+        base = xdg if xdg.is_absolute() else Path.home() / ".local" / "share"
+    return base / "folio"
+
+
 class Settings(BaseSettings):
     """Every knob Folio reads. Nested fields take `__` in environment names."""
 
@@ -145,9 +172,15 @@ class Settings(BaseSettings):
         env_prefix="FOLIO_", env_nested_delimiter="__", extra="forbid", frozen=True
     )
 
+    data_dir: Path = Field(
+        default_factory=user_data_dir,
+        description="Folder for Folio's own state (the SQLite database, API uploads); "
+        "$XDG_DATA_HOME/folio, i.e. ~/.local/share/folio, by default.",
+    )
     database_url: str = Field(
-        default="sqlite:///folio.db",
-        description="SQLAlchemy URL of the database; SQLite file in the working folder by default.",
+        default_factory=lambda data: f"sqlite:///{data['data_dir'] / 'folio.db'}",
+        description="SQLAlchemy URL of the database; the SQLite file folio.db in data_dir "
+        "by default.",
     )
     broker_url: str | None = Field(
         default=None, description="Celery broker (Redis) URL; unset means the in-process executor."
@@ -177,6 +210,11 @@ class Settings(BaseSettings):
     textlayer_min_chars: int = Field(
         default=25, description="Fewest meaningful characters for a page's text layer to be used."
     )
+    textlayer_gate: bool = Field(
+        default=True,
+        description="Judge each page's text layer (garbled encodings, mojibake, non-words, text "
+        "drawn as images) and send refused pages on to OCR; off trusts every layer.",
+    )
     tesseract_lang: str = Field(default="eng", description="Tesseract language(s), e.g. 'eng+deu'.")
     tessdata_dir: str | None = Field(
         default=None, description="Tesseract data folder; the tessdata-* pip package when unset."
@@ -198,8 +236,9 @@ class Settings(BaseSettings):
         description="Pages whose embedded images hold more megapixels fail as decompression bombs.",
     )
     upload_dir: Path = Field(
-        default=Path("uploads"),
-        description="Where the API stores uploaded files, one folder a job.",
+        default_factory=lambda data: data["data_dir"] / "uploads",
+        description="Where the API stores uploaded files, one folder a job; data_dir/uploads "
+        "by default.",
     )
     api_allowed_roots: list[Path] = Field(
         default_factory=list,
@@ -253,6 +292,11 @@ class Settings(BaseSettings):
     db_retry_max_delay_s: float = Field(
         default=30.0, description="Longest wait between retries while the database is down."
     )
+
+    @field_validator("data_dir", "upload_dir")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
 
     @model_validator(mode="after")
     def _plans_are_consistent(self) -> Settings:

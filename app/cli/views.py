@@ -20,6 +20,7 @@ from rich.table import Table
 
 from app.domain import PageStatus
 from app.pipeline.local import PageCallback
+from app.report.fit import FittedTable
 from app.results import JobResults
 
 STATUS_STYLE = {
@@ -58,10 +59,13 @@ def page_progress(console: Console, total: int, label: str) -> Iterator[PageCall
         yield on_page
 
 
-def summary_table(results: JobResults) -> Table:
-    table = Table(title=f"Job {results.job_id} ({results.plan})", show_lines=False)
+def summary_table(results: JobResults) -> FittedTable:
+    """One row per document; a skipped one shows the pages the earlier job left it with."""
+    title = f"Job {results.job_id} ({results.plan})"
+    table = Table(title=title, show_lines=False)
     for column in ("document", "status", "pages", "ok", "fallback", "failed", "reason"):
-        table.add_column(column, justify="right" if column in ("pages", "ok") else "left")
+        numeric = column in ("pages", "ok", "fallback", "failed")
+        table.add_column(column, justify="right" if numeric else "left")
     for doc in results.documents:
         counts = Counter(p.status for p in doc.pages)
         style = STATUS_STYLE.get(doc.status, "white")
@@ -80,4 +84,6 @@ def summary_table(results: JobResults) -> Table:
         f"{pages[PageStatus.SUCCEEDED]} ok, {pages[PageStatus.FALLBACK]} by fallback, "
         f"{pages[PageStatus.FAILED]} failed"
     )
-    return table
+    if results.skipped:
+        table.caption += f" ({len(results.skipped)} documents done earlier)"
+    return FittedTable(table, drop_order=("fallback",))

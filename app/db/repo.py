@@ -48,8 +48,13 @@ def create_job(
     return job
 
 
-def find_done_document(session: Session, sha256: str, out_dir: str) -> Document | None:
-    """A finished document with this content, written to the same output folder."""
+def find_done_document(
+    session: Session, sha256: str, out_dir: str, before_id: int | None = None
+) -> Document | None:
+    """A finished document with this content, written to the same output folder.
+
+    `before_id` finds the one a skipped document was skipped for: the newest done before it.
+    """
     query = (
         select(Document)
         .join(Job)
@@ -57,6 +62,8 @@ def find_done_document(session: Session, sha256: str, out_dir: str) -> Document 
         .where(Job.out_dir == out_dir)
         .order_by(Document.id.desc())
     )
+    if before_id is not None:
+        query = query.where(Document.id < before_id)
     return session.scalars(query).first()
 
 
@@ -144,6 +151,9 @@ def record_attempt(
         verdict_period=verdict.period if verdict else None,
         verdict_onset=verdict.onset if verdict else None,
         aborted=result.aborted,
+        stop_mechanism=result.stop_mechanism,
+        tokens_after_verdict=result.tokens_after_verdict,
+        tokens_after_verdict_note=result.tokens_after_verdict_note,
         output=result.text,
         output_chars=len(result.text),
         error=result.error,

@@ -49,7 +49,9 @@ SHAPE_TABLE: dict[int, int | None] = {ord(d): ord("0") for d in _DIGITS}
 # A run of digits (or of CJK numerals: `第三次`, `十二`) becomes one "0" in the *shape* view, in
 # which repeats that differ only in their numbers (counters, timestamps, table values of any
 # width) become identical.
-_NUMBER_RUN_RE = re.compile(r"[\d〇一二三四五六七八九十百千万]+")
+_NUMERALS = "〇一二三四五六七八九十百千万"
+_SHAPE_DIGIT_TABLE: dict[int, int | None] = {ord(ch): ord("0") for ch in _DIGITS + _NUMERALS}
+_ZERO_RUN_RE = re.compile("00+")
 
 _FILL_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in FILL_CHARS}
 # Symbols that accompany numbers in tables: a unit of digits and these is numeric.
@@ -131,7 +133,8 @@ def count_letters(unit: str) -> int:
 
 def shape_view(exact: str) -> str:
     """The shape view of exact-view text: every run of digits or numerals is one "0"."""
-    return _NUMBER_RUN_RE.sub("0", exact)
+    shaped = exact.translate(_SHAPE_DIGIT_TABLE)  # C speed; the regex only where runs are
+    return _ZERO_RUN_RE.sub("0", shaped) if "00" in shaped else shaped
 
 
 def has_digit(text: str) -> bool:

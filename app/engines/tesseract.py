@@ -16,6 +16,7 @@ import tesserocr
 from app.domain import AttemptStatus, EngineResult, PageInput
 from app.errors import ConfigError, EngineError
 from app.settings import PlanStep
+from app.textlayer.paragraphs import join_lines
 
 
 def default_tessdata_dir() -> str:
@@ -57,7 +58,8 @@ class TesseractEngine:
         api = self._api()
         try:
             api.SetImage(page.image)
-            text = str(api.GetUTF8Text()).strip()
+            api.Recognize()
+            text = "\n\n".join(_paragraphs(api))
         except RuntimeError as exc:
             raise EngineError(f"tesseract failed: {exc}") from exc
         finally:
@@ -76,3 +78,13 @@ class TesseractEngine:
             for api in self._apis:
                 api.End()
             self._apis.clear()
+
+
+def _paragraphs(api: tesserocr.PyTessBaseAPI) -> list[str]:
+    """Tesseract's paragraphs, each one line of text (hyphenated line ends made whole)."""
+    paragraphs = []
+    for item in tesserocr.iterate_level(api.GetIterator(), tesserocr.RIL.PARA):
+        text = item.GetUTF8Text(tesserocr.RIL.PARA) or ""
+        if paragraph := join_lines(text.splitlines()):
+            paragraphs.append(paragraph)
+    return paragraphs

@@ -14,9 +14,12 @@ from app.errors import EngineError, FolioError, RenderError
 from app.metrics import FolioMetrics
 from app.pdf.render import render_page
 from app.pdf.textlayer import text_layer_is_usable
+from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
+from app.textlayer import GateConfig
+from app.textlayer.words import languages_for
 
 
 class PageBusy(FolioError):
@@ -44,6 +47,7 @@ class PageProcessor:
         self.metrics = metrics
         self.sampler = sampler
         self.lease_s = settings.page_lease_s
+        self.gate = GateConfig(languages_for(settings.tesseract_lang))
 
     def process(self, page_id: int) -> PageStatus:
         """Bring the page to a terminal status; a page already terminal is left as it is."""
@@ -77,11 +81,17 @@ class PageProcessor:
         dpi = int(work.options.get("dpi") or self.settings.dpi)
         rendered = render_page(Path(work.path), work.number, dpi, self.settings.max_image_side)
         usable = text_layer_is_usable(rendered.text_layer, self.settings.textlayer_min_chars)
+        layer = LayerVerdict()
+        if usable:
+            path, enforce = Path(work.path), self.settings.textlayer_gate
+            layer = judge_layer(path, work.number, rendered, self.gate, enforce)
         with self.db.session() as session:
             repo.set_page_rendered(
                 session, work.page_id, rendered.image.size, usable, time.perf_counter() - started
             )
-        return PageInput(rendered.image, rendered.text_layer, usable)
+        return PageInput(
+            rendered.image, rendered.text_layer, usable, layer.markdown, layer.rejection
+        )
 
     def _walk_plan(
         self, work: repo.PageWork, page: PageInput, past: list[PastAttempt]
@@ -166,6 +176,8 @@ def _failure(past: list[PastAttempt]) -> tuple[str, str]:
         category = "transport"
     elif all(s is AttemptStatus.EMPTY for s in statuses):
         category = "empty"
+    elif all(s is AttemptStatus.REJECTED for s in statuses):
+        category = "textlayer_rejected"
     else:
         category = "engine"
     summary = ", ".join(s.value for s in statuses)

@@ -1,15 +1,15 @@
 """server counter samples per job (server-side token accounting)
 
-Revision ID: 0003_i14_server_samples
-Revises: 0002
+Revision ID: 0004_i14_server_samples
+Revises: 0003_i20_stop_mechanism
 Create Date: 2026-11-23
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_i14_server_samples"
-down_revision = "0002"
+revision = "0004_i14_server_samples"
+down_revision = "0003_i20_stop_mechanism"
 branch_labels = None
 depends_on = None
 
