@@ -22,6 +22,7 @@ class PageStatus(StrEnum):
 
 
 TERMINAL_PAGE_STATUSES = tuple(s.value for s in PageStatus if s.terminal)
+OPEN_PAGE_STATUSES = tuple(s.value for s in PageStatus if not s.terminal)
 
 
 class DocumentStatus(StrEnum):

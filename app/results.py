@@ -15,6 +15,7 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job
 from app.domain import DocumentStatus, PageStatus
+from app.textlayer.plain import plain_text
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class PageResult:
     attempts: int
     engine_seconds: float
     render_seconds: float | None
+    plain_text: str | None = None  # `text` (Markdown) without its markup
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ def _document_result(
             attempts=totals.get(p.id, (0, 0.0))[0],
             engine_seconds=round(totals.get(p.id, (0, 0.0))[1], 4),
             render_seconds=p.render_s,
+            plain_text=None if p.text is None else plain_text(p.text),
         )
         for p in (earlier or document).pages
     ]

@@ -40,6 +40,17 @@ class PlanStep(_Strict):
     max_tokens: int | None = Field(
         default=None, description="Token cap for this step; the endpoint's default when unset."
     )
+    ngram_guard: int | None = Field(
+        default=None,
+        ge=2,
+        description="Decode-time guard (needs Folio's vLLM plugin): ban a token that would repeat "
+        "an n-gram of this many tokens from the recent output; table-cell markup is exempt.",
+    )
+    ngram_window: int | None = Field(
+        default=None,
+        ge=2,
+        description="Output tokens the n-gram guard looks back over (the plugin's 128 when unset).",
+    )
 
     @model_validator(mode="after")
     def _vlm_needs_endpoint(self) -> PlanStep:
@@ -57,6 +68,8 @@ class PlanStep(_Strict):
             "frequency_penalty",
             "seed",
             "max_tokens",
+            "ngram_guard",
+            "ngram_window",
         )
         return {k: v for k in keys if (v := getattr(self, k)) is not None}
 
@@ -244,6 +257,12 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Server folders a JSON `POST /v1/jobs` may name; empty refuses every folder.",
     )
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="`folio serve`: delete the files of jobs finished longer ago than this "
+        "(uploads, stray result zips), hourly; database rows stay. Unset keeps everything.",
+    )
     api_concurrent_jobs: int = Field(
         default=2, ge=1, description="Jobs the API server runs at once in-process."
     )
@@ -277,8 +296,11 @@ class Settings(BaseSettings):
         "the slowest page.",
     )
     page_lease_s: float = Field(
-        default=900.0,
-        description="Seconds a worker holds a page it started; another worker may take it after.",
+        default=60.0,
+        gt=0,
+        description="Seconds a page's lease lasts; its worker renews it every third of that "
+        "while the page runs, so a page may run longer, and another worker takes it only one "
+        "lease after its holder's last renewal (the holder died).",
     )
     worker_threads: int = Field(
         default=32,

@@ -1,8 +1,11 @@
 """Loop shapes that keep their line structure: caught online within 3 periods + 64 characters
 of their onset, and offline at the token cap with two copies; healthy look-alikes are not."""
 
+import ast
 import random
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -235,3 +238,30 @@ def test_feed_cost_per_character_does_not_grow_with_the_text(
     long = work_per_character(800_000, monkeypatch)
     assert long <= 1.25 * short + 1  # no rescans: the work is a property of the text's kind
     assert long < 40  # each character is compared or keyed a bounded number of times
+
+
+def test_the_detector_imports_only_the_standard_library_and_itself() -> None:
+    # The vLLM plugin runs it inside the server's process: nothing else of Folio may come along.
+    package = Path(structure.__file__).parent
+    for module in package.glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                allowed = top in sys.stdlib_module_names or name.startswith("app.degeneration")
+                assert allowed, f"{module.name} imports {name}"
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_verdict_does_not_depend_on_how_the_stream_is_cut(name: str) -> None:
+    text, _, _ = build(SHAPES[name], 12)
+    verdicts = set()
+    for size in (1, 5, 16, 61):
+        detector = LoopDetector()
+        verdict = next((v for piece in chunks(text, size) if (v := detector.feed(piece))), None)
+        assert verdict is not None, (name, size)
+        verdicts.add((verdict.onset, verdict.period, verdict.kind))
+    assert len(verdicts) == 1, (name, verdicts)

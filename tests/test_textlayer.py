@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from app.db.models import Attempt
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.results import DocumentResult, load_results
 from app.settings import Settings
-from app.textlayer import GateConfig, rejection
+from app.textlayer import GateConfig, page_markdown, rejection
 from app.textlayer.model import Box, PageLayout, TextLine
 from app.textlayer.paragraphs import join_lines
 from app.textlayer.unicode import normalize
@@ -83,6 +84,7 @@ def test_a_ruled_table_comes_out_as_a_markdown_table(sqlite_url: str, tmp_path: 
     assert "| Item | Quantity | Price |\n| --- | --- | --- |\n" in text
     assert "| Apples | 12 | 3.40 |\n| Pears | 7 | 2.10 |" in text
     assert text.startswith(intro)
+    assert "Item\tQuantity\tPrice\nApples\t12\t3.40" in (document.pages[0].plain_text or "")
 
 
 def test_a_running_header_is_in_neither_page(sqlite_url: str, tmp_path: Path) -> None:
@@ -145,3 +147,40 @@ def test_accents_ligatures_and_hyphenation_are_repaired() -> None:
     assert join_lines(["Lake Forest Col-", "lege and a four or five-", "fold increase"]) == (
         "Lake Forest College and a four or five-fold increase"
     )
+
+
+def test_a_single_page_loses_its_running_lines_and_keeps_its_title() -> None:
+    body = [
+        TextLine(WORDS[:90], Box(72, 160 + 14 * i, 540, 171 + 14 * i), 11.0, False, 2)
+        for i in range(30)
+    ]
+    lines = [
+        TextLine("12", Box(72, 30, 84, 39), 9.0, False, 0),
+        TextLine("JOURNAL OF RIVER STUDIES", Box(250, 30, 400, 39), 9.0, False, 0),
+        TextLine("A Survey of Northern Rivers", Box(72, 90, 400, 110), 20.0, True, 1),
+        *body,
+        TextLine(
+            "Downloaded from example.org on 1 May 2020", Box(72, 760, 300, 768), 8.0, False, 3
+        ),
+        TextLine(
+            "Stamped sideways in the margin", Box(20, 300, 30, 600), 8.0, False, 4, vertical=True
+        ),
+    ]
+    layout = PageLayout(612, 792, lines)
+
+    markdown = page_markdown(layout)
+    assert markdown.startswith("# A Survey of Northern Rivers\n\nthe river rises")
+    for running in ("JOURNAL", "12", "Downloaded", "Stamped"):
+        assert running not in markdown
+
+
+def test_the_text_layer_room_is_pure() -> None:
+    """app/textlayer sees plain values: nothing of the rest of app, no PyMuPDF, no database."""
+    room = Path(__file__).resolve().parents[1] / "app" / "textlayer"
+    for module in room.glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        names += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        outside = [n for n in names if n.startswith("app.") and not n.startswith("app.textlayer")]
+        assert not outside, f"{module.name} imports {outside}"
+        assert not {"pymupdf", "sqlalchemy"} & {n.split(".")[0] for n in names}, module.name

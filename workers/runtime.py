@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass
 
 from app.db.engine import Database
+from app.distributed import FinalizeSweeper
 from app.engines.registry import EngineSet
 from app.jobs import worker_id
 from app.pipeline.process_page import PageProcessor
@@ -24,6 +25,7 @@ class WorkerRuntime:
     engines: EngineSet
     processor: PageProcessor
     enqueuer: Enqueuer
+    sweeper: FinalizeSweeper
 
 
 class RuntimeHolder:
@@ -45,11 +47,16 @@ class RuntimeHolder:
                 processor = PageProcessor(
                     self.settings, db, engines, owner=worker_id(), sampler=sampler
                 )
-                self._runtime = WorkerRuntime(self.settings, db, engines, processor, self.enqueuer)
+                sweeper = FinalizeSweeper(db, self.enqueuer)
+                self._runtime = WorkerRuntime(
+                    self.settings, db, engines, processor, self.enqueuer, sweeper
+                )
             return self._runtime
 
     def close(self) -> None:
         with self._lock:
             if self._runtime is not None:
+                self._runtime.processor.close()
+                self._runtime.sweeper.close()
                 self._runtime.engines.close()
                 self._runtime = None

@@ -11,15 +11,18 @@ from rich.console import Console
 
 from app.cli import distributed, exit_codes
 from app.cli.api import apikey_app, serve
+from app.cli.evaluate import eval_command
 from app.cli.export_dpo import export_dpo
 from app.cli.help import Panels, register, show_version
 from app.cli.options import DatabaseUrl, JobId, console, load_settings
+from app.cli.purge import purge
 from app.cli.scan import scan
+from app.cli.train import train_dpo_command
 from app.cli.views import page_progress, summary_table
 from app.cli.watch import watch
 from app.db.engine import Database, upgrade
 from app.errors import ConfigError
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally, settle_job
+from app.jobs import JobRequest, run_job_locally, settle_job, start_job
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
 from app.report.render_table import report_tables
@@ -74,16 +77,20 @@ def run(
     db = Database(settings.database_url)
     request = JobRequest(source, out, engine or settings.engine, force=force, dpi=dpi)
     try:
-        ingested = create_job_from_folder(settings, db, request)
+        ingested = start_job(settings, db, request)
     except (ConfigError, KeyError) as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(exit_codes.CONFIG) from exc
     if ingested.documents == 0:
         console.print(f"[yellow]No PDF found under {source}[/]")
         raise typer.Exit(exit_codes.NO_INPUT)
+    if ingested.resumed:
+        console.print(
+            f"[cyan]Resuming job {ingested.job_id}, interrupted earlier: "
+            f"{len(ingested.page_ids)} page(s) left.[/]"
+        )
     if ingested.page_ids:
-        with page_progress(console, len(ingested.page_ids), "pages") as on_page:
-            run_job_locally(settings, db, ingested.job_id, ingested.page_ids, on_page)
+        _run_pages(settings, db, ingested.job_id, ingested.page_ids)
     else:
         settle_job(db, ingested.job_id)
     results = load_results(db, ingested.job_id)
@@ -91,6 +98,18 @@ def run(
     _show_run(results, db, settings, out, worked=bool(ingested.page_ids))
     if not results.all_pages_have_output:
         raise typer.Exit(exit_codes.SOME_FAILED)
+
+
+def _run_pages(settings: Settings, db: Database, job_id: str, page_ids: list[int]) -> None:
+    try:
+        with page_progress(console, len(page_ids), "pages") as on_page:
+            run_job_locally(settings, db, job_id, page_ids, on_page)
+    except KeyboardInterrupt as exc:
+        console.print(
+            f"[yellow]Interrupted.[/] Job {job_id} keeps its finished pages; "
+            "run the same command again to finish it."
+        )
+        raise typer.Exit(exit_codes.INTERRUPTED) from exc
 
 
 def _show_run(
@@ -194,6 +213,8 @@ COMMAND_PANELS: Panels = {
         ("results", results),
         ("scan", scan),
         ("export-dpo", export_dpo),
+        ("train-dpo", train_dpo_command),
+        ("eval", eval_command),
     ],
     "Serve": [("serve", serve), ("apikey", apikey_app), ("watch", watch)],
     "Distributed mode": [
@@ -202,7 +223,7 @@ COMMAND_PANELS: Panels = {
         ("status", distributed.status),
         ("recover", distributed.recover),
     ],
-    "Maintenance": [("db", db_app), ("samples", samples)],
+    "Maintenance": [("db", db_app), ("purge", purge), ("samples", samples)],
 }
 register(app, COMMAND_PANELS)
 

@@ -12,10 +12,14 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
     UniqueConstraint,
+)
+from sqlalchemy import (
+    text as sql_text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -90,7 +94,16 @@ class Document(Base):
 
 class Page(Base):
     __tablename__ = "pages"
-    __table_args__ = (UniqueConstraint("document_id", "number"),)
+    __table_args__ = (
+        UniqueConstraint("document_id", "number"),
+        # Only open pages: "is the job done?" stays one index probe at any job size.
+        Index(
+            "ix_pages_open_by_job",
+            "job_id",
+            postgresql_where=sql_text("status IN ('pending', 'running')"),
+            sqlite_where=sql_text("status IN ('pending', 'running')"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)

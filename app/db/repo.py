@@ -163,16 +163,6 @@ def record_attempt(
     return attempt
 
 
-def set_page_rendered(
-    session: Session, page_id: int, size: tuple[int, int], has_text: bool, render_s: float
-) -> None:
-    session.execute(
-        update(Page)
-        .where(Page.id == page_id)
-        .values(width=size[0], height=size[1], has_text_layer=has_text, render_s=render_s)
-    )
-
-
 def finish_page(
     session: Session,
     page_id: int,

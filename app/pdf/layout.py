@@ -7,11 +7,13 @@ from typing import Any
 import pymupdf
 
 from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
+from app.textlayer.words import has_run_together_words
 
 EDGE_BAND = 0.12  # share of the page height at the top and at the bottom where running lines sit
 NEIGHBOURS = (-2, -1, 1, 2)  # running headers repeat on adjacent pages, or on every other one
 _MIN_RULINGS = 3  # fewer rulings than this: no table worth the table finder's time
 _TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+_WORD_GAP = 0.11  # a gap between glyphs wider than this share of the font size parts two words
 
 
 def read_layout(doc: pymupdf.Document, index: int) -> PageLayout:
@@ -32,12 +34,36 @@ def read_layout(doc: pymupdf.Document, index: int) -> PageLayout:
 
 
 def _lines(page: pymupdf.Page) -> list[TextLine]:
+    lines = _read_lines(page.get_text("dict", flags=_TEXT_FLAGS)["blocks"])
+    if any(has_run_together_words(line.text) for line in lines):
+        # Words placed by position without space characters ("Compositionofthedata"): read
+        # the glyphs and part words where the gap between two glyphs says so.
+        blocks = page.get_text("rawdict", flags=_TEXT_FLAGS)["blocks"]
+        for block in blocks:
+            for line in block.get("lines", ()):
+                for span in line["spans"]:
+                    span["text"] = _spaced(span["chars"], span["size"])
+        lines = _read_lines(blocks)
+    return lines
+
+
+def _read_lines(blocks: list[dict[str, Any]]) -> list[TextLine]:
     lines = []
-    for number, block in enumerate(page.get_text("dict", flags=_TEXT_FLAGS)["blocks"]):
-        for line in block.get("lines", ()):
-            if line := _line(line, number):
+    for number, block in enumerate(blocks):
+        for raw in block.get("lines", ()):
+            if line := _line(raw, number):
                 lines.append(line)
     return lines
+
+
+def _spaced(chars: list[dict[str, Any]], size: float) -> str:
+    text = ""
+    for previous, char in zip([None, *chars], chars, strict=False):
+        gap = char["bbox"][0] - previous["bbox"][2] if previous else 0.0
+        if gap > _WORD_GAP * size and not char["c"].isspace() and not text[-1:].isspace():
+            text += " "
+        text += char["c"]
+    return text
 
 
 def _line(raw: dict[str, Any], block: int) -> TextLine | None:
@@ -66,13 +92,15 @@ def _images(page: pymupdf.Page) -> list[Box]:
 def read_tables(page: pymupdf.Page) -> list[TableGrid]:
     """Tables PyMuPDF's finder outlines, on pages with a few horizontal or vertical rulings."""
     minimum = page.rect.width * 0.03
-    rulings = sum(_is_ruling(item, minimum) for d in page.get_drawings() for item in d["items"])
+    rulings = sum(_is_ruling(item, minimum) for d in page.get_cdrawings() for item in d["items"])
     if rulings < _MIN_RULINGS:
         return []
+    # PyMuPDF >= 1.27 prints an advert for its layout package on the first table search.
+    getattr(pymupdf, "no_recommend_layout", lambda: None)()
     grids = []
     for table in page.find_tables().tables:
         rows = [[_cell(c) for c in row] for row in table.extract()]
-        if table.row_count >= 2 and table.col_count >= 2:
+        if table.col_count >= 2 and (table.row_count >= 2 or table.col_count >= 3):
             grids.append(TableGrid(Box(*table.bbox), rows, _columns(table)))
     return grids
 
@@ -95,12 +123,13 @@ def _columns(table: Any) -> list[tuple[float, float]]:
 def _is_ruling(item: tuple[Any, ...], minimum: float) -> bool:
     """A straight horizontal or vertical stroke (or hairline box) at least `minimum` long."""
     if item[0] == "l":
-        a, b = item[1], item[2]
-        straight = abs(a.x - b.x) < 1 or abs(a.y - b.y) < 1
-        return straight and abs(a - b) >= minimum
+        (x0, y0), (x1, y1) = item[1], item[2]
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        return min(width, height) < 1 and max(width, height) >= minimum
     if item[0] == "re":
-        rect = item[1]
-        return min(rect.width, rect.height) < 3 and max(rect.width, rect.height) >= minimum
+        x0, y0, x1, y1 = item[1]
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        return min(width, height) < 3 and max(width, height) >= minimum
     return False
 
 

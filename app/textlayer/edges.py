@@ -41,30 +41,46 @@ def body_size(lines: Sequence[TextLine]) -> float:
     return sizes.most_common(1)[0][0] if sizes else 0.0
 
 
-def running_lines(layout: PageLayout, protected: set[int] | None = None) -> set[int]:
+def running_lines(
+    layout: PageLayout, protected: set[int] | None = None, sizes_known: bool = True
+) -> set[int]:
     """Indexes into `layout.lines` of the lines that are not the page's content.
 
-    `protected` lines (a table's header row) end the search at their edge.
+    `protected` lines (a table's header row) end the search at their edge. Without
+    `sizes_known` (OCR lines, whose box heights vary with ascenders and descenders) the rules
+    that compare a line's size with the body's stay out.
     """
     lines, protected = layout.lines, protected or set()
-    body = body_size(lines)
+    body = body_size(lines) if sizes_known else 0.0
     repeated = {mask(text) for edges in layout.neighbour_edges for text in edges}
     repeated |= {text for edges in layout.neighbour_edges for text in edges}
     dropped = {i for i, line in enumerate(lines) if _in_margin_sideways(line, layout.width)}
-    for rows in (_rows_from_top(layout), _rows_from_bottom(layout)):
+    for at_bottom, rows in ((False, _rows_from_top(layout)), (True, _rows_from_bottom(layout))):
         for depth, (row, gap) in enumerate(rows):
             outer = depth == 0
             if (
                 depth == MAX_ROWS
                 or protected.intersection(row)
                 or not (
-                    _is_running(row, gap, lines, body, repeated, layout.width, outer)
+                    _is_running(row, gap, lines, body, repeated, layout.width, outer, at_bottom)
                     or (depth <= 1 and _numbered_at_an_end(row, lines))
                 )
             ):
                 break
             dropped.update(row)
-    return dropped
+    return dropped | _page_number_at_content_edge(layout, dropped | protected)
+
+
+def _page_number_at_content_edge(layout: PageLayout, settled: set[int]) -> set[int]:
+    """A page number alone as the last (or first) row of text, though the page's margin below it
+    is deep (a cropped or short page): the edge bands count from the page, this from the text."""
+    lines = [i for i in range(len(layout.lines)) if i not in settled]
+    rows = _rows([layout.lines[i] for i in lines], reverse=False)
+    found: set[int] = set()
+    for row in (rows[0], rows[-1]) if rows else ():
+        if all(_PAGE_NUMBER.match(layout.lines[lines[i]].text) for i in row):
+            found.update(lines[i] for i in row)
+    return found
 
 
 def _in_margin_sideways(line: TextLine, width: float) -> bool:
@@ -79,15 +95,20 @@ def _is_running(
     repeated: set[str],
     width: float,
     outermost: bool,
+    at_bottom: bool,
 ) -> bool:
     texts = [lines[i].text for i in row]
     if all(_repeats(t, repeated) for t in texts) or all(_PAGE_NUMBER.match(t) for t in texts):
         return True
     height = max(lines[i].box.height for i in row)
     size = max(lines[i].size for i in row)
+    # Set apart by a gap: smaller than the body, or (at the bottom only, where no title sits) a
+    # short line of body size, as "Download date: 28 Dec 2018" under a cover page.
     narrow = max(lines[i].box.x1 for i in row) - min(lines[i].box.x0 for i in row) < width / 2
-    set_apart = gap >= 1.5 * height and (size < body or (size <= body and narrow))
-    spread = len(row) >= 2 and size <= 1.3 * body and all(len(t) <= 60 for t in texts)
+    smaller = size < 0.95 * body or (at_bottom and size <= body and narrow)
+    set_apart = gap >= 1.5 * height and smaller
+    small = not body or size <= 1.3 * body  # sizes unknown: shape and place decide
+    spread = len(row) >= 2 and small and all(len(t) <= 60 for t in texts)
     spread = spread and (outermost or gap >= 0.3 * height) and _spans_page(row, lines, width)
     return set_apart or spread
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from app.textlayer.edges import body_size, running_lines
 from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
 from app.textlayer.paragraphs import join_lines
-from app.textlayer.tables import table_markdown, with_header_rows
+from app.textlayer.tables import is_table_like, table_markdown, with_header_rows
 from app.textlayer.unicode import normalize
 
 
@@ -25,7 +25,7 @@ def page_markdown(layout: PageLayout) -> str:
     """The page as Markdown, running headers and footers left out."""
     tables: list[TableGrid] = []
     headers: set[int] = set()
-    for table in layout.tables:
+    for table in filter(is_table_like, layout.tables):
         table, header = with_header_rows(table, layout.lines, headers)
         headers |= header
         tables.append(table)

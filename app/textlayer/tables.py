@@ -12,6 +12,15 @@ MAX_HEADER_ROWS = 3
 _CURRENCY = {"$", "€", "£", "¥"}
 
 
+def is_table_like(table: TableGrid) -> bool:
+    """A grid of short cells; a ruled box around prose (an abstract in a frame) is not a table."""
+    filled = {j for row in table.rows for j, cell in enumerate(row) if cell}
+    if len(filled) < 2:
+        return False
+    lengths = sorted(len(cell) for row in table.rows for cell in row if cell)
+    return lengths[len(lengths) // 2] <= 40 and lengths[-1] <= 300
+
+
 def with_header_rows(
     table: TableGrid, lines: Sequence[TextLine], taken: set[int]
 ) -> tuple[TableGrid, set[int]]:

@@ -33,6 +33,8 @@ _FTFY = ftfy.TextFixerConfig(uncurl_quotes=False, fix_character_width=False, exp
 def normalize(text: str) -> str:
     """Mojibake fixed, ligatures split, detached accents composed, NFC."""
     text = ftfy.fix_text(text, _FTFY)
+    # TeX's ``quotes'' come out of PDFs as two single quotes each.
+    text = text.replace("\u2018\u2018", "\u201c").replace("\u2019\u2019", "\u201d")
     text = _ACCENT_BEFORE_LETTER.sub(_compose, text)
     return unicodedata.normalize("NFC", text)
 

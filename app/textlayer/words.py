@@ -16,6 +16,7 @@ _TESSERACT_TO_WORDFREQ = {
 }  # fmt: skip
 _DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")
 _WORD = re.compile(r"[^\W\d_]{3,}")
+_LONG_WORD = re.compile(r"[^\W\d_]{15,}")
 _SAMPLE = 400  # words looked up per page: enough for a verdict, bounded cost
 
 
@@ -28,6 +29,11 @@ def languages_for(tesseract_lang: str) -> tuple[str, ...]:
 def words_of(text: str) -> list[str]:
     """Alphabetic tokens of three letters or more, the ones a word list can judge."""
     return _WORD.findall(text)[:_SAMPLE]
+
+
+def has_run_together_words(text: str) -> bool:
+    """Whether `text` holds a long letter run that no word list knows ("Compositionofthe")."""
+    return any(not is_word(word) for word in _LONG_WORD.findall(text))
 
 
 def known_share(words: list[str], languages: tuple[str, ...]) -> float:

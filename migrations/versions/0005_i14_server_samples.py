@@ -1,15 +1,15 @@
 """server counter samples per job (server-side token accounting)
 
-Revision ID: 0004_i14_server_samples
-Revises: 0003_i20_stop_mechanism
+Revision ID: 0005_i14_server_samples
+Revises: 0004_i16_open_pages
 Create Date: 2026-11-23
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004_i14_server_samples"
-down_revision = "0003_i20_stop_mechanism"
+revision = "0005_i14_server_samples"
+down_revision = "0004_i16_open_pages"
 branch_labels = None
 depends_on = None
 
