@@ -148,8 +148,7 @@ def run_arm(
 
 
 def engine_steps(base_url: str) -> float:
-    """Engine steps so far: a batch's length in steps, which other load on the machine does
-    not stretch as it stretches seconds."""
+    """Engine steps so far (a batch's length in steps; a lagging client adds steps too)."""
     return metric_total(fetch_metrics(base_url), "vllm:iteration_tokens_total_count")
 
 

@@ -37,8 +37,9 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
         "wall_s_per_repeat": [round(w, 2) for w in walls],
         "inflation_over_b": round(mean(inflations), 4) if inflations else None,
         "inflation_per_repeat": [round(x, 4) for x in inflations],
-        # The same in engine steps: what the batch's length would be were every step as long
-        # as B's, so the load of a shared machine does not blur it.
+        # The same in engine steps: the batch's length were every step as long as B's. Other
+        # load does not stretch steps as it stretches seconds, but a lagging client does leave
+        # emptier batches and so more steps for the same tokens.
         "engine_steps": round(mean(run.server_steps for run in runs)),
         "steps_inflation_over_b": round(mean(steps), 4) if steps else None,
         "server_tokens": round(mean(run.server_tokens for run in runs)),
