@@ -176,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "load_average_after": os.getloadavg()[0],
         }
     print(json.dumps(report, indent=2))
+    # One entry per kind of run (regime, cost only or not), each replaced by its next run.
+    label = ("lagging" if args.lagging else "reniced") + ("_cost_only" if args.cost_only else "")
+    runs = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    RESULTS.write_text(json.dumps(runs | {label: report}, indent=2) + "\n")
     return report
