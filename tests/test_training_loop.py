@@ -131,10 +131,17 @@ def test_export_train_serve_and_compare(vllm_endpoint: VllmEndpoint, tmp_path: P
         phases.mark("eval")
     print(phases)  # seconds per phase, shown with -s or on failure
     print("loss", [round(r["loss"], 4) for r in card["curves"][:: len(card["curves"]) // 4 or 1]])
-    print(result.output)
-
     evaluation = json.loads((tmp_path / "eval" / "eval.json").read_text())
     arms = {arm["label"]: arm for arm in evaluation["arms"]}
+    for arm in evaluation["arms"]:  # the demo's figures, for the README
+        keys = ("label", "attempts", "degeneration_rate_first_attempt", "degeneration_rate_final")
+        keys += ("pages_recovered", "recovered_by", "tokens_per_page", "engine_seconds_per_page")
+        steps = [
+            (a.step_name, a.status, a.completion_tokens)
+            for a in load_job_rows(db, arm["job_id"]).attempts
+        ]
+        print({k: arm[k] for k in keys}, steps)
+
     held_pages = sorted((entry["document"], entry["page"]) for entry in held)
     for label, model in (("base", SERVED_MODEL_NAME), ("tuned", TUNED_NAME)):
         arm = arms[label]
