@@ -1,5 +1,5 @@
-"""`python -m bench stops [--quick] [--lagging]`: what each loop stop lets through, and what
-Folio's vLLM plugin costs.
+"""`python -m bench stops [--quick] [--lagging] [--cost-only]`: what each loop stop lets
+through, and what Folio's vLLM plugin costs.
 
 On one vLLM CPU test server (tiny model, VLLM_SERVER_DEV_MODE=1 for the abort route, Folio's
 plugin installed by setup_env.sh), rounds interleave:
@@ -8,7 +8,9 @@ plugin installed by setup_env.sh), rounds interleave:
   and 8 asking for the plugin (`vllm_xargs`), read to their end. Tokens generated after the
   stop (close, abort) or after Folio's verdict on the client's text (plugin);
 - plugin cost: 8 sampled, loop-free streams of 384 tokens with and without the plugin asked
-  for; server tokens/s (vllm:generation_tokens_total over the batch's wall time).
+  for; server tokens/s (vllm:generation_tokens_total over the batch's wall time) and the
+  engine processes' CPU time per generated token (/proc), which other work on a shared
+  machine disturbs far less than wall time.
 `--lagging` keeps the engine at the API server's priority (the "front end lagging" regime).
 Writes bench/results/engine_stops.json.
 """
@@ -79,7 +81,20 @@ def overshoot_plugin(endpoint: VllmEndpoint) -> int:
     return after + unseen
 
 
-def tokens_per_second(endpoint: VllmEndpoint, with_plugin: bool, round_index: int) -> float:
+def engine_cpu_seconds(endpoint: VllmEndpoint) -> float:
+    """CPU time of the engine processes so far: less load-sensitive than tokens/s here."""
+    assert endpoint.server is not None
+    ticks = 0
+    for pid in endpoint.server.engine_pids():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tokens_per_second(
+    endpoint: VllmEndpoint, with_plugin: bool, round_index: int
+) -> tuple[float, float]:
+    """(server tokens/s, engine CPU ms per generated token) of one loop-free batch."""
     extra: dict[str, Any] = {"vllm_xargs": PLUGIN} if with_plugin else {}
     jobs = [
         partial(
@@ -98,13 +113,14 @@ def tokens_per_second(endpoint: VllmEndpoint, with_plugin: bool, round_index: in
         for i in range(STREAMS)
     ]
     before = wait_until_stable(endpoint.generation_tokens_total, hold=1.0)
-    began = time.monotonic()
+    cpu, began = engine_cpu_seconds(endpoint), time.monotonic()
     run_concurrently(jobs)
     wall = time.monotonic() - began
-    return (endpoint.generation_tokens_total() - before) / wall
+    tokens = endpoint.generation_tokens_total() - before
+    return tokens / wall, (engine_cpu_seconds(endpoint) - cpu) * 1000 / tokens
 
 
-def measure(endpoint: VllmEndpoint, rounds: int) -> dict[str, Any]:
+def measure(endpoint: VllmEndpoint, rounds: int, cost_only: bool = False) -> dict[str, Any]:
     over: dict[str, list[int]] = {
         "client_close": [],
         "abort_call": [],
@@ -112,24 +128,31 @@ def measure(endpoint: VllmEndpoint, rounds: int) -> dict[str, Any]:
         "engine_plugin": [],
     }
     speed: dict[str, list[float]] = {"without": [], "with": []}
+    cpu_ms: dict[str, list[float]] = {"without": [], "with": []}
     for r in range(rounds):
-        over["client_close"].append(overshoot_close(endpoint))
-        over["abort_call"].append(overshoot_abort(endpoint))
-        over["abort_call_new_connection"].append(overshoot_abort(endpoint, True))
-        over["engine_plugin"].append(overshoot_plugin(endpoint))
+        if not cost_only:
+            over["client_close"].append(overshoot_close(endpoint))
+            over["abort_call"].append(overshoot_abort(endpoint))
+            over["abort_call_new_connection"].append(overshoot_abort(endpoint, True))
+            over["engine_plugin"].append(overshoot_plugin(endpoint))
         order = (False, True) if r % 2 == 0 else (True, False)
         for with_plugin in order:
             key = "with" if with_plugin else "without"
-            speed[key].append(tokens_per_second(endpoint, with_plugin, r))
+            rate, cpu = tokens_per_second(endpoint, with_plugin, r)
+            speed[key].append(rate)
+            cpu_ms[key].append(cpu)
     cost = 1 - statistics.mean(speed["with"]) / statistics.mean(speed["without"])
+    cpu_cost = statistics.mean(cpu_ms["with"]) / statistics.mean(cpu_ms["without"]) - 1
     return {
         "overshoot_tokens_per_batch": over,
         "overshoot_tokens_per_stream_mean": {
-            k: round(statistics.mean(v) / STREAMS, 1) for k, v in over.items()
+            k: round(statistics.mean(v) / STREAMS, 1) for k, v in over.items() if v
         },
         "plugin_cost": {
             "server_tokens_per_s": {k: [round(x) for x in v] for k, v in speed.items()},
             "slowdown": round(cost, 4),
+            "engine_cpu_ms_per_token": {k: [round(x, 3) for x in v] for k, v in cpu_ms.items()},
+            "engine_cpu_increase": round(cpu_cost, 4),
         },
     }
 
@@ -138,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench stops", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 rounds instead of 5")
     parser.add_argument("--lagging", action="store_true", help="engine not reniced")
+    parser.add_argument("--cost-only", action="store_true", help="only the plugin's cost")
     args = parser.parse_args(argv)
     rounds = 2 if args.quick else 5
     nice = None if args.lagging else DEFAULT_ENGINE_NICE
@@ -148,10 +172,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "rounds": rounds,
             "streams": STREAMS,
             "load_average_before": os.getloadavg()[0],
-            **measure(endpoint, rounds),
+            **measure(endpoint, rounds, args.cost_only),
             "load_average_after": os.getloadavg()[0],
         }
     print(json.dumps(report, indent=2))
+    # One entry per kind of run (regime, cost only or not), each replaced by its next run.
+    label = ("lagging" if args.lagging else "reniced") + ("_cost_only" if args.cost_only else "")
+    runs = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    RESULTS.write_text(json.dumps(runs | {label: report}, indent=2) + "\n")
     return report

@@ -84,6 +84,9 @@ def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
         transport_retry_s=30,
         max_image_side=1024,
         server_repetition_detection=arm.server_detection,
+        # These arms predate the plugin and the abort call: only their own stops, no probe.
+        engine_plugin=False,
+        abort_call=False,
     )
     factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NeverLoops
     return VlmEngine(ENDPOINT, endpoint, detector_factory=factory)

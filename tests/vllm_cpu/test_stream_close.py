@@ -16,9 +16,9 @@ from tests.vllm_cpu.streams import run_looping_batch
 pytestmark = pytest.mark.vllm
 
 STREAMS, CLOSE_AFTER, CAP = 8, 256, 2000
-# Measured 0-74 tokens per run (8 streams) at load average 8 on 2 cores; one stream that runs
-# on to its cap adds up to 1,744.
-FEW_TOKENS_PER_STREAM = 16
+# Measured per run of 8 streams: 0-74 tokens at load average 8, 0-225 at 18-30 (other
+# helpers' vLLM servers on the same 2 cores); one stream that runs on to its cap adds 1,744.
+FEW_TOKENS_PER_STREAM = 32
 
 
 def test_closed_streams_stop_within_a_few_tokens_in_every_run(
