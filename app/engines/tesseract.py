@@ -99,10 +99,15 @@ def _text_lines(api: tesserocr.PyTessBaseAPI) -> list[TextLine]:
     lines: list[TextLine] = []
     paragraph = -1
     iterator = api.GetIterator()
+    if iterator is None:  # nothing recognised: a blank page
+        return lines
     for item in tesserocr.iterate_level(iterator, tesserocr.RIL.TEXTLINE):
         if item.IsAtBeginningOf(tesserocr.RIL.PARA):
             paragraph += 1
-        text = (item.GetUTF8Text(tesserocr.RIL.TEXTLINE) or "").strip()
+        try:
+            text = (item.GetUTF8Text(tesserocr.RIL.TEXTLINE) or "").strip()
+        except RuntimeError:  # tesserocr raises for a line box that holds no text
+            continue
         box = item.BoundingBox(tesserocr.RIL.TEXTLINE)
         if not text or box is None:
             continue
