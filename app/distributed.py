@@ -100,7 +100,11 @@ def run_queued_page(processor: PageProcessor, page_id: int) -> PageOutcome:
         raise
     except Exception as exc:
         log.exception("page %s failed unexpectedly", page_id)
-        return PageOutcome(record_crash(processor.db, page_id, exc))
+        status = record_crash(processor.db, page_id, exc)
+        with processor.db.session() as session:
+            job_id = session.scalar(select(Page.job_id).where(Page.id == page_id))
+        # It may have been the job's last open page: let the sweep look.
+        return PageOutcome(status, job_id, closed=True, others_open=True)
 
 
 def job_to_finalize(outcome: PageOutcome) -> str | None:

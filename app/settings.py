@@ -40,6 +40,17 @@ class PlanStep(_Strict):
     max_tokens: int | None = Field(
         default=None, description="Token cap for this step; the endpoint's default when unset."
     )
+    ngram_guard: int | None = Field(
+        default=None,
+        ge=2,
+        description="Decode-time guard (needs Folio's vLLM plugin): ban a token that would repeat "
+        "an n-gram of this many tokens from the recent output; table-cell markup is exempt.",
+    )
+    ngram_window: int | None = Field(
+        default=None,
+        ge=2,
+        description="Output tokens the n-gram guard looks back over (the plugin's 128 when unset).",
+    )
 
     @model_validator(mode="after")
     def _vlm_needs_endpoint(self) -> PlanStep:
@@ -57,6 +68,8 @@ class PlanStep(_Strict):
             "frequency_penalty",
             "seed",
             "max_tokens",
+            "ngram_guard",
+            "ngram_window",
         )
         return {k: v for k in keys if (v := getattr(self, k)) is not None}
 
@@ -96,10 +109,27 @@ class VlmEndpoint(_Strict):
         description="Abort a looping request by id (POST /abort_requests) when Folio's "
         "detector fires; auto: when the start-up probe finds the route.",
     )
+    metrics_url: str | None = Field(
+        default=None,
+        description=(
+            "The server's Prometheus metrics (vLLM's /metrics), sampled at job start and end "
+            "for server-side token accounting; default: base_url without /v1, plus /metrics; "
+            "'off' disables."
+        ),
+    )
     usd_per_gpu_hour: float | None = Field(default=None, description="GPU price for cost reports.")
     gpus: int = Field(default=1, description="GPUs behind this endpoint, for cost reports.")
     usd_per_m_input: float | None = Field(default=None, description="Price per 1M prompt tokens.")
     usd_per_m_output: float | None = Field(default=None, description="Price per 1M output tokens.")
+
+
+def metrics_url_of(endpoint: VlmEndpoint) -> str | None:
+    """Where the endpoint's server publishes its counters, or None when switched off."""
+    if endpoint.metrics_url == "off":
+        return None
+    if endpoint.metrics_url:
+        return endpoint.metrics_url
+    return endpoint.base_url.rstrip("/").removesuffix("/v1") + "/metrics"
 
 
 def _default_plans() -> dict[str, list[PlanStep]]:

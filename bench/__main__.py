@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import degeneration_tax, detector, ocr, orchestration, rasterize
+from bench import degeneration_tax, detector, engine_stops, ocr, orchestration, rasterize
 
 Bench = Callable[[Sequence[str] | None], dict[str, Any] | None]
 
@@ -22,6 +22,7 @@ BENCHES: dict[str, Bench] = {
     "tax": degeneration_tax.main,
     "orchestration": orchestration.main,
     "ocr": ocr.main,
+    "stops": engine_stops.main,
 }
 
 

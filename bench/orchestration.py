@@ -173,6 +173,30 @@ class Arm:
         ]
         return float(seconds), overhead
 
+    def page_cost(self, folder: Path) -> dict[str, Any]:
+        """This tree's pages processed one at a time in one thread (bench/page_cost.py)."""
+        script = str(REPO / "bench" / "page_cost.py")
+        done = subprocess.run(
+            [sys.executable, script, self.url_text, str(folder)],
+            env=self.env,
+            cwd=self.tree,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.name}: page_cost failed:\n{done.stderr}")
+        measured = json.loads(done.stdout.strip().splitlines()[-1])
+        pages = measured["pages"]
+        traffic = Counter(measured["traffic"])
+        return {
+            "pages": pages,
+            "overhead_ms_median": round(statistics.median(measured["overhead_ms"]), 2),
+            "round_trips_per_page": round(sum(traffic[k] for k in ROUND_TRIP_KINDS) / pages, 2),
+            "statements_per_page": round(traffic["statements"] / pages, 2),
+            "commits_per_page": round(traffic["commits"] / pages, 2),
+        }
+
     def stop(self) -> None:
         for process in self.workers:
             stop_worker(process)
@@ -200,6 +224,7 @@ def measure_arm(arm: Arm, inputs: Path, workers: int, concurrency: int) -> dict[
         job_id = arm.run_job(inputs / "batch")
         traffic = arm.counted() - before
         seconds, overhead = arm.job_timings(job_id)
+        single = arm.page_cost(inputs / "single")
     finally:
         arm.stop()
     pages = len(overhead)
@@ -213,6 +238,7 @@ def measure_arm(arm: Arm, inputs: Path, workers: int, concurrency: int) -> dict[
         "per_page": per_page,
         "round_trips_per_page": round(sum(per_page.values()), 2),
         "commits_per_page": per_page["commits"],
+        "one_thread": single,
     }
 
 
@@ -225,6 +251,7 @@ def measure(
         scratch = Path(tmp)
         write_text_pdfs(scratch / "in" / "warmup", 1, workers * concurrency)
         write_text_pdfs(scratch / "in" / "batch", documents, pages)
+        write_text_pdfs(scratch / "in" / "single", 1, 101)
         trees = {"current": REPO}
         if baseline:
             trees = {"baseline": export_tree(baseline, scratch), **trees}
@@ -244,7 +271,13 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         key: round(statistics.median(run[key] for run in runs), 2)
         for key in ("pages_per_s", "overhead_ms_median", "overhead_ms_p90")
     }
-    return {**runs[-1], **middle, "runs": len(runs)}
+    one_thread = {
+        **runs[-1]["one_thread"],
+        "overhead_ms_median": round(
+            statistics.median(run["one_thread"]["overhead_ms_median"] for run in runs), 2
+        ),
+    }
+    return {**runs[-1], **middle, "one_thread": one_thread, "runs": len(runs)}
 
 
 ROWS = (
@@ -281,6 +314,18 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
             values.append(str(arm["per_page"][key] if key in arm["per_page"] else arm[key]))
         table.add_row(label, *values, target.format(targets[key]) if target else "")
     console.print(table)
+    single = Table(title="The same page path, one page at a time in one thread, no Celery")
+    single.add_column("metric")
+    for name in arms:
+        single.add_column(name, justify="right")
+    for label, key in (
+        ("overhead ms/page (median)", "overhead_ms_median"),
+        ("DB round trips/page", "round_trips_per_page"),
+        ("statements/page", "statements_per_page"),
+        ("COMMITs/page", "commits_per_page"),
+    ):
+        single.add_row(label, *(str(result["arms"][n]["one_thread"][key]) for n in arms))
+    console.print(single)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

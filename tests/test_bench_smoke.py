@@ -55,8 +55,14 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
     for arm in summary.values():
         assert arm["pages"] == 12 and arm["degenerate_pages"] == 2
         assert arm["server_tokens"] >= arm["client_tokens"] - 1 > 0
+        # The report's figures sit beside the measured ones, for every arm.
+        assert arm["server_tokens_unreceived"] >= 0 and arm["server_degenerate_share"] >= 0
+        assert "report_inflation_estimate" in arm
     # A lets both loops run to the cap and recovers nothing; B never loops.
     assert summary["A"]["pages_recovered"] == 0
+    assert (
+        summary["A"]["report_inflation_estimate"] > 0 == summary["B"]["report_inflation_estimate"]
+    )
     assert summary["A"]["loop_tokens_seen"] >= 2 * 256
     assert summary["B"]["healthy_with_loop"]["requests"] == 0
     # Folio and the server-side stop both cut the loops short and recover the pages.
@@ -176,3 +182,11 @@ def test_ocr_bench_reads_the_official_scorers_verdicts(tmp_path: Path) -> None:
     console = Console(file=io.StringIO(), width=120)
     console.print(results_table(result))
     assert "2/3" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_orchestration_summary_shows_both_arms_side_by_side() -> None:
+    arm = {"pages_per_s": 1.0, "overhead_ms_median": 2.0, "round_trips_per_page": 3.0}
+    report = {"result": {"arms": {"baseline": arm, "current": arm}}}
+    rows = summary_rows("orchestration", report)
+    assert [what.split()[1] for what, _ in rows] == ["baseline", "current"]
+    assert rows[0][1] == "1.0 / 2.0 / 3.0"

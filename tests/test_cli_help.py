@@ -17,6 +17,8 @@ FIRST_MET = [
     "results",
     "scan",
     "export-dpo",
+    "train-dpo",
+    "eval",
     "serve",
     "apikey",
     "watch",

@@ -6,18 +6,22 @@ appear whole (a user copies them into the next command).
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 import redis
+from rich.console import Console
 from sqlalchemy import select
 from typer.testing import CliRunner, Result
 
 from app import samples
 from app.cli.main import app
+from app.cli.views import page_progress
 from app.db.engine import Database
 from app.db.models import Job
+from app.domain import PageStatus
 from app.jobs import JobRequest, create_job_from_folder
 from app.settings import Settings
 from tests.conftest import REDIS_URL, unavailable
@@ -129,3 +133,14 @@ def test_every_help_screen() -> None:
     for command in _commands():
         output = invoke(*command.split()[1:], "--help").stdout
         assert_fits(output, *_commands()[command])
+
+
+def test_progress_bar_of_a_big_job() -> None:
+    """`folio run`'s bar (on standard error) with six-digit counts and every status tallied."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=WIDTH, force_terminal=False)
+    statuses = [PageStatus.SUCCEEDED] * 3 + [PageStatus.FALLBACK, PageStatus.FAILED]
+    with page_progress(console, 123_456, "pages") as on_page:
+        for page_id, status in enumerate(statuses):
+            on_page(page_id, status)
+    assert_fits(buffer.getvalue(), "5/123456", "ok 3 fallback 1 failed 1")

@@ -253,3 +253,15 @@ def test_the_detector_imports_only_the_standard_library_and_itself() -> None:
                 top = name.split(".")[0]
                 allowed = top in sys.stdlib_module_names or name.startswith("app.degeneration")
                 assert allowed, f"{module.name} imports {name}"
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_verdict_does_not_depend_on_how_the_stream_is_cut(name: str) -> None:
+    text, _, _ = build(SHAPES[name], 12)
+    verdicts = set()
+    for size in (1, 5, 16, 61):
+        detector = LoopDetector()
+        verdict = next((v for piece in chunks(text, size) if (v := detector.feed(piece))), None)
+        assert verdict is not None, (name, size)
+        verdicts.add((verdict.onset, verdict.period, verdict.kind))
+    assert len(verdicts) == 1, (name, verdicts)

@@ -32,7 +32,17 @@ PENALIZED = PlanStep(
 
 
 def settings_for(url: str, db_url: str) -> Settings:
-    endpoint = VlmEndpoint(base_url=url, model=SERVED_MODEL_NAME, transport_retry_s=5)
+    # The client's own stop: the tiny model's byte tokens decode to a few characters on the
+    # client when the engine plugin has already seen a loop in its own decoding, and the
+    # rejected side must hold enough of the loop to be one by the offline definition.
+    endpoint = VlmEndpoint(
+        base_url=url,
+        model=SERVED_MODEL_NAME,
+        transport_retry_s=5,
+        engine_plugin=False,
+        abort_call=False,
+        server_repetition_detection=False,
+    )
     return Settings(
         database_url=db_url,
         engine="ladder",

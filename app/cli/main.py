@@ -11,11 +11,13 @@ from rich.console import Console
 
 from app.cli import distributed, exit_codes
 from app.cli.api import apikey_app, serve
+from app.cli.evaluate import eval_command
 from app.cli.export_dpo import export_dpo
 from app.cli.help import Panels, register, show_version
 from app.cli.options import DatabaseUrl, JobId, console, load_settings
 from app.cli.purge import purge
 from app.cli.scan import scan
+from app.cli.train import train_dpo_command
 from app.cli.views import page_progress, summary_table
 from app.cli.watch import watch
 from app.db.engine import Database, upgrade
@@ -211,6 +213,8 @@ COMMAND_PANELS: Panels = {
         ("results", results),
         ("scan", scan),
         ("export-dpo", export_dpo),
+        ("train-dpo", train_dpo_command),
+        ("eval", eval_command),
     ],
     "Serve": [("serve", serve), ("apikey", apikey_app), ("watch", watch)],
     "Distributed mode": [

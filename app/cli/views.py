@@ -11,6 +11,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
@@ -32,31 +33,44 @@ STATUS_STYLE = {
     "failed": "red",
 }
 
+TALLY_ORDER = [s.value for s in PageStatus]
+TALLY_LABEL = {"succeeded": "ok"}
+
 
 @contextmanager
 def page_progress(console: Console, total: int, label: str) -> Iterator[PageCallback]:
     """A live bar over pages; yields the callback the executor calls per finished page."""
     counts: Counter[str] = Counter()
-    columns = (
-        SpinnerColumn(),
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[tally]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*_columns(console.width, label, total), console=console) as progress:
         task = progress.add_task(label, total=total, tally="")
 
         def on_page(_page_id: int, status: PageStatus) -> None:
             counts[status.value] += 1
             tally = " ".join(
-                f"[{STATUS_STYLE.get(k, 'white')}]{k} {v}[/]" for k, v in sorted(counts.items())
+                f"[{STATUS_STYLE.get(k, 'white')}]{TALLY_LABEL.get(k, k)} {v}[/]"
+                for k, v in sorted(counts.items(), key=lambda kv: TALLY_ORDER.index(kv[0]))
             )
             progress.update(task, advance=1, tally=tally)
 
         yield on_page
+
+
+def _columns(width: int, label: str, total: int) -> list[ProgressColumn]:
+    """The bar's columns for this terminal: the bar takes what the figures leave (at most 40),
+    and the time remaining goes first when it would squeeze the bar, so nothing is cut."""
+    widest_tally = f"ok {total} fallback {total} failed {total}"
+    figures = 2 + len(label) + 1 + 2 * len(str(total)) + 2 + len(widest_tally) + 1 + 7
+    bar = width - figures - 2  # one space between columns
+    remaining = bar - 8 >= 10
+    columns: list[ProgressColumn] = [
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=max(5, min(40, bar - 8 if remaining else bar))),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[tally]}"),
+        TimeElapsedColumn(),
+    ]
+    return [*columns, TimeRemainingColumn()] if remaining else columns
 
 
 def summary_table(results: JobResults) -> FittedTable:

@@ -22,6 +22,7 @@ from app.degeneration.structure import StructureTracker, only_table_rows
 
 _UNIT_EXCERPT_CHARS = 200
 _LETTER_RE = re.compile(r"[^\W\d_]")
+_SENTENCE_ENDS = (".", "!", "?")  # `. ` split across two pieces still ends a sentence
 _NOT_SYMBOLS = FILL_CHARS | frozenset("0123456789")
 
 
@@ -112,7 +113,13 @@ class LoopDetector:
             raw = raw[-4 * config.tail_window :]
         self._raw = raw
         self._length = length = start + len(piece)
-        if "\n" in piece or "。" in piece or ". " in piece:
+        if (
+            "\n" in piece
+            or "。" in piece
+            or ". " in piece
+            or (piece[:1] == " " and raw[-len(piece) - 1 : -len(piece)] in _SENTENCE_ENDS)
+            or ("." in piece and not piece.isascii())
+        ):
             line_loop = self._lines.feed(raw, length - len(raw), start) if "\n" in piece else None
             line_loop = line_loop or self._structure.feed(raw, length - len(raw), start)
             if line_loop is not None:

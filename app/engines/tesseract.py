@@ -106,7 +106,7 @@ def _text_lines(api: tesserocr.PyTessBaseAPI) -> list[TextLine]:
             paragraph += 1
         try:
             text = (item.GetUTF8Text(tesserocr.RIL.TEXTLINE) or "").strip()
-        except RuntimeError:  # tesserocr raises for a line box that holds no text
+        except RuntimeError:  # tesserocr's way of saying a blank page has no line: not a failure
             continue
         box = item.BoundingBox(tesserocr.RIL.TEXTLINE)
         if not text or box is None:
