@@ -99,6 +99,8 @@ def _text_lines(api: tesserocr.PyTessBaseAPI) -> list[TextLine]:
     lines: list[TextLine] = []
     paragraph = -1
     iterator = api.GetIterator()
+    if iterator is None:  # nothing recognised: a blank page
+        return lines
     for item in tesserocr.iterate_level(iterator, tesserocr.RIL.TEXTLINE):
         if item.IsAtBeginningOf(tesserocr.RIL.PARA):
             paragraph += 1

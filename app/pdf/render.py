@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from app.textlayer.model import PageLayout, TableGrid
 
 # MuPDF keeps global state and PyMuPDF is not thread-safe, even across documents: every call into
 # it goes through this lock. Rendering is fast next to OCR, which runs outside it.
+log = logging.getLogger(__name__)
 _MUPDF_LOCK = threading.Lock()
 _OPEN_DOCS: OrderedDict[str, pymupdf.Document] = OrderedDict()
 _MAX_OPEN_DOCS = 8
@@ -101,10 +103,19 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
             image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
             text = page.get_text()
-            layout = read_layout(doc, number - 1) if text.strip() else None
+            layout = _layout_or_none(doc, number) if text.strip() else None
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
     return RenderedPage(image=image, text_layer=text, layout=layout)
+
+
+def _layout_or_none(doc: pymupdf.Document, number: int) -> PageLayout | None:
+    """The page's layout; None (the plain text layer is used as it is) when MuPDF balks."""
+    try:
+        return read_layout(doc, number - 1)
+    except Exception as exc:  # structure is a bonus: a page whose layout fails keeps its text
+        log.warning("page %d: text layout unreadable (%s); plain text layer used", number, exc)
+        return None
 
 
 def read_page_tables(path: Path, number: int) -> list[TableGrid]:
@@ -113,7 +124,8 @@ def read_page_tables(path: Path, number: int) -> list[TableGrid]:
         try:
             return read_tables(_open(path)[number - 1])
         except Exception as exc:  # the finder failing on odd drawings costs the tables only
-            raise RenderError(f"page {number} tables unreadable: {exc}") from exc
+            log.warning("page %d of %s: table finder failed (%s); no tables", number, path, exc)
+            return []
 
 
 def read_text_layer(path: Path, number: int) -> str:
