@@ -22,6 +22,8 @@ from app.pdf.render import DocumentLimits
 from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest, sha256_of
 from app.pipeline.local import PageCallback, run_pages
 from app.pipeline.process_page import PageProcessor
+from app.report.build import job_server_tokens
+from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 
 
@@ -161,13 +163,20 @@ def run_job_locally(
         repo.set_job_status(session, job_id, JobStatus.RUNNING)
         plan_name = repo.job_plan(session, job_id)
     engines = EngineSet(settings)
-    processor = PageProcessor(settings, db, engines, owner=worker_id(), metrics=metrics)
+    sampler = sampler_from_settings(settings, db, worker_id())
+    processor = PageProcessor(
+        settings, db, engines, owner=worker_id(), metrics=metrics, sampler=sampler
+    )
     try:
         run_pages(processor, page_ids, settings.page_concurrency(plan_name), on_page)
     finally:
         processor.close()
         engines.close()
+        if sampler:
+            sampler.finish(job_id)
     settle_job(db, job_id)
+    if metrics and sampler:
+        metrics.observe_server_tokens(job_server_tokens(db, job_id))
 
 
 def settle_job(db: Database, job_id: str) -> bool:

@@ -109,10 +109,27 @@ class VlmEndpoint(_Strict):
         description="Abort a looping request by id (POST /abort_requests) when Folio's "
         "detector fires; auto: when the start-up probe finds the route.",
     )
+    metrics_url: str | None = Field(
+        default=None,
+        description=(
+            "The server's Prometheus metrics (vLLM's /metrics), sampled at job start and end "
+            "for server-side token accounting; default: base_url without /v1, plus /metrics; "
+            "'off' disables."
+        ),
+    )
     usd_per_gpu_hour: float | None = Field(default=None, description="GPU price for cost reports.")
     gpus: int = Field(default=1, description="GPUs behind this endpoint, for cost reports.")
     usd_per_m_input: float | None = Field(default=None, description="Price per 1M prompt tokens.")
     usd_per_m_output: float | None = Field(default=None, description="Price per 1M output tokens.")
+
+
+def metrics_url_of(endpoint: VlmEndpoint) -> str | None:
+    """Where the endpoint's server publishes its counters, or None when switched off."""
+    if endpoint.metrics_url == "off":
+        return None
+    if endpoint.metrics_url:
+        return endpoint.metrics_url
+    return endpoint.base_url.rstrip("/").removesuffix("/v1") + "/metrics"
 
 
 def _default_plans() -> dict[str, list[PlanStep]]:

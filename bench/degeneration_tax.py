@@ -78,7 +78,7 @@ def run_benchmark(config: TaxConfig, base_url: str, console: Console) -> dict[st
         for repeat in range(config.repeats):
             for key in arm_order(config.arms, repeat):
                 task = progress.add_task(f"arm {key} run {repeat + 1}", total=len(pages))
-                wall, tokens, page_runs = run_arm(
+                wall, tokens, page_runs, began, steps = run_arm(
                     ARMS[key],
                     pages,
                     config.workload,
@@ -86,7 +86,7 @@ def run_benchmark(config: TaxConfig, base_url: str, console: Console) -> dict[st
                     config.concurrency,
                     on_page=partial(progress.advance, task),
                 )
-                runs.append(ArmRun(key, repeat, wall, tokens, page_runs))
+                runs.append(ArmRun(key, repeat, wall, tokens, page_runs, began, steps))
     return {
         "config": asdict(config),
         "arms": {key: ARMS[key].title for key in config.arms},
@@ -101,6 +101,7 @@ def results_table(summary: dict[str, dict[str, Any]]) -> Table:
         "wall s",
         "vs B",
         "report\nestimate",
+        "steps\nvs B",
         "healthy s\nloop beside/none",
         "ms/token\nloop beside/none",
         "tokens\n(server)",
@@ -119,6 +120,7 @@ def results_table(summary: dict[str, dict[str, Any]]) -> Table:
             f"{arm['wall_s']:.1f}",
             "-" if inflation is None else f"{inflation:+.1%}",
             _pct(arm["report_inflation_estimate"]),
+            _pct(arm["steps_inflation_over_b"]),
             f"{_num(beside['mean_s'])}/{_num(alone['mean_s'])}",
             f"{_num(beside['ms_per_token'], 1)}/{_num(alone['ms_per_token'], 1)}",
             f"{arm['server_tokens']:,}",

@@ -47,15 +47,22 @@ def overshoot_close(endpoint: VllmEndpoint) -> int:
     ).overshoot
 
 
-def overshoot_abort(endpoint: VllmEndpoint) -> int:
+def overshoot_abort(endpoint: VllmEndpoint, fresh_connections: bool = False) -> int:
+    """Abort calls on warm kept-alive connections (as the engine sends them), or each on a
+    new connection (what a naive client does)."""
+    control = httpx.Client(timeout=30)
+
     def abort(index: int, request_id: str, response: httpx.Response) -> bool:
         body = {"request_ids": [f"chatcmpl-{request_id}"]}
-        httpx.post(f"{endpoint.root_url}/abort_requests", json=body, timeout=30).raise_for_status()
+        post = partial(httpx.post, timeout=30) if fresh_connections else control.post
+        post(f"{endpoint.root_url}/abort_requests", json=body).raise_for_status()
         return True
 
-    return run_looping_batch(
-        endpoint, streams=STREAMS, max_tokens=CAP, stop_after=STOP_AFTER, stop=abort
-    ).overshoot
+    with control:
+        control.get(f"{endpoint.root_url}/health")
+        return run_looping_batch(
+            endpoint, streams=STREAMS, max_tokens=CAP, stop_after=STOP_AFTER, stop=abort
+        ).overshoot
 
 
 def overshoot_plugin(endpoint: VllmEndpoint) -> int:
@@ -98,11 +105,17 @@ def tokens_per_second(endpoint: VllmEndpoint, with_plugin: bool, round_index: in
 
 
 def measure(endpoint: VllmEndpoint, rounds: int) -> dict[str, Any]:
-    over: dict[str, list[int]] = {"client_close": [], "abort_call": [], "engine_plugin": []}
+    over: dict[str, list[int]] = {
+        "client_close": [],
+        "abort_call": [],
+        "abort_call_new_connection": [],
+        "engine_plugin": [],
+    }
     speed: dict[str, list[float]] = {"without": [], "with": []}
     for r in range(rounds):
         over["client_close"].append(overshoot_close(endpoint))
         over["abort_call"].append(overshoot_abort(endpoint))
+        over["abort_call_new_connection"].append(overshoot_abort(endpoint, True))
         over["engine_plugin"].append(overshoot_plugin(endpoint))
         order = (False, True) if r % 2 == 0 else (True, False)
         for with_plugin in order:

@@ -55,8 +55,14 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
     for arm in summary.values():
         assert arm["pages"] == 12 and arm["degenerate_pages"] == 2
         assert arm["server_tokens"] >= arm["client_tokens"] - 1 > 0
+        # The report's figures sit beside the measured ones, for every arm.
+        assert arm["server_tokens_unreceived"] >= 0 and arm["server_degenerate_share"] >= 0
+        assert "report_inflation_estimate" in arm
     # A lets both loops run to the cap and recovers nothing; B never loops.
     assert summary["A"]["pages_recovered"] == 0
+    assert (
+        summary["A"]["report_inflation_estimate"] > 0 == summary["B"]["report_inflation_estimate"]
+    )
     assert summary["A"]["loop_tokens_seen"] >= 2 * 256
     assert summary["B"]["healthy_with_loop"]["requests"] == 0
     # Folio and the server-side stop both cut the loops short and recover the pages.

@@ -14,6 +14,7 @@ from app.engines.registry import EngineSet
 from app.jobs import worker_id
 from app.pipeline.process_page import PageProcessor
 from app.queue import Enqueuer
+from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 
 
@@ -42,7 +43,10 @@ class RuntimeHolder:
                 # Database() migrates and connects; when it fails the task retries and so do we.
                 db = Database(self.settings.database_url)
                 engines = EngineSet(self.settings)
-                processor = PageProcessor(self.settings, db, engines, owner=worker_id())
+                sampler = sampler_from_settings(self.settings, db, worker_id())
+                processor = PageProcessor(
+                    self.settings, db, engines, owner=worker_id(), sampler=sampler
+                )
                 sweeper = FinalizeSweeper(db, self.enqueuer)
                 self._runtime = WorkerRuntime(
                     self.settings, db, engines, processor, self.enqueuer, sweeper

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.db.models import Attempt, Document, Job, Page
+from app.db.models import Attempt, Document, Job, Page, ServerSample, utcnow
 from app.domain import (
     TERMINAL_PAGE_STATUSES,
     AttemptStatus,
@@ -20,6 +20,9 @@ from app.domain import (
 )
 from app.plan import PastAttempt
 from app.settings import PlanStep
+
+if TYPE_CHECKING:  # a plain dataclass; the reader's HTTP stays out of the data layer
+    from app.servermetrics.counters import ServerCounters
 
 
 @dataclass(frozen=True)
@@ -264,3 +267,35 @@ def latest_job_for_source(session: Session, source: str) -> str | None:
     """The id of the newest job made from `source`."""
     query = select(Job.id).where(Job.source == source).order_by(Job.created_at.desc())
     return session.scalars(query).first()
+
+
+def record_server_sample(
+    session: Session,
+    job_id: str,
+    endpoint: str,
+    metrics_url: str,
+    worker: str,
+    phase: str,
+    counters: ServerCounters | None,
+    error: str | None = None,
+) -> None:
+    """Store a server reading; a worker's `end` reading replaces its previous one."""
+    sample = session.scalar(
+        select(ServerSample).where(
+            ServerSample.job_id == job_id,
+            ServerSample.endpoint == endpoint,
+            ServerSample.worker == worker,
+            ServerSample.phase == phase,
+        )
+    )
+    if sample is None:
+        sample = ServerSample(
+            job_id=job_id, endpoint=endpoint, metrics_url=metrics_url, worker=worker, phase=phase
+        )
+        session.add(sample)
+    sample.taken_at = utcnow()
+    sample.error = error
+    sample.generation_tokens = counters.generation_tokens if counters else None
+    sample.prompt_tokens = counters.prompt_tokens if counters else None
+    sample.requests = counters.requests if counters else None
+    sample.server_started = counters.started if counters else None

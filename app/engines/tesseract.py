@@ -102,7 +102,10 @@ def _text_lines(api: tesserocr.PyTessBaseAPI) -> list[TextLine]:
     for item in tesserocr.iterate_level(iterator, tesserocr.RIL.TEXTLINE):
         if item.IsAtBeginningOf(tesserocr.RIL.PARA):
             paragraph += 1
-        text = (item.GetUTF8Text(tesserocr.RIL.TEXTLINE) or "").strip()
+        try:
+            text = (item.GetUTF8Text(tesserocr.RIL.TEXTLINE) or "").strip()
+        except RuntimeError:  # tesserocr's way of saying a blank page has no line: not a failure
+            continue
         box = item.BoundingBox(tesserocr.RIL.TEXTLINE)
         if not text or box is None:
             continue

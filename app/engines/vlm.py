@@ -136,12 +136,14 @@ class VlmEngine:
             "model": self.endpoint.model,
             "messages": self.profile.messages(image_url),
             "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": stops.is_vllm},
+            "stream_options": {"include_usage": True},
             "max_tokens": step.max_tokens or self.endpoint.max_tokens,
         }
         body |= {k: v for k in _SAMPLING_KEYS if (v := getattr(step, k)) is not None}
         if step.repetition_penalty is not None:
             body["repetition_penalty"] = step.repetition_penalty
+        if stops.is_vllm:  # a token count on every chunk: tokens at the verdict, exactly
+            body["stream_options"]["continuous_usage_stats"] = True
         if stops.repetition_detection:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
         if stops.plugin:

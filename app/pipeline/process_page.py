@@ -19,6 +19,7 @@ from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
+from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.textlayer import GateConfig
 from app.textlayer.words import languages_for
@@ -55,12 +56,14 @@ class PageProcessor:
         engines: EngineSet,
         owner: str,
         metrics: FolioMetrics | None = None,
+        sampler: ServerSampler | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
         self.engines = engines
         self.owner = owner
         self.metrics = metrics
+        self.sampler = sampler
         self.lease_s = settings.page_lease_s
         self.leases = LeaseKeeper(db, owner, self.lease_s)
         self.gate = GateConfig(languages_for(settings.tesseract_lang))
@@ -109,7 +112,14 @@ class PageProcessor:
         except RenderError as exc:
             failed = PageClose(PageStatus.FAILED, failure_category="render", error=str(exc))
             return self._close(work, failed)
-        return self._walk_plan(work, page, facts, past)
+        endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
+        if self.sampler:
+            self.sampler.before_page(work.job_id, endpoints)
+        try:
+            return self._walk_plan(work, page, facts, past)
+        finally:
+            if self.sampler:
+                self.sampler.after_page(work.job_id, endpoints)
 
     def _render(self, work: repo.PageWork) -> tuple[PageInput, RenderFacts]:
         started = time.perf_counter()

@@ -6,7 +6,15 @@ from rich.console import RenderableType
 from rich.table import Table
 
 from app.report.fit import FittedTable
-from app.report.format import MODEL_COLUMNS, model_cells, pct, ratio, seconds, usd
+from app.report.format import (
+    MODEL_COLUMNS,
+    model_cells,
+    pct,
+    ratio,
+    seconds,
+    server_tokens_text,
+    usd,
+)
 from app.report.schema import Report
 
 SLOWEST_SHOWN = 5
@@ -55,8 +63,10 @@ def _figures(r: Report) -> Table:
         ),
         (
             "wall-clock",
-            f"{seconds(r.wall_seconds)}; inflation by degeneration {pct(r.inflation_estimate)}",
+            f"{seconds(r.wall_seconds)}; inflation by degeneration {pct(r.inflation_estimate)}"
+            + (f" ({r.inflation_unknown_reason})" if r.inflation_unknown_reason else ""),
         ),
+        ("server tokens", server_tokens_text(r)),
         ("healthy slowdown beside a loop", ratio(slowdown)),
         (
             "cost",
