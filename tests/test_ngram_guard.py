@@ -134,6 +134,10 @@ def test_greedy_loops_and_the_guard_stops_exact_repeats(vllm_endpoint: VllmEndpo
     assert repeats(plain, 4, 64, set()) > 50, "greedy on the tiny model loops"
     assert repeats(guarded, 4, 64, set()) == 0
     assert len(guarded) == 160 and guarded[:3] == plain[:3], "same decoding until a repeat"
+    # The default whitelist (table markup) is encoded with the served tokenizer in the engine.
+    with_markup_exempt = token_ids(vllm_endpoint, {GUARD_ARG: 4, WINDOW_ARG: 64})
+    assert len(with_markup_exempt) == 160
+    assert token_ids(vllm_endpoint, None) == plain, "the engine is still up and deterministic"
 
 
 @pytest.mark.vllm

@@ -26,6 +26,7 @@ COLUMNS: tuple[tuple[str, Callable[[ArmResult], str]], ...] = (
     ("degenerate 1st", lambda a: pct(a.degeneration_rate_first_attempt)),
     ("degenerate final", lambda a: pct(a.degeneration_rate_final)),
     ("recovered", lambda a: str(a.pages_recovered)),
+    ("failed", lambda a: str(a.pages_failed)),
     ("CER", lambda a: _num(a.cer)),
     ("word F1", lambda a: _num(a.word_f1)),
     ("text-layer F1", lambda a: _num(a.textlayer_f1)),

@@ -151,6 +151,11 @@ class FolioLogitsProcessor(LogitsProcessor):
 class _RustDecoding:
     def __init__(self, backend: Any) -> None:
         self._decode = backend.decode
+        self._encode = backend.encode
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        """For the n-gram guard's whitelist, once per request that asks for it."""
+        return list(self._encode(text, add_special_tokens=add_special_tokens).ids)
 
     def decode(self, token_ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         return str(self._decode(list(token_ids), skip_special_tokens=skip_special_tokens))
