@@ -17,8 +17,30 @@ import_check() {
     "$VENV/bin/python" -c "import vllm, transformers, torchvision" >/dev/null 2>&1
 }
 
+# The test-only scripted-decoding logits processor (tests/vllm_cpu/scripted): an installed
+# package, because vLLM's worker process does not see a PYTHONPATH. Reinstalled when its
+# files change.
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SCRIPTED="$HERE/scripted"
+SCRIPTED_STAMP="$VENV/.folio-scripted-stamp"
+install_scripted_decoding() {
+    local digest
+    digest="$(cat "$SCRIPTED/pyproject.toml" "$SCRIPTED"/*.py | sha256sum | cut -c1-16)"
+    if [[ -f "$SCRIPTED_STAMP" && "$(cat "$SCRIPTED_STAMP")" == "$digest" ]]; then
+        say "scripted-decoding test processor up to date"
+        return 0
+    fi
+    say "installing the scripted-decoding test processor ($SCRIPTED)"
+    rm -rf "$SCRIPTED/build" "$SCRIPTED"/*.egg-info
+    "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation "$SCRIPTED" \
+        || die "installing $SCRIPTED failed"
+    rm -rf "$SCRIPTED/build" "$SCRIPTED"/*.egg-info
+    echo "$digest" >"$SCRIPTED_STAMP"
+}
+
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$RECIPE" ]] && import_check; then
-    say "venv ready at $VENV (stamp matches, imports work): nothing to do"
+    say "venv ready at $VENV (stamp matches, imports work)"
+    install_scripted_decoding
     exit 0
 fi
 
@@ -78,4 +100,5 @@ say "checking imports"
     || die "import vllm/transformers/torchvision failed after install"
 
 echo "$RECIPE" >"$STAMP"
+install_scripted_decoding
 say "done: $VENV"
