@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import degeneration_tax, detector, orchestration, rasterize
+from bench import degeneration_tax, detector, ocr, orchestration, rasterize
 
 Bench = Callable[[Sequence[str] | None], dict[str, Any] | None]
 
@@ -21,6 +21,7 @@ BENCHES: dict[str, Bench] = {
     "detector": detector.main,
     "tax": degeneration_tax.main,
     "orchestration": orchestration.main,
+    "ocr": ocr.main,
 }
 
 
@@ -51,6 +52,12 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
                 "orchestration (pages/s, median ms/page)",
                 f"{result['pages_per_s']} / {result['overhead_ms_median']}",
             )
+        ]
+    if name == "ocr":
+        passed, sizes = report["result"]["passed"], report["result"]["sizes"]
+        return [
+            (f"ocr {who} (olmOCR-bench tests passed)", f"{row['total']}/{sizes['total']}")
+            for who, row in passed.items()
         ]
     if name == "tax":
         summary = report["summary"]

@@ -100,6 +100,7 @@ def results_table(summary: dict[str, dict[str, Any]]) -> Table:
         "arm",
         "wall s",
         "vs B",
+        "report\nestimate",
         "healthy s\nloop beside/none",
         "ms/token\nloop beside/none",
         "tokens\n(server)",
@@ -117,6 +118,7 @@ def results_table(summary: dict[str, dict[str, Any]]) -> Table:
             key,
             f"{arm['wall_s']:.1f}",
             "-" if inflation is None else f"{inflation:+.1%}",
+            _pct(arm["report_inflation_estimate"]),
             f"{_num(beside['mean_s'])}/{_num(alone['mean_s'])}",
             f"{_num(beside['ms_per_token'], 1)}/{_num(alone['ms_per_token'], 1)}",
             f"{arm['server_tokens']:,}",
@@ -126,6 +128,10 @@ def results_table(summary: dict[str, dict[str, Any]]) -> Table:
             f"{arm['healthy_flagged']:g}",
         )
     return table
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
 
 
 def _num(value: float | None, digits: int = 2) -> str:

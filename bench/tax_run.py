@@ -29,6 +29,8 @@ class AttemptRun:
     end: float
     ttft_s: float | None
     finish_reason: str | None
+    aborted: bool = False
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -101,6 +103,8 @@ def run_page(
                 time.monotonic(),
                 result.ttft_s,
                 result.finish_reason,
+                result.aborted,
+                plan[index].max_tokens,
             )
         )
         history.append(PastAttempt(index, result.status, tokens))

@@ -7,9 +7,10 @@ from statistics import mean
 from typing import Any
 
 from app.domain import AttemptStatus
+from app.report.inflation import estimate_inflation
 from app.report.rows import AttemptRow
-from app.report.timeline import inflation_estimate
 from bench.tax_run import ArmRun, AttemptRun, PageRun
+from bench.tax_workload import ENDPOINT
 
 LOOP_STEP = "greedy"
 
@@ -49,8 +50,12 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, float]) -> dict[str, 
         "healthy_flagged": round(
             sum(_first_not_ok(p) for p in pages if not p.page.degenerate) / len(runs), 1
         ),
-        # What `folio report` would estimate from this arm's attempt rows alone.
-        "report_inflation_estimate": _report_estimate(runs),
+        # What `folio report` estimates: from the attempt rows alone, and with the server's
+        # counters (tokens generated that no attempt received), as it does where the endpoint
+        # exposes /metrics.
+        "report_inflation_estimate_rows_only": _report_estimate(runs, with_server=False),
+        "report_inflation_estimate": _report_estimate(runs, with_server=True),
+        "server_tokens_unreceived": round(mean(_unreceived(run) for run in runs)),
         "healthy_with_loop": _durations(with_loop),
         "healthy_without_loop": _durations(without_loop),
     }
@@ -110,8 +115,18 @@ def _durations(attempts: list[AttemptRun]) -> dict[str, Any]:
     }
 
 
-def _report_estimate(runs: list[ArmRun]) -> float | None:
-    estimates = [inflation_estimate(_attempt_rows(run))[0] for run in runs]
+def _unreceived(run: ArmRun) -> float:
+    received = sum(a.tokens for p in run.pages for a in p.attempts)
+    return max(0.0, run.server_tokens - received)
+
+
+def _report_estimate(runs: list[ArmRun], with_server: bool) -> float | None:
+    estimates = [
+        estimate_inflation(
+            _attempt_rows(run), {ENDPOINT: _unreceived(run)} if with_server else None
+        ).inflation
+        for run in runs
+    ]
     known = [e for e in estimates if e is not None]
     return round(mean(known), 4) if known else None
 
@@ -128,13 +143,15 @@ def _attempt_rows(run: ArmRun) -> list[AttemptRow]:
                     step_name=attempt.step,
                     engine="vlm",
                     model="tiny-qwen2vl",
-                    endpoint="primary",
+                    endpoint=ENDPOINT,
                     status=attempt.status.value,
                     started_at=_clock(attempt.start),
                     ended_at=_clock(attempt.end),
                     duration_s=attempt.end - attempt.start,
                     completion_tokens=attempt.tokens,
                     finish_reason=attempt.finish_reason,
+                    aborted=attempt.aborted,
+                    max_tokens=attempt.max_tokens,
                 )
             )
     return rows

@@ -193,12 +193,10 @@ A1 = 0.006 + 0.048 / 7 + 0.004
 A6 = 1000 * 1 / 1e6 + 500 * 2 / 1e6  # token-priced
 A5 = 2 * 0.36 / 3600  # CPU
 COST = 12 * 0.002 + A6 + A5  # the GPU was busy 12 s
-# Lanes in start order: L0 A3 [0,4] A4 [4,8]; L1 A1 [0,10] A2 [10,12] A5 [12,14]; L2 A6 [1,3].
-# Mean healthy duration of m-gpu = (2 + 4 + 4) / 3 = 10/3; A1 is cut from 10 s to 10/3 s, so L1
-# ends 20/3 s earlier, at 22/3; m-api has no healthy attempt and A6 (2 s) is under the overall
-# mean of 3 s. Slowdown: healthy gpu attempts overlapping A1: A3, A4 (4 s each); not: A2 (2 s),
-# so 2: A3 and A4 are halved and L0 ends at 4. Counterfactual wall = max(4, 22/3, 3) = 22/3;
-# wall = 14.
+# Inflation: the same sweep in seconds gives A1 3 + 24/7 + 2 = 59/7 of the gpu's 12 busy s;
+# its page was retried healthily (A2), so the gpu's counterfactual is 12 - 59/7 = 25/7 s. On
+# `api` A6's page has no healthy attempt: its 2 s go, a mean healthy page comes back (from the
+# other resources, under 25/7). Busiest 12 s -> 25/7 s: counterfactual wall 14 - 59/7 = 39/7.
 EXPECTED = {
     "job_id": "job1",
     "documents_total": 4,
@@ -223,8 +221,9 @@ EXPECTED = {
     "wall_seconds": 14.0,
     "job_seconds": 16.0,
     "degeneration_share_of_engine_time": 0.5,
-    "counterfactual_wall_seconds": 22 / 3,
-    "inflation_estimate": (14 - 22 / 3) / (22 / 3),
+    "counterfactual_wall_seconds": 39 / 7,
+    "inflation_estimate": 14 / (39 / 7) - 1,
+    "inflation_unknown_reason": None,
     "healthy_slowdown_with_concurrent_degenerate": 4 / 2,
     "cost_usd": COST,
     "cost_usd_degenerate": A1 + A6,

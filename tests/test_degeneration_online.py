@@ -284,8 +284,9 @@ def test_verdict_does_not_depend_on_chunk_size(index: int) -> None:
 def test_memory_stays_bounded_on_a_megabyte() -> None:
     rng = random.Random(5)
     detector = LoopDetector()
-    # Normalised tail up to 2x the window, raw tail up to 8x, plus one check stride.
-    bound = 10 * detector.config.tail_window + detector.config.check_stride
+    # Two normalised tails (exact, shape) up to 2x the window each, raw tail up to 8x, plus
+    # one check stride.
+    bound = 12 * detector.config.tail_window + detector.config.check_stride
     fed = 0
     while fed < 1_000_000:
         text = prose(rng, 20) + markdown_table(rng, 10) + cjk_prose(rng)

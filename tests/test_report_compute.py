@@ -11,7 +11,7 @@ from app.report.cost import attempt_costs
 from app.report.pricing import Pricing
 from app.report.render import ReportFormat, render_report
 from app.report.rows import AttemptRow, DocumentRow, JobRows
-from app.report.timeline import inflation_estimate, lanes, split_healthy
+from app.report.timeline import split_healthy
 from tests.report_scenario import A1, A5, A6, EXPECTED, PRICING, Spec, attempt_row, scenario_rows
 
 
@@ -55,40 +55,6 @@ def test_unpriced_endpoints_cost_nothing_and_are_counted() -> None:
         JobRows("j", "vlm", "done", None, None, attempts=rows), Pricing()
     ).report
     assert (report.cost_usd, report.attempts_unpriced) == (0.0, 1)
-
-
-def test_sequential_lane_gives_back_exactly_the_excess() -> None:
-    # One worker: ok 2 s, a 10 s loop, a 1 s gap, ok 2 s. Mean healthy 2 s: the loop shrinks
-    # to 2 s, so the last attempt ends at 7 instead of 15: inflation 8/7.
-    rows = rows_of(vlm("ok", 0, 2), vlm("degenerate", 2, 12), vlm("ok", 13, 15))
-    assert len(lanes(rows)) == 1
-    inflation, counterfactual = inflation_estimate(rows)
-    assert counterfactual == pytest.approx(7.0)
-    assert inflation == pytest.approx(8 / 7)
-
-
-def test_a_loop_shorter_than_healthy_changes_nothing() -> None:
-    rows = rows_of(vlm("ok", 0, 5), vlm("degenerate", 5, 6), vlm("ok", 0, 5))
-    assert inflation_estimate(rows) == pytest.approx((0.0, 6.0))
-
-
-def test_healthy_attempts_dragged_by_a_loop_count_as_inflation() -> None:
-    # Two lanes on one GPU: ok [0,6] beside a 10 s loop, then ok [10,13] alone on the loop's
-    # lane. Healthy mean 4.5 s: the loop shrinks to 4.5 s and [10,13] moves to [4.5,7.5].
-    # Slowdown 6/3 = 2: the dragged attempt takes 3 s. Counterfactual wall 7.5; wall 13.
-    rows = rows_of(vlm("degenerate", 0, 10), vlm("ok", 0, 6), vlm("ok", 10, 13))
-    inflation, counterfactual = inflation_estimate(rows)
-    assert counterfactual == pytest.approx(7.5)
-    assert inflation == pytest.approx(13 / 7.5 - 1)
-    # Same, but the lone attempt is as slow as the dragged one: slowdown 1, no speed-up;
-    # the loop shrinks to the 6 s mean and [10,16] moves to [6,12].
-    undragged = rows_of(vlm("degenerate", 0, 10), vlm("ok", 0, 6), vlm("ok", 10, 16))
-    assert inflation_estimate(undragged)[1] == pytest.approx(12.0)
-
-
-def test_inflation_unknown_without_healthy_attempts() -> None:
-    assert inflation_estimate(rows_of(vlm("degenerate", 0, 5))) == (None, None)
-    assert inflation_estimate([]) == (None, None)
 
 
 def test_slowdown_needs_both_groups() -> None:

@@ -44,9 +44,12 @@ def _build_exact_table() -> dict[int, int | None]:
 
 # Deletes whitespace/invisibles and lower-cases ASCII: the "exact" view of the text.
 EXACT_TABLE = _build_exact_table()
-# Maps every digit to "0": applied to the exact view it gives the "shape" view, in which
-# repeats that differ only in numbers (counters, timestamps) become identical.
+# Maps every digit to "0" (kept for callers that need equal lengths).
 SHAPE_TABLE: dict[int, int | None] = {ord(d): ord("0") for d in _DIGITS}
+# A run of digits (or of CJK numerals: `第三次`, `十二`) becomes one "0" in the *shape* view, in
+# which repeats that differ only in their numbers (counters, timestamps, table values of any
+# width) become identical.
+_NUMBER_RUN_RE = re.compile(r"[\d〇一二三四五六七八九十百千万]+")
 
 _FILL_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in FILL_CHARS}
 # Symbols that accompany numbers in tables: a unit of digits and these is numeric.
@@ -124,6 +127,11 @@ def is_mostly_fill(text: str) -> bool:
 def count_letters(unit: str) -> int:
     """Number of letters (any script) in a repeating unit, outside markup."""
     return len(_LETTER_RE.findall(unit_content(unit)))
+
+
+def shape_view(exact: str) -> str:
+    """The shape view of exact-view text: every run of digits or numerals is one "0"."""
+    return _NUMBER_RUN_RE.sub("0", exact)
 
 
 def has_digit(text: str) -> bool:

@@ -38,15 +38,22 @@ class DetectorConfig:
     # repeat their text once per spanned column (dev: 7 copies), and rows that differ only in
     # their numbers are ordinary tables. A whole row repeated verbatim is not affected.
     table_min_repeats: int = 16
-    # Loops whose copies differ only in digits (counters, timestamps) need this many copies
-    # and this many letters per copy, so numbered lists and table rows stay healthy.
-    drift_min_repeats: int = 6
+    # Loops whose copies differ only in their numbers (counters, timestamps, a table or a
+    # section re-emitted with other values) need this many copies and this many letters per
+    # copy, so numbered lists ("List item 3") and rows of numbers stay healthy.
+    drift_min_repeats: int = 3
     drift_min_letters: int = 16
+    # ... and at least one number per this many characters: a long block whose only change is
+    # a heading number (`## Section 2` over filler text) is how documents repeat themselves.
+    drift_max_chars_per_number: int = 160
+    # A single table row coming back with other numbers needs this many copies: real tables
+    # have runs of rows that differ only in their numbers (`| Cell 2.0 | Merged Cell 2.1 |`).
+    drift_row_min_repeats: int = 6
     # Letters a text unit must hold to count at all (0 online; the offline tail rule, which
     # accepts two copies, uses it so only a re-emitted sentence or paragraph counts).
     min_unit_letters: int = 0
-    # How often (raw characters) the digit-insensitive check runs; it is costlier.
-    drift_check_stride: int = 256
+    # How often (raw characters) the number-insensitive (shape view) check runs.
+    drift_check_stride: int = 16
     # Only raw whitespace for this long is a (blank) loop: padded tables are wide.
     blank_run_min: int = 2048
     # Longest period searched, and normalised tail kept in memory (must hold 3+ periods).
@@ -66,12 +73,23 @@ class DetectorConfig:
     line_history: int = 16
     # Lines longer than this are never compared (a loop of long lines is periodic anyway).
     line_max_chars: int = 256
+    # Structural view (`structure`): copies of up to this many lines (or CJK sentences) that
+    # come back in step, with other numbers or one changed word ...
+    structure_max_lines: int = 8
+    # ... where a changed word is allowed in lines of at least this many characters (a third
+    # of it for CJK), and diagram rows in a code fence count from this many characters.
+    fuzzy_min_chars: int = 40
+    diagram_min_chars: int = 16
 
     def __post_init__(self) -> None:
         if self.tail_window < 4 * self.max_period:
             raise ValueError("tail_window must hold at least four periods of max_period")
         if self.min_repeats < 2 or self.check_stride < 1 or self.anchor_chars < 2:
             raise ValueError("min_repeats >= 2, check_stride >= 1 and anchor_chars >= 2")
+        if self.drift_check_stride % self.check_stride or self.structure_max_lines < 1:
+            raise ValueError(
+                "drift_check_stride must be a multiple of check_stride; structure_max_lines >= 1"
+            )
 
 
 @dataclass(frozen=True, slots=True)

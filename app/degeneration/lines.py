@@ -16,7 +16,7 @@ from app.degeneration.charclass import EXACT_TABLE, is_mostly_fill, strip_markup
 from app.degeneration.config import DetectorConfig
 
 # Markdown emphasis, quotes and list bullets do not change what a line says.
-_EMPHASIS_TABLE: dict[int, int | None] = {ord(ch): None for ch in "*_#>`"}
+EMPHASIS_TABLE: dict[int, int | None] = {ord(ch): None for ch in "*_#>`"}
 _LETTER_RE = re.compile(r"[^\W\d_]")
 # Edit-tolerant comparison is for short lines only: it is the costly path, and a loop of
 # long lines is caught by character periodicity anyway.
@@ -85,7 +85,7 @@ class LineRepeatTracker:
             self._lines.append(_Line(key="", start=start, end=end, repeat_of=0))  # not compared
             return None
         visible = raw[start - raw_base : end - raw_base].translate(EXACT_TABLE)
-        key = strip_markup(visible).translate(_EMPHASIS_TABLE)
+        key = strip_markup(visible).translate(EMPHASIS_TABLE)
         if not _LETTER_RE.search(key) or is_mostly_fill(visible):
             # Numbers, rules, blank lines, bare markup (`<!-- image -->`) and form blanks
             # (`Name: ______`) are neutral: they neither repeat nor break a loop.

@@ -5,7 +5,9 @@
 1. the online `LoopDetector`, run over the whole text, found a loop (strict: three copies and
    a bit, with higher bars for units that repeat naturally - fill, numbers, table cells);
 2. the text *ends* inside a repetition (`tail.find_tail_loop`: two copies of a sentence that
-   was re-emitted from mid-line, or three copies of a unit whose numbers count up);
+   was re-emitted from mid-line, or three copies of a unit whose numbers count up), or, when
+   the request stopped at the token cap, inside 2+ copies of a long block, however aligned
+   (`tail.find_cap_loop`: a chat-template turn, a section, rows that come back in step);
 3. many different words stutter close together (`stutter.find_stutter`);
 4. CREP coverage >= 0.3 *and* the text ends in n-gram repetition (`tail_repetition`), and
    the repeated segment has words: CREP alone flags healthy pages that reuse a paragraph
@@ -26,10 +28,10 @@ from app.degeneration.config import DetectorConfig, LoopKind, LoopVerdict
 from app.degeneration.crep import CREP_THRESHOLD, CrepResult, crep_coverage, unique_ngram_rates
 from app.degeneration.online import LoopDetector
 from app.degeneration.stutter import find_stutter
-from app.degeneration.tail import TAIL_CONFIG, find_tail_loop
+from app.degeneration.tail import CAP_CONFIG, TAIL_CONFIG, find_cap_loop, find_tail_loop
 from app.degeneration.tokens import token_texts
 
-Reason = Literal["online_loop", "tail_loop", "stutter", "crep_tail"]
+Reason = Literal["online_loop", "tail_loop", "cap_loop", "stutter", "crep_tail"]
 # The last this many 4-grams must all repeat earlier ones for the tail to count as repeating.
 _ENDING_4GRAMS = 8
 
@@ -40,6 +42,7 @@ class ScoreConfig:
 
     detector: DetectorConfig = field(default_factory=DetectorConfig)
     tail: DetectorConfig = TAIL_CONFIG
+    cap: DetectorConfig = CAP_CONFIG
     crep_threshold: float = CREP_THRESHOLD
     # The tail repeats when at most this share of its 4-grams are distinct ...
     tail_max_unique_4grams: float = 0.5
@@ -162,7 +165,7 @@ def score_output(
     rate = tail_unique_4gram_rate(text, config.tail_tokens)
     repeating = tail_repetition(text, config)
     hit_cap = hit_token_cap(finish_reason, completion_tokens, max_tokens)
-    finding = _first_finding(text, online, crep, repeating, config)
+    finding = _first_finding(text, online, crep, repeating, config, hit_cap is True)
     return OutputScore(
         degenerate=finding is not None,
         reason=None if finding is None else finding.reason,
@@ -197,12 +200,16 @@ def _first_finding(
     crep: CrepResult,
     repeating: bool,
     config: ScoreConfig,
+    hit_cap: bool,
 ) -> _Finding | None:
     if online is not None:
         return _finding_from_verdict("online_loop", online)
     tail_loop = find_tail_loop(text, config.tail)
     if tail_loop is not None:
         return _finding_from_verdict("tail_loop", tail_loop)
+    cap_loop = find_cap_loop(text, config.cap) if hit_cap else None
+    if cap_loop is not None:
+        return _finding_from_verdict("cap_loop", cap_loop)
     stutter = find_stutter(text, config.stutter_window_tokens, config.stutter_min_words)
     if stutter is not None:
         return _Finding("stutter", "phrase", stutter.period, stutter.onset, None)

@@ -1,18 +1,21 @@
 """Streaming loop detection: feed text chunks as they are generated, stop at the first loop.
 
-Cost model: each fed character is normalised once (`str.translate`) and appended to a bounded
-tail. Every `check_stride` raw characters the tail end is tested for periodicity: one `rfind`
-of the last characters settles most checks, and only a recurring tail costs a handful of
-C-level slice comparisons (`periodic_loops`). Completed lines go to a line tracker. Checks
+Cost model: each fed character is normalised once (`str.translate`, then one regex pass for
+the shape view, where every number reads as `0`) and appended to two bounded tails. Every
+`check_stride` raw characters the tail ends are tested for periodicity: one `rfind` of the
+last characters per view settles most checks, and only a recurring tail costs a handful of
+C-level slice comparisons (`periodic_loops`). Completed lines go to a line tracker and to the
+structural tracker (`structure`: rows, sections and sentences that come back in step). Checks
 happen at fixed offsets of the text, so the verdict does not depend on how the text was cut
 into chunks; memory is bounded by `tail_window` (normalised) and eight times that (raw).
 """
 
-from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS
+from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS, shape_view
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.lines import LineLoop, LineRepeatTracker
-from app.degeneration.periodic_loops import find_char_run, find_drift_loop, find_exact_loop
+from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
 from app.degeneration.raw_offsets import periodic_verdict
+from app.degeneration.structure import StructureTracker
 
 _UNIT_EXCERPT_CHARS = 200
 _NOT_SYMBOLS = FILL_CHARS | frozenset("0123456789")
@@ -28,6 +31,7 @@ class LoopDetector:
     def reset(self) -> None:
         """Forget everything fed so far."""
         self._exact = ""
+        self._shape = ""
         self._raw = ""
         self._length = 0
         self._kept_piece = ""  # last piece that had visible characters ...
@@ -35,6 +39,7 @@ class LoopDetector:
         self._next_check = self._config.check_stride
         self._next_drift_check = self._config.drift_check_stride
         self._lines = LineRepeatTracker(self._config)
+        self._structure = StructureTracker(self._config)
         self._verdict: LoopVerdict | None = None
 
     @property
@@ -53,8 +58,8 @@ class LoopDetector:
 
     @property
     def buffered_chars(self) -> int:
-        """Characters held in memory (normalised tail plus raw tail); bounded."""
-        return len(self._exact) + len(self._raw)
+        """Characters held in memory (normalised tails plus raw tail); bounded."""
+        return len(self._exact) + len(self._shape) + len(self._raw)
 
     def feed(self, chunk: str) -> LoopVerdict | None:
         """Consume the next chunk; return the verdict once the text is looping."""
@@ -71,13 +76,14 @@ class LoopDetector:
 
     def finish(self) -> LoopVerdict | None:
         """The text is complete: test its end too, even between two check offsets."""
+        raw_base = self._length - len(self._raw)
+        for tracker in (self._lines, self._structure):
+            if self._verdict is None:
+                line_loop = tracker.finish(self._raw, raw_base)
+                if line_loop is not None:
+                    self._verdict = self._line_verdict(line_loop)
         if self._verdict is None:
-            raw_base = self._length - len(self._raw)
-            line_loop = self._lines.finish(self._raw, raw_base)
-            if line_loop is not None:
-                self._verdict = self._line_verdict(line_loop)
-        if self._verdict is None:
-            self._verdict = self._check(drift=True)
+            self._verdict = self._check() or self._drift_check()
         return self._verdict
 
     def _consume(self, piece: str) -> None:
@@ -92,6 +98,7 @@ class LoopDetector:
             if len(exact) > 2 * config.tail_window:
                 exact = exact[-config.tail_window :]
             self._exact = exact
+            self._append_shape(kept)
             self._kept_piece = piece
             self._kept_piece_end = start + len(piece)
         raw = self._raw
@@ -101,22 +108,41 @@ class LoopDetector:
             raw = raw[-4 * config.tail_window :]
         self._raw = raw
         self._length = length = start + len(piece)
-        if "\n" in piece:
-            line_loop = self._lines.feed(raw, length - len(raw), start)
+        if "\n" in piece or "。" in piece:
+            line_loop = self._lines.feed(raw, length - len(raw), start) if "\n" in piece else None
+            line_loop = line_loop or self._structure.feed(raw, length - len(raw), start)
             if line_loop is not None:
                 self._verdict = self._line_verdict(line_loop)
                 return
         if length == self._next_check:
             self._next_check += config.check_stride
-            drift = length >= self._next_drift_check
-            if drift:
-                self._next_drift_check += config.drift_check_stride
-            if drift or self._tail_recurs():
-                self._verdict = self._check(drift)
+            self._verdict = self._check_now(length)
 
-    def _tail_recurs(self) -> bool:
+    def _append_shape(self, kept: str) -> None:
+        shaped = shape_view(kept)
+        shape = self._shape
+        self._shape = ""
+        if shaped[:1] == "0" and shape[-1:] == "0":
+            shaped = shaped[1:]  # a number cut by the chunk boundary is still one number
+        shape += shaped
+        if len(shape) > 2 * self._config.tail_window:
+            shape = shape[-self._config.tail_window :]
+        self._shape = shape
+
+    def _check_now(self, length: int) -> LoopVerdict | None:
+        if self._structure.candidate is not None:
+            line_loop = self._structure.confirm(self._raw, length - len(self._raw))
+            if line_loop is not None:
+                return self._line_verdict(line_loop)
+        verdict = self._check() if self._tail_recurs(self._exact) else None
+        if verdict is None and length >= self._next_drift_check:
+            self._next_drift_check += self._config.drift_check_stride
+            if self._tail_recurs(self._shape):
+                verdict = self._drift_check()
+        return verdict
+
+    def _tail_recurs(self, exact: str) -> bool:
         """Cheap pre-test: could the tail be a loop at all? Settles most checks."""
-        exact = self._exact
         end = len(exact)
         anchor_chars = self._config.anchor_chars
         if end <= anchor_chars:
@@ -133,13 +159,17 @@ class LoopDetector:
         last = exact[-1]
         return last == exact[-2] and not last.isalpha() and last not in _NOT_SYMBOLS
 
-    def _check(self, drift: bool) -> LoopVerdict | None:
+    def _check(self) -> LoopVerdict | None:
         if self._blank_run():
             return self._blank_verdict()
         exact = self._exact
         loop = find_char_run(exact, self._config) or find_exact_loop(exact, self._config)
-        if loop is None and drift:
-            loop = find_drift_loop(exact, self._config)
+        if loop is None:
+            return None
+        return periodic_verdict(self._raw, self._length - len(self._raw), loop)
+
+    def _drift_check(self) -> LoopVerdict | None:
+        loop = find_shape_loop(self._shape, self._config)
         if loop is None:
             return None
         return periodic_verdict(self._raw, self._length - len(self._raw), loop)

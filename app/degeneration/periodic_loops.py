@@ -1,16 +1,15 @@
 """Find a loop that ends at the end of a normalised buffer.
 
 Three searches, cheapest first: a run of one character, an exact periodic tail (candidate
-periods from earlier occurrences of the last characters), and a tail that is periodic only
-once digits are ignored (drift: counters, timestamps). Each accepts a loop only when it covers
+periods from earlier occurrences of the last characters), and a tail that is periodic only in
+the shape view, where every number reads as one `0` (drift: counters, timestamps, a table
+re-emitted with other values). Each accepts a loop only when it covers
 the length its unit class requires (`required_coverage`).
 """
 
-import re
 from dataclasses import dataclass
 
 from app.degeneration.charclass import (
-    SHAPE_TABLE,
     UnitClass,
     classify_char,
     classify_unit,
@@ -23,9 +22,6 @@ from app.degeneration.periodicity import (
     is_periodic,
     periodic_run,
 )
-
-# Digit-free stretches used as anchors when digits may differ between copies.
-_DIGIT_FREE_RE = re.compile(r"\D{8,}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,22 +44,33 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
         config.min_repeats * period + min(period, config.confirm_chars),
         config.min_covered_chars,
     )
-    class_minimum = _class_min_covered(unit_class, config)
-    if class_minimum is not None:
-        if drift:
-            return None  # numbers or markup that change are a table, not a loop
+    if drift:
+        # Numbers, markup or rules that change are a table, not a loop; a unit with words
+        # (a heading, row labels, a sentence) coming back with other numbers is.
+        if count_letters(unit) < max(config.drift_min_letters, config.min_unit_letters):
+            return None
+        if unit.count("0") * config.drift_max_chars_per_number < period:
+            return None
+        need = max(need, config.drift_min_repeats * period)
+        if is_table_row(unit):
+            need = max(need, config.drift_row_min_repeats * period)
+    elif (class_minimum := _class_min_covered(unit_class, config)) is not None:
         need = max(need, class_minimum)
     elif config.min_unit_letters and count_letters(unit) < config.min_unit_letters:
         return None
-    if drift:
-        if count_letters(unit) < config.drift_min_letters:
-            return None
-        need = max(need, config.drift_min_repeats * period)
-    if "|" in unit and (drift or "||" not in unit + unit[0]):
-        # `||` is where one markdown row ends and the next begins (the unit is a rotation,
-        # so the junction may straddle its two ends).
+    if "|" in unit and "||" not in unit + unit[0]:
+        # Cells within one row (merged cells, values that differ only in digits): `||` is
+        # where one markdown row ends and the next begins (the unit is a rotation, so the
+        # junction may straddle its two ends). Whole rows or sections that come back with
+        # only their numbers changed are held to the drift rule above.
         need = max(need, config.table_min_repeats * period)
     return min(need, config.tail_window)
+
+
+def is_table_row(unit: str) -> bool:
+    """Whether an exact- or shape-view unit is one table row (Markdown or HTML)."""
+    rotated = unit + unit[:1]
+    return (rotated.count("||") == 1 and "\n" not in unit) or unit.count("<tr") == 1
 
 
 def _class_min_covered(unit_class: UnitClass, config: DetectorConfig) -> int | None:
@@ -127,40 +134,22 @@ def find_exact_loop(buffer: str, config: DetectorConfig) -> PeriodicLoop | None:
     return None
 
 
-def find_drift_loop(buffer: str, config: DetectorConfig) -> PeriodicLoop | None:
-    """A tail that repeats once every digit is read as `0` (numbers drift between copies)."""
-    end = len(buffer)
-    stretches = list(_DIGIT_FREE_RE.finditer(buffer, max(0, end - 64)))
-    if not stretches:
-        return None
-    last = stretches[-1]
-    anchor_end = last.end()
-    anchor_chars = min(config.anchor_chars, anchor_end - last.start())
-    shifts = candidate_periods(
-        buffer, anchor_end, anchor_chars, config.max_period, config.max_candidates
-    )
+def find_shape_loop(shape: str, config: DetectorConfig) -> PeriodicLoop | None:
+    """A tail of the shape view (`charclass.shape_view`: every number read as one `0`) that
+    repeats, for loops whose copies differ in their numbers (counters, table values)."""
+    end = len(shape)
+    anchor = min(config.anchor_chars, max(2, end // 3))
     tested: list[int] = []
-    for shift in shifts:
-        if shift == 1 or any(shift % shorter == 0 for shorter in tested):
+    for period in candidate_periods(shape, end, anchor, config.max_period, config.max_candidates):
+        if period == 1 or any(period % shorter == 0 for shorter in tested):
             continue  # one character cannot drift; multiples were judged already
-        tested.append(shift)
-        loop = _drift_loop_with_period(buffer, shift, config)
-        if loop is not None:
-            return loop
+        if not is_periodic(shape, end, period, min(2 * period, end)):
+            continue
+        tested.append(period)
+        unit = shape[end - period :]
+        need = required_coverage(unit, config, drift=True)
+        if need is None or need > end or not is_periodic(shape, end, period, need):
+            continue
+        run = periodic_run(shape, end, period, known=need)
+        return PeriodicLoop(period=period, run=run, unit_class=classify_unit(unit), drift=True)
     return None
-
-
-def _drift_loop_with_period(
-    buffer: str, period: int, config: DetectorConfig
-) -> PeriodicLoop | None:
-    end = len(buffer)
-    unit = buffer[end - period :]
-    need = required_coverage(unit, config, drift=True)
-    if need is None or need > end:
-        return None
-    # Digits are blanked only on the stretch under test: translating is the costly part.
-    if not is_periodic(buffer[end - need :].translate(SHAPE_TABLE), need, period, need):
-        return None
-    shape = buffer[max(0, end - config.tail_window) :].translate(SHAPE_TABLE)
-    run = periodic_run(shape, len(shape), period, known=need)
-    return PeriodicLoop(period=period, run=run, unit_class=classify_unit(unit), drift=True)

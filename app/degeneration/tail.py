@@ -11,10 +11,12 @@ re-emitted recent text. The price: a whole paragraph emitted exactly twice at th
 flagged (the online detector flags it from the third copy on).
 """
 
-from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS
+from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS, shape_view
 from app.degeneration.config import DetectorConfig, LoopVerdict
-from app.degeneration.periodic_loops import find_drift_loop, find_exact_loop
+from app.degeneration.lines import LineLoop
+from app.degeneration.periodic_loops import PeriodicLoop, find_exact_loop, find_shape_loop
 from app.degeneration.raw_offsets import periodic_verdict
+from app.degeneration.structure import StructureTracker
 
 TAIL_CONFIG = DetectorConfig(
     min_repeats=2,
@@ -26,6 +28,21 @@ TAIL_CONFIG = DetectorConfig(
     max_period=2048,
     tail_window=8192,
 )
+# At the token cap (`finish_reason == "length"`) the stream was cut, not finished: two copies
+# of a long block (a chat-template turn, a section, a diagram row) in the tail are enough,
+# wherever the first copy starts.
+CAP_CONFIG = DetectorConfig(
+    min_repeats=2,
+    confirm_chars=0,
+    min_covered_chars=128,
+    min_unit_letters=16,
+    drift_min_repeats=2,
+    drift_min_letters=16,
+    max_period=4096,
+    tail_window=16384,
+)
+# Raw characters a copy must hold at the cap to count as a long block.
+CAP_MIN_PERIOD = 64
 # A duplicate made of whole lines/paragraphs is how documents repeat themselves (filler text,
 # boilerplate); a model that jumps back re-emits from mid-line. So with fewer copies than
 # this, the first copy must start inside a line.
@@ -40,7 +57,7 @@ def find_tail_loop(text: str, config: DetectorConfig = TAIL_CONFIG) -> LoopVerdi
     for candidate in (text, text.rstrip(_TRAILING_JUNK)):
         raw = candidate[-4 * config.tail_window :]
         exact = raw.translate(EXACT_TABLE)[-config.tail_window :]
-        loop = find_exact_loop(exact, config) or find_drift_loop(exact, config)
+        loop = _periodic_tail(exact, config)
         if loop is None:
             continue
         verdict = periodic_verdict(raw, len(candidate) - len(raw), loop)
@@ -49,6 +66,38 @@ def find_tail_loop(text: str, config: DetectorConfig = TAIL_CONFIG) -> LoopVerdi
         if not starts_at_line_start(candidate, verdict.onset):
             return verdict
     return None
+
+
+def find_cap_loop(text: str, config: DetectorConfig = CAP_CONFIG) -> LoopVerdict | None:
+    """The repetition a text cut at the token cap ends in: 2+ copies of a long block."""
+    candidate = text.rstrip(_TRAILING_JUNK)
+    raw = candidate[-4 * config.tail_window :]
+    exact = raw.translate(EXACT_TABLE)[-config.tail_window :]
+    loop = _periodic_tail(exact, config)
+    if loop is not None:
+        return periodic_verdict(raw, len(candidate) - len(raw), loop)
+    tracker = StructureTracker(config, min_repeats=config.min_repeats)
+    base = len(candidate) - len(raw)
+    tracker.feed(raw, base, base)
+    line_loop = tracker.ends_in_loop(raw, base, CAP_MIN_PERIOD)
+    return None if line_loop is None else _line_verdict(line_loop)
+
+
+def _periodic_tail(exact: str, config: DetectorConfig) -> PeriodicLoop | None:
+    return find_exact_loop(exact, config) or find_shape_loop(shape_view(exact), config)
+
+
+def _line_verdict(loop: LineLoop) -> LoopVerdict:
+    covered = loop.end - loop.onset
+    return LoopVerdict(
+        kind="line" if loop.distinct_lines == 1 else "block",
+        period=loop.period,
+        repeats=round(covered / max(1, loop.period), 2),
+        onset=loop.onset,
+        covered=covered,
+        unit=loop.unit[:200],
+        drift=loop.drift,
+    )
 
 
 def starts_at_line_start(text: str, offset: int) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 from app.domain import DocumentStatus, PageStatus
 from app.report.cost import COST_ATTRIBUTION, AttemptCost, attempt_costs
+from app.report.inflation import INFLATION_METHOD, estimate_inflation, wall_seconds
 from app.report.pricing import Pricing
 from app.report.rows import AttemptRow, JobRows, PageRow
 from app.report.schema import (
@@ -17,13 +18,7 @@ from app.report.schema import (
     Report,
     SlowPage,
 )
-from app.report.timeline import (
-    DEGENERATE,
-    INFLATION_METHOD,
-    inflation_estimate,
-    split_healthy,
-    wall_seconds,
-)
+from app.report.timeline import DEGENERATE, split_healthy
 
 
 @dataclass(frozen=True)
@@ -132,7 +127,7 @@ def _time_figures(rows: JobRows) -> dict[str, Any]:
     attempts = rows.attempts
     engine = sum(a.duration_s for a in attempts)
     degenerate = sum(a.duration_s for a in attempts if a.status == DEGENERATE)
-    inflation, counterfactual = inflation_estimate(attempts)
+    estimate = estimate_inflation(attempts)
     job_seconds = None
     if rows.started_at and rows.finished_at:
         job_seconds = (rows.finished_at - rows.started_at).total_seconds()
@@ -142,8 +137,9 @@ def _time_figures(rows: JobRows) -> dict[str, Any]:
         "wall_seconds": wall_seconds(attempts),
         "job_seconds": job_seconds,
         "degeneration_share_of_engine_time": _ratio(degenerate, engine),
-        "counterfactual_wall_seconds": counterfactual,
-        "inflation_estimate": inflation,
+        "counterfactual_wall_seconds": estimate.counterfactual_wall_s,
+        "inflation_estimate": estimate.inflation,
+        "inflation_unknown_reason": estimate.reason,
         "healthy_slowdown_with_concurrent_degenerate": split_healthy(attempts).slowdown,
     }
 

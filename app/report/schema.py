@@ -87,6 +87,7 @@ class Report:
     degeneration_share_of_engine_time: float | None
     counterfactual_wall_seconds: float | None
     inflation_estimate: float | None
+    inflation_unknown_reason: str | None
     healthy_slowdown_with_concurrent_degenerate: float | None
     cost_usd: float
     cost_usd_degenerate: float

@@ -6,7 +6,9 @@
 #
 # Then: FOLIO_VLLM_URL=$(cat DIR/vllm.url) pytest -m vllm ...
 # Extra server flags: FOLIO_VLLM_EXTRA_ARGS="--max-num-seqs 8"; other settings as in server.py
-# (FOLIO_VLLM_VENV, FOLIO_VLLM_MODEL_DIR, VLLM_CPU_KVCACHE_SPACE).
+# (FOLIO_VLLM_VENV, FOLIO_VLLM_MODEL_DIR, VLLM_CPU_KVCACHE_SPACE). The engine runs reniced
+# (server.DEFAULT_ENGINE_NICE); FOLIO_VLLM_ENGINE_NICE=none keeps it starving the API server
+# (the benchmark's "front end lagging" regime), or sets another niceness.
 # The launch itself is VllmServer.start(), so the flags live in one place (server.py).
 set -euo pipefail
 
@@ -41,12 +43,18 @@ import shlex
 import sys
 from pathlib import Path
 
-from tests.vllm_cpu.server import VllmServer, VllmServerError
+from tests.vllm_cpu.server import DEFAULT_ENGINE_NICE, VllmServer, VllmServerError
 
 out = Path(sys.argv[1]).resolve()
 port = int(sys.argv[2]) if sys.argv[2] else None
 extra = shlex.split(os.environ.get("FOLIO_VLLM_EXTRA_ARGS", ""))
-server = VllmServer(port=port, extra_args=extra, log_path=out / "vllm.log")
+nice = os.environ.get("FOLIO_VLLM_ENGINE_NICE", str(DEFAULT_ENGINE_NICE))
+server = VllmServer(
+    port=port,
+    extra_args=extra,
+    log_path=out / "vllm.log",
+    engine_nice=None if nice.lower() == "none" else int(nice),
+)
 try:
     server.start()
 except VllmServerError as error:

@@ -39,6 +39,16 @@ SERVER_ENV = {
 
 MetricKey = tuple[str, tuple[tuple[str, str], ...]]
 
+# Niceness given to the engine processes after start (None: leave them at the server's).
+# Why: on these 2-core machines vLLM's engine core busy-polls its scheduler on one core and
+# its worker runs the model on the other, so at equal priority the API server (which reads
+# client disconnects and abort calls, and serves /metrics) gets no CPU for seconds at a time
+# and a closed stream is noticed only after the loop has run to its cap. A GPU server does not
+# lose its API server's CPU to the engine this way. Renicing the engine after start needs no
+# privilege (only raising a priority does), leaves vLLM's own launch untouched, and is undone
+# by passing engine_nice=None: the "front end lagging" regime of the benchmark.
+DEFAULT_ENGINE_NICE = 15
+
 
 class VllmServerError(RuntimeError):
     """The server could not be started, or died."""
@@ -130,6 +140,7 @@ class VllmServer:
         venv: Path | str | None = None,
         startup_timeout: float = 240.0,
         max_model_len: int = 2048,
+        engine_nice: int | None = DEFAULT_ENGINE_NICE,
     ) -> None:
         self.model_dir = Path(model_dir) if model_dir else default_model_dir()
         self.venv = Path(venv) if venv else default_venv()
@@ -138,6 +149,7 @@ class VllmServer:
         self.env = dict(env or {})
         self.startup_timeout = startup_timeout
         self.max_model_len = max_model_len
+        self.engine_nice = engine_nice
         if log_path is None:
             fd, name = tempfile.mkstemp(prefix=f"folio-vllm-{self.port}-", suffix=".log")
             os.close(fd)
@@ -213,6 +225,8 @@ class VllmServer:
             )
         try:
             self._wait_healthy(began)
+            if self.engine_nice is not None:
+                self.renice_engine(self.engine_nice)
         except BaseException:
             self.stop()
             raise
@@ -245,15 +259,39 @@ class VllmServer:
         """SIGTERM the process group, then SIGKILL whatever is left after `grace` s."""
         self._signal_group(signal.SIGTERM, grace)
 
-    def freeze_engine(self) -> None:
-        """SIGSTOP the engine processes, leaving the API server up: requests then hang in flight."""
+    def engine_pids(self) -> list[int]:
+        """The engine processes: `VLLM::EngineCore` (a child of the API server) and its
+        model worker(s), i.e. every live member of the group but the API server itself and
+        multiprocessing's resource tracker."""
         proc = self._proc
         if proc is None:
-            return
-        for pid in group_members(proc.pid):
-            if pid != proc.pid and not _is_resource_tracker(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGSTOP)
+            return []
+        return [
+            pid
+            for pid in group_members(proc.pid)
+            if pid != proc.pid and not _is_resource_tracker(pid)
+        ]
+
+    def renice_engine(self, nice: int) -> None:
+        """Set every thread of the engine processes to `nice` (see DEFAULT_ENGINE_NICE).
+
+        Linux keeps a nice value per thread, and setpriority(pid) changes only the thread
+        whose id is pid: the engine's scheduler, ZMQ and torch threads already exist by now,
+        so each is set through /proc/PID/task. Threads started later inherit it.
+        """
+        pids = self.engine_pids()
+        if not pids:
+            raise VllmServerError(f"no engine process found under pid {self.pid}")
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+                with contextlib.suppress(ProcessLookupError, FileNotFoundError):
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+
+    def freeze_engine(self) -> None:
+        """SIGSTOP the engine processes, leaving the API server up: requests then hang in flight."""
+        for pid in self.engine_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
 
     def kill(self) -> None:
         """SIGKILL the server and its workers at once (a crash, as seen by clients).

@@ -1,0 +1,152 @@
+"""OCR fidelity: olmOCR-bench's official scorer on its sample, Folio beside olmOCR's outputs.
+
+Run `python -m bench ocr [--before REF]`. Folio's `folio run` (the embedded default plan, this
+working tree) transcribes the sample's PDFs; each page's Markdown is laid out as the scorer
+expects, beside olmOCR's committed outputs; the unmodified scorer (`bench/olmocr_env.sh` installs
+it in its own venv) judges every candidate in one run. `--before REF` also runs the code of a
+git ref (e.g. `main`) the same way, for a before/after table. Timings are wall seconds of the
+whole `folio run` process, one run each, side by side on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.detector import shared_dir
+from bench.environment import REPO, describe, machine_info, write_results
+from bench.ocr_score import (
+    category_sizes,
+    failures_by_candidate,
+    load_dataset,
+    passes_per_category,
+    run_scorer,
+)
+
+SAMPLE = "corpus/olmocr_bench_sample"
+ROWS = ("present", "absent", "headers_footers", "order", "table", "math", "total")
+
+
+def export_ref(ref: str, into: Path) -> Path:
+    """The tree of git `ref` unpacked under `into` (its code, run with this venv's packages)."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", ref], cwd=REPO, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+def run_folio(code: Path, pdfs: Path, work: Path) -> tuple[float, Path]:
+    """Wall seconds of `folio run` on `pdfs` with the code under `code`, and its --out folder."""
+    out, db = work / "out", work / "folio.db"
+    env = {**os.environ, "PYTHONPATH": str(code), "FOLIO_CONFIG": str(work / "none.toml")}
+    command = [sys.executable, "-c", "from app.cli.main import main; main()", "run", str(pdfs)]
+    command += ["--out", str(out), "--database-url", f"sqlite:///{db}"]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=code, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode not in (0, 1):  # 1: some page failed, which the scorer will count
+        raise RuntimeError(f"folio run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return seconds, out
+
+
+def lay_out_pages(out: Path, pdfs: Path, candidate: Path) -> int:
+    """`<pdf relpath stem>_pg<N>_repeat1.md` per page of Folio's JSON results; pages written."""
+    written = 0
+    for result in sorted(out.glob("*.json")):
+        if result.name == "summary.json":
+            continue
+        document = json.loads(result.read_text(encoding="utf-8"))
+        stem = Path(document["path"]).resolve().relative_to(pdfs.resolve()).with_suffix("")
+        for page in document["pages"]:
+            target = candidate / f"{stem}_pg{page['number']}_repeat1.md"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(page["text"] or "", encoding="utf-8")
+            written += 1
+    return written
+
+
+def prepare_data_dir(sample: Path, data: Path) -> None:
+    """The scorer's layout: `pdfs/`, the jsonl tests, and olmOCR's outputs as a candidate."""
+    data.mkdir(parents=True)
+    (data / "pdfs").symlink_to(sample / "pdfs")
+    for tests in sample.glob("*.jsonl"):
+        (data / tests.name).write_bytes(tests.read_bytes())
+    (data / "olmocr").symlink_to(sample / "olmocr_pipeline")
+
+
+def run_benchmark(sample: Path, before: str | None, work: Path) -> dict[str, Any]:
+    data = work / "data"
+    prepare_data_dir(sample, data)
+    codes = {"folio": REPO}
+    if before:
+        codes[f"folio@{before}"] = export_ref(before, work / "before-code")
+    seconds: dict[str, float] = {}
+    for name, code in codes.items():
+        run_dir = work / name.replace("@", "-")
+        run_dir.mkdir()
+        seconds[name], out = run_folio(code, data / "pdfs", run_dir)
+        lay_out_pages(out, data / "pdfs", data / name)
+    output = run_scorer(data)
+    (work / "scorer.log").write_text(output, encoding="utf-8")
+    tests = load_dataset(sample)
+    failed = failures_by_candidate(output)
+    candidates = ["olmocr", *([f"folio@{before}"] if before else []), "folio"]
+    return {
+        "sizes": category_sizes(tests),
+        "passed": {c: passes_per_category(tests, failed.get(c)) for c in candidates},
+        "failed": {c: sorted(failed.get(c) or []) for c in candidates},
+        "seconds": {c: round(s, 2) for c, s in seconds.items()},
+        "pages": sum(1 for _ in (data / "folio").rglob("*.md")),
+    }
+
+
+def results_table(result: dict[str, Any]) -> Table:
+    table = Table(title="olmOCR-bench sample, official scorer (tests passed)")
+    table.add_column("test type")
+    candidates = list(result["passed"])
+    for candidate in candidates:
+        table.add_column(candidate, justify="right")
+    for row in ROWS:
+        size = result["sizes"].get(row, 0)
+        cells = [f"{result['passed'][c].get(row, 0)}/{size}" for c in candidates]
+        table.add_row(row.replace("_", "/"), *cells)
+    times = [f"{result['seconds'][c]} s" if c in result["seconds"] else "-" for c in candidates]
+    table.add_row(f"wall time, {result['pages']} pages", *times)
+    return table
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench ocr", description=__doc__)
+    parser.add_argument("--sample", type=Path, default=shared_dir() / SAMPLE)
+    parser.add_argument("--before", help="also score the code of this git ref, e.g. main")
+    parser.add_argument("--work", type=Path, help="keep the runs and scorer log here")
+    parser.add_argument("--quick", action="store_true", help="accepted for `python -m bench`")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
+    args = parse_args(argv)
+    console = Console()
+    if not (args.sample / "dataset.jsonl").is_file():
+        console.print(f"ocr: no olmOCR-bench sample at {args.sample}; skipped")
+        return None
+    info = machine_info(packages=("pymupdf", "tesserocr", "wordfreq", "ftfy"))
+    console.print(describe(info))
+    with tempfile.TemporaryDirectory(prefix="folio-ocr-bench-") as scratch:
+        work = args.work or Path(scratch)
+        result = run_benchmark(args.sample.resolve(), args.before, work)
+    console.print(results_table(result))
+    report = {"machine": info, "result": result}
+    console.print(f"written to {write_results('ocr', report)}")
+    return report

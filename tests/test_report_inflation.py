@@ -1,0 +1,109 @@
+"""The inflation estimate on timelines whose answer is known: by hand, and from a simulated
+batching server run once with loops and once with every page healthy."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.report.inflation import attempt_seconds, estimate_inflation, resource_time
+from tests.batch_server_sim import Request, Server, simulate, wall
+from tests.report_scenario import Spec, attempt_row
+
+
+def vlm(page: int, status: str, start: float, end: float, tokens: int = 100) -> Spec:
+    return Spec(("x", page), "s", "vlm", "m", "gpu", status, start, end, 10, tokens, 1000)
+
+
+def rows_of(*specs: Spec):  # type: ignore[no-untyped-def]
+    return [attempt_row(i, s.page[1], s) for i, s in enumerate(specs, start=1)]
+
+
+def test_one_lane_gives_back_the_loop_and_pays_a_mean_healthy_page() -> None:
+    # ok 2 s, a 10 s loop (its page never healthy), a 1 s gap, ok 2 s: the floor transcribes
+    # the looping page in the mean healthy 2 s: 2 + 2 + 1 + 2 = 7 s against 15 s.
+    rows = rows_of(vlm(1, "ok", 0, 2), vlm(2, "degenerate", 2, 12), vlm(3, "ok", 13, 15))
+    estimate = estimate_inflation(rows)
+    assert estimate.counterfactual_wall_s == pytest.approx(7.0)
+    assert estimate.inflation == pytest.approx(15 / 7 - 1)
+
+
+def test_a_recovered_loop_costs_only_its_own_time() -> None:
+    # The loop's page is retried healthily: nothing to replace, the loop's 3 s go.
+    rows = rows_of(vlm(1, "ok", 0, 2), vlm(2, "degenerate", 2, 5), vlm(2, "ok", 5, 7))
+    assert estimate_inflation(rows).counterfactual_wall_s == pytest.approx(4.0)
+
+
+def test_time_is_shared_by_token_rate_among_running_attempts() -> None:
+    # [0, 4]: a loop at 300 tok/s beside a page at 100 tok/s: 3 s and 1 s; [4, 6] loop alone.
+    rows = rows_of(vlm(1, "degenerate", 0, 6, tokens=1800), vlm(2, "ok", 0, 4, tokens=400))
+    shares, busy = attempt_seconds(rows)
+    assert (shares, busy) == (pytest.approx([5.0, 1.0]), pytest.approx(6.0))
+
+
+def test_no_estimate_without_a_healthy_attempt_or_with_one_attempt() -> None:
+    only_loops = estimate_inflation(rows_of(vlm(1, "degenerate", 0, 5), vlm(2, "error", 0, 1)))
+    assert only_loops.inflation is None and "healthy" in (only_loops.reason or "")
+    single = estimate_inflation(rows_of(vlm(1, "ok", 0, 5)))
+    assert single.inflation is None and single.reason
+    assert estimate_inflation([]).inflation is None
+
+
+def test_no_loops_no_inflation() -> None:
+    rows = rows_of(vlm(1, "ok", 0, 5), vlm(2, "ok", 1, 4), vlm(3, "error", 4, 6))
+    assert estimate_inflation(rows).inflation == pytest.approx(0.0)
+
+
+def test_lost_abort_tokens_seen_by_the_server_count_as_degenerate() -> None:
+    # An aborted loop received 100 of its 1,000-token cap; the server generated 300 more.
+    loop = Spec(("x", 2), "s", "vlm", "m", "gpu", "degenerate", 0, 2, 10, 100, 1000, True)
+    rows = rows_of(vlm(1, "ok", 0, 10, tokens=500), loop, vlm(2, "ok", 10, 12))
+    without = estimate_inflation(rows)
+    seen = estimate_inflation(rows, {"gpu": 300})
+    assert seen.degenerate_seconds > without.degenerate_seconds
+    assert seen.inflation is not None and without.inflation is not None
+    assert seen.inflation > without.inflation
+    # Only the 900 tokens the aborted request left under its cap can be its; the rest of
+    # 5,900 unreceived is other clients' work: busy time, but not the loop's.
+    other_clients = resource_time(rows, {1, 2}, 900 + 5000)
+    assert other_clients.lost_abort_share == pytest.approx(900 / (700 + 5900))
+
+
+def batch(
+    pages: int, loops: set[int], loop_tokens: int, *, retry: bool = False, seed: int = 1
+) -> tuple[list[list[Request]], list[list[Request]]]:
+    """(pages with loops, the same pages all healthy): lengths drawn once for both."""
+    rng = random.Random(seed)
+    lengths = [rng.randint(40, 160) for _ in range(pages)]
+    actual, floor = [], []
+    for page, length in enumerate(lengths):
+        healthy = [Request(page, length)]
+        floor.append(healthy)
+        if page in loops:
+            actual.append([Request(page, loop_tokens, "degenerate"), *(healthy if retry else [])])
+        else:
+            actual.append(healthy)
+    return actual, floor
+
+
+CASES = {
+    # lanes, server, pages, looping pages, loop tokens, retried
+    "one lane": (1, Server(8), 10, {3}, 1000, False),
+    "many lanes, a slot each": (16, Server(16, 0.002, 0.001), 80, {5, 40, 77}, 512, False),
+    "loops hold batch slots": (16, Server(8), 80, {5, 40, 60, 77}, 512, False),
+    "a loop alone at the end": (16, Server(8), 80, {78}, 512, False),
+    "loops stopped early, retried": (16, Server(8), 80, {5, 40, 60, 77}, 60, True),
+    "long batch": (16, Server(8), 400, set(range(3, 400, 40)), 1024, False),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_estimate_agrees_with_a_simulated_server_within_ten_points(case: str) -> None:
+    lanes, server, pages, loops, loop_tokens, retry = CASES[case]
+    actual, floor = batch(pages, loops, loop_tokens, retry=retry)
+    rows = simulate(actual, lanes, server)
+    true = wall(rows) / wall(simulate(floor, lanes, server)) - 1
+    estimate = estimate_inflation(rows).inflation
+    assert estimate is not None
+    assert abs(estimate - true) <= 0.10, (estimate, true)

@@ -1,0 +1,146 @@
+"""A busy batch of looping streams, each stopped early, and what the server generated after.
+
+Greedy decoding on the tiny model loops from its first tokens, so `streams` concurrent
+greedy requests are a batch of real loops. Each stream is read until it has `stop_after`
+completion tokens (continuous usage stats count them), then `stop` ends it (by default the
+client closes the stream); the server's `vllm:generation_tokens_total` then tells how many
+tokens were generated beyond those the client had when it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from tests.vllm_cpu.server import VllmEndpoint, metric_total
+
+# (stream index, its request id, the open response): called when a stream reaches stop_after.
+StopHook = Callable[[int, str, httpx.Response], None]
+
+
+@dataclass
+class StreamResult:
+    request_id: str
+    tokens_at_stop: int = 0  # completion tokens the client had when it stopped the stream
+    finish_reason: str | None = None  # set when the server ended the stream itself
+    tokens_at_finish: int | None = None
+
+
+@dataclass
+class BatchRun:
+    streams: list[StreamResult] = field(default_factory=list)
+    generated: int = 0  # growth of vllm:generation_tokens_total over the run
+
+    @property
+    def tokens_at_stop(self) -> int:
+        return sum(s.tokens_at_stop for s in self.streams)
+
+    @property
+    def overshoot(self) -> int:
+        """Tokens the server generated after the client stopped (all streams)."""
+        return self.generated - self.tokens_at_stop
+
+
+def sse_chunks(response: httpx.Response) -> Iterator[dict]:
+    for line in response.iter_lines():
+        if line == "data: [DONE]":
+            return
+        if line.startswith("data: "):
+            yield json.loads(line.removeprefix("data: "))
+
+
+def looping_body(endpoint: VllmEndpoint, index: int, max_tokens: int, **extra: object) -> dict:
+    return {
+        "model": endpoint.model,
+        "messages": [{"role": "user", "content": f"Transcribe page {index}."}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        **extra,
+    }
+
+
+def close_stream(index: int, request_id: str, response: httpx.Response) -> None:
+    response.close()
+
+
+def wait_until_stable(read: Callable[[], float], hold: float = 2.0, limit: float = 90.0) -> float:
+    """Poll until the value has not changed for `hold` seconds; return it."""
+    value, since, deadline = read(), time.monotonic(), time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = read()
+        if current != value:
+            value, since = current, time.monotonic()
+        elif time.monotonic() - since >= hold:
+            return value
+    raise AssertionError(f"value still changing after {limit} s (last {value})")
+
+
+def _run_stream(
+    endpoint: VllmEndpoint,
+    body: dict,
+    result: StreamResult,
+    stop_after: int,
+    stop: StopHook,
+    index: int,
+) -> None:
+    headers = {"X-Request-Id": result.request_id}
+    with (
+        httpx.Client(timeout=300) as client,
+        client.stream(
+            "POST", f"{endpoint.base_url}/chat/completions", json=body, headers=headers
+        ) as response,
+    ):
+        response.raise_for_status()
+        for chunk in sse_chunks(response):
+            tokens = (chunk.get("usage") or {}).get("completion_tokens", 0)
+            finish = chunk["choices"][0].get("finish_reason") if chunk["choices"] else None
+            if finish:
+                result.finish_reason, result.tokens_at_finish = finish, tokens
+            if tokens >= stop_after and result.finish_reason is None:
+                result.tokens_at_stop = tokens
+                stop(index, result.request_id, response)
+                return
+        result.tokens_at_stop = result.tokens_at_finish or 0
+
+
+def run_looping_batch(
+    endpoint: VllmEndpoint,
+    *,
+    streams: int = 8,
+    max_tokens: int = 2000,
+    stop_after: int = 256,
+    stop: StopHook = close_stream,
+    tag: str = "batch",
+    **extra: object,
+) -> BatchRun:
+    """Run `streams` looping requests at once, each stopped after `stop_after` tokens."""
+    before = wait_until_stable(endpoint.generation_tokens_total, hold=1.0)
+    run = BatchRun([StreamResult(f"{tag}-{time.monotonic_ns()}-{i}") for i in range(streams)])
+    errors: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        try:
+            body = looping_body(endpoint, index, max_tokens, **extra)
+            _run_stream(endpoint, body, run.streams[index], stop_after, stop, index)
+        except BaseException as error:  # re-raised in the caller's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(streams)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    run.generated = int(wait_until_stable(endpoint.generation_tokens_total) - before)
+    running = metric_total(endpoint.metrics(), "vllm:num_requests_running")
+    assert running == 0, f"{running} requests still running after the batch"
+    return run
