@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from bench.ocr_text import OcrText
 
 _DIGITS = re.compile(r"\d+")
+_ELIDED_END = re.compile(r"\s*(\.{3,}|…)\s*$")
 PREFIX_CHARS = (150, 600)  # healthy text before the loop starts
 LONG_PAGE_CHARS = 1500  # loops are built from pages long enough to hold a 800-character block
 
@@ -42,17 +43,21 @@ def build_shapes(
         unit_period, cycle = build(page.text, rng)
         shapes.append(LoopShape(name, page.source, unit_period, prefix + _run(cycle, min_chars)))
     for tail in tails:
-        period = tail_period(tail.text)
-        unit = tail.text[-period:]
-        looped = tail.text + _run(lambda _k, unit=unit: unit, min_chars)
+        text = _ELIDED_END.sub("", tail.text)  # excerpts end in '...' where they were cut
+        period = tail_period(text)
+        unit = text[-period:]
+        looped = text + _run(lambda _k, unit=unit: unit, min_chars)
         shapes.append(LoopShape("real-tail", tail.source, period, looped))
     return shapes
 
 
-def tail_period(text: str, max_period: int = 600) -> int:
-    """Smallest p whose last 3 cycles repeat exactly; a third of the text when none does."""
+def tail_period(text: str, max_period: int = 600, min_chars: int = 48) -> int:
+    """Smallest p whose last max(3, min_chars / p) cycles repeat exactly (so a '!!!' at the
+    end of a line loop is not taken for the loop); a third of the text when none does."""
     for period in range(1, min(max_period, len(text) // 3) + 1):
-        if text[-period:] == text[-2 * period : -period] == text[-3 * period : -2 * period]:
+        copies = max(3, -(-min_chars // period))
+        tail = text[-copies * period :]
+        if len(tail) == copies * period and tail == tail[-period:] * copies:
             return period
     return max(1, len(text) // 3)
 

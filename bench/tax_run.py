@@ -1,4 +1,5 @@
-"""Running one arm of the degeneration-tax workload through Folio's real VLM engine."""
+"""Running one arm of the degeneration-tax workload through Folio's real VLM engine, on the
+scripted test server (bench.scripted): real OCR pages and real loop shapes."""
 
 from __future__ import annotations
 
@@ -10,12 +11,23 @@ from dataclasses import dataclass, field
 from PIL import Image, ImageDraw
 
 from app.degeneration import LoopDetector
-from app.domain import AttemptStatus, PageInput
+from app.domain import AttemptStatus, EngineResult, PageInput
 from app.engines.vlm import LoopDetecting, VlmEngine
 from app.plan import Limits, PageFacts, PastAttempt, next_step
 from app.settings import VlmEndpoint
+from bench.loop_shapes import LoopShape, build_shapes
+from bench.ocr_text import OcrText, degenerate_tails, healthy_pages
+from bench.scripted import (
+    ScriptedPage,
+    ScriptedVlmEngine,
+    cut_to_tokens,
+    require_scripted_server,
+    tokens_per_char,
+)
 from bench.tax_workload import ENDPOINT, Arm, PageSpec, WorkloadConfig, plan_for
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, generation_tokens_total
+
+PLUGIN_XARGS = {"folio_loop_stop": 1}  # Folio's vLLM plugin: stop this request's loops
 
 FACTS = PageFacts(text_layer_usable=False, endpoints=frozenset({ENDPOINT}))
 
@@ -31,6 +43,7 @@ class AttemptRun:
     finish_reason: str | None
     aborted: bool = False
     max_tokens: int | None = None
+    stop: str = "none"  # what ended it: see stop_of()
 
 
 @dataclass
@@ -59,13 +72,42 @@ class NeverLoops:
         return None
 
 
-def page_input() -> PageInput:
-    """A synthetic text page; with the tiny random model the seed, not the image, drives output."""
+@dataclass(frozen=True)
+class Scripts:
+    """What the scripted server writes: real healthy OCR pages and loop shapes."""
+
+    sources: list[OcrText]
+    tokens_per_char: list[float]  # of each source, on the served tokenizer
+    shapes: list[LoopShape]
+
+
+def load_scripts(base_url: str, max_tokens: int) -> Scripts:
+    require_scripted_server(base_url)
+    sources = healthy_pages()
+    per_char = [tokens_per_char(base_url, SERVED_MODEL_NAME, page.text) for page in sources]
+    # Loops must outlast any cap: a character run can pack 16+ characters into a token.
+    shapes = build_shapes(sources, degenerate_tails(), min_chars=40 * max_tokens)
+    return Scripts(sources, per_char, shapes)
+
+
+def page_image() -> Image.Image:
+    """The page image every request carries (a real prompt of about 90 tokens)."""
     image = Image.new("RGB", (640, 905), "white")
     draw = ImageDraw.Draw(image)
     for y in range(60, 860, 24):
         draw.text((50, y), f"{y:04d} The quick brown fox jumps over the lazy dog.", fill="black")
-    return PageInput(image=image, text_layer="", text_layer_usable=False)
+    return image
+
+
+def scripted_page(page: PageSpec, scripts: Scripts, image: Image.Image) -> ScriptedPage:
+    healthy = cut_to_tokens(
+        scripts.sources[page.source].text,
+        (page.seed % 1000) / 1000,
+        page.healthy_tokens,
+        scripts.tokens_per_char[page.source],
+    )
+    looping = scripts.shapes[page.shape].text if page.shape is not None else None
+    return ScriptedPage(image, "", False, healthy_text=healthy, looping_text=looping)
 
 
 def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
@@ -76,10 +118,31 @@ def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
         request_timeout_s=600,
         transport_retry_s=30,
         max_image_side=1024,
-        server_repetition_detection=arm.server_detection,
     )
     factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NeverLoops
-    return VlmEngine(ENDPOINT, endpoint, detector_factory=factory)
+    engine = ScriptedVlmEngine(ENDPOINT, endpoint, detector_factory=factory)
+    extra: dict[str, object] = {}
+    if arm.server_detection:
+        extra["repetition_detection"] = {"max_pattern_size": arm.server_detection, "min_count": 4}
+    if arm.engine_plugin:
+        extra["vllm_xargs"] = dict(PLUGIN_XARGS)
+    engine.extra_body = extra
+    return engine
+
+
+def stop_of(result: EngineResult) -> str:
+    """Which stop ended an attempt: the engine's own record when it keeps one, else read
+    from how the stream ended."""
+    recorded = getattr(result, "stop_mechanism", None)
+    if recorded:
+        return str(recorded)
+    if result.finish_reason == "repetition":
+        return "server repetition detection"
+    if result.aborted:
+        return "client close"
+    if result.status is AttemptStatus.DEGENERATE and result.finish_reason == "stop":
+        return "engine plugin"
+    return "none"
 
 
 def run_page(
@@ -105,6 +168,7 @@ def run_page(
                 result.finish_reason,
                 result.aborted,
                 plan[index].max_tokens,
+                stop_of(result),
             )
         )
         history.append(PastAttempt(index, result.status, tokens))
@@ -114,19 +178,21 @@ def run_page(
 def run_arm(
     arm: Arm,
     pages: list[PageSpec],
+    inputs: list[ScriptedPage],
     config: WorkloadConfig,
     base_url: str,
     concurrency: int,
     on_page: Callable[[], None] = lambda: None,
 ) -> tuple[float, float, list[PageRun]]:
     """(batch wall-clock s, tokens the server generated, page runs) for one arm."""
-    image = page_input()
     engine = engine_for(arm, base_url, concurrency)
     before = settled_tokens(base_url)
     try:
         began = time.monotonic()
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="page") as pool:
-            futures = [pool.submit(run_page, engine, image, p, arm, config) for p in pages]
+            futures = [
+                pool.submit(run_page, engine, inputs[p.index], p, arm, config) for p in pages
+            ]
             runs = []
             for future in as_completed(futures):
                 runs.append(future.result())
