@@ -93,6 +93,12 @@ class EngineResult:
     verdict: Verdict | None = None
     aborted: bool = False
     error: str | None = None
+    # Which stop ended the attempt (engine_plugin, abort_call, server_repetition,
+    # client_close, none) and the tokens the server generated after Folio's verdict
+    # (None, with the reason in the note, where the server does not tell).
+    stop_mechanism: str | None = None
+    tokens_after_verdict: int | None = None
+    tokens_after_verdict_note: str | None = None
 
     @property
     def duration_s(self) -> float:

@@ -80,8 +80,20 @@ class VlmEndpoint(_Strict):
         description="How long a page keeps retrying an unreachable endpoint before moving on.",
     )
     max_image_side: int = Field(default=1288, description="Longest image side sent, in pixels.")
-    server_repetition_detection: bool = Field(
-        default=False, description="Ask vLLM (>= 0.17) to stop looping requests server-side."
+    server_repetition_detection: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Ask vLLM (>= 0.17) to stop exact token repeats server-side "
+        "(repetition_detection); auto: when the start-up probe finds it.",
+    )
+    engine_plugin: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Ask Folio's vLLM plugin to end loops inside the engine step "
+        "(vllm_xargs folio_loop_stop); auto: when the start-up probe finds it.",
+    )
+    abort_call: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Abort a looping request by id (POST /abort_requests) when Folio's "
+        "detector fires; auto: when the start-up probe finds the route.",
     )
     usd_per_gpu_hour: float | None = Field(default=None, description="GPU price for cost reports.")
     gpus: int = Field(default=1, description="GPUs behind this endpoint, for cost reports.")

@@ -158,6 +158,15 @@ class AttemptOut(BaseModel):
     verdict: VerdictOut | None
     aborted: bool
     finish_reason: str | None
+    stop_mechanism: str | None = Field(
+        description="Which stop ended the attempt: engine_plugin, abort_call, "
+        "server_repetition, client_close or none."
+    )
+    tokens_after_verdict: int | None = Field(
+        description="Tokens the server generated after Folio's loop verdict; null where "
+        "the server does not tell (tokens_after_verdict_note says why)."
+    )
+    tokens_after_verdict_note: str | None
     duration_s: float
     completion_tokens: int | None
     error: str | None
@@ -179,6 +188,9 @@ class AttemptOut(BaseModel):
             verdict=verdict,
             aborted=a.aborted,
             finish_reason=a.finish_reason,
+            stop_mechanism=a.stop_mechanism,
+            tokens_after_verdict=a.tokens_after_verdict,
+            tokens_after_verdict_note=a.tokens_after_verdict_note,
             duration_s=a.duration_s,
             completion_tokens=a.completion_tokens,
             error=a.error,

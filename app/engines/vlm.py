@@ -1,13 +1,17 @@
 """A vision-language model behind an OpenAI-compatible streaming API (vLLM first).
 
-Every chunk goes through the online loop detector; on a verdict the stream is closed at once,
-which makes vLLM abort the request and free its KV cache.
+Every chunk goes through the online loop detector. The loop itself is stopped by the best stop
+the endpoint offers (probed once, `vlm_stops`): Folio's vLLM plugin ends it inside the engine
+step, vLLM's repetition_detection on exact repeats, an abort call by request id, or, always,
+closing the stream. After a verdict the stream is read on briefly when the server will end
+the request itself, so its final usage tells how many tokens it generated after the verdict.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import random
 import threading
@@ -25,11 +29,24 @@ from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.prompts import PROFILES, PromptProfile
 from app.engines.sse import sse_chunks, sse_lines
+from app.engines.vlm_stops import (
+    REPETITION_DETECTION,
+    EndpointStops,
+    choose_stops,
+    probe_stops,
+    send_abort,
+    stop_record,
+)
 from app.errors import EngineError, TransportError
 from app.settings import PlanStep, VlmEndpoint
+from app.vllm_plugin.behaviours import LOOP_STOP_ARG
 
 T = TypeVar("T")
 _SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed")
+_REQUEST_KEYS = ("repetition_penalty", "max_tokens", "repetition_detection", "vllm_xargs")
+# After a verdict, how long the stream is read on for the server's own stop to arrive.
+_DRAIN_TOKENS = 64
+_DRAIN_S = 10.0
 
 
 class LoopDetecting(Protocol):
@@ -48,6 +65,10 @@ class StreamOutcome:
     ttft_s: float | None = None
     verdict: Verdict | None = None
     aborted: bool = False
+    request_id: str | None = None
+    tokens_at_verdict: int | None = None
+    tokens_at_last_content: int | None = None
+    abort_sent: bool = False
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
@@ -106,36 +127,59 @@ class VlmEngine:
         self._io = _LoopThread()
         self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._stops: EndpointStops | None = None
 
-    def request_body(self, page: PageInput, step: PlanStep) -> dict[str, Any]:
+    def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
+        """The stops to use: the probe's findings (none without a probe) and the settings."""
+        e = self.endpoint
+        return choose_stops(
+            found or EndpointStops(), e.engine_plugin, e.abort_call, e.server_repetition_detection
+        )
+
+    def request_body(
+        self, page: PageInput, step: PlanStep, stops: EndpointStops | None = None
+    ) -> dict[str, Any]:
         """The chat completion request for one page under one plan step."""
+        stops = stops or self.configured_stops()
         image_url = encode_image(page.image, self.endpoint.max_image_side)
         body: dict[str, Any] = {
             "model": self.endpoint.model,
             "messages": self.profile.messages(image_url),
             "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream_options": {"include_usage": True, "continuous_usage_stats": stops.is_vllm},
             "max_tokens": step.max_tokens or self.endpoint.max_tokens,
         }
         body |= {k: v for k in _SAMPLING_KEYS if (v := getattr(step, k)) is not None}
         if step.repetition_penalty is not None:
             body["repetition_penalty"] = step.repetition_penalty
-        if self.endpoint.server_repetition_detection:
-            body["repetition_detection"] = {"max_pattern_size": 16, "min_count": 4}
+        if stops.repetition_detection:
+            body["repetition_detection"] = dict(REPETITION_DETECTION)
+        if stops.plugin:
+            body["vllm_xargs"] = {LOOP_STOP_ARG: 1}
         return body
 
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
-        body = self.request_body(page, step)
-        return self._io.run(self._transcribe(body))
+        return self._io.run(self._transcribe(page, step))
 
-    async def _transcribe(self, body: dict[str, Any]) -> EngineResult:
+    async def _ensure_stops(self, client: httpx.AsyncClient) -> EndpointStops:
+        if self._stops is None:
+            e = self.endpoint
+            found = None
+            if "auto" in (e.engine_plugin, e.abort_call, e.server_repetition_detection):
+                found = await probe_stops(client, e.base_url, e.model)
+            self._stops = self.configured_stops(found)
+        return self._stops
+
+    async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         client, slots = self._ensure_client()
+        stops = await self._ensure_stops(client)
+        body = self.request_body(page, step, stops)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
         async with slots:
             while True:
                 try:
-                    outcome = await self._stream(client, body)
+                    outcome = await self._stream(client, body, stops)
                     break
                 except TransportError as exc:
                     retries += 1
@@ -144,7 +188,7 @@ class VlmEngine:
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
-        return self._result(body, outcome, retries)
+        return self._result(body, outcome, retries, stops)
 
     def _ensure_client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
         if self._client is None or self._slots is None:
@@ -159,7 +203,9 @@ class VlmEngine:
             self._slots = asyncio.Semaphore(self.endpoint.max_concurrency)
         return self._client, self._slots
 
-    async def _stream(self, client: httpx.AsyncClient, body: dict[str, Any]) -> StreamOutcome:
+    async def _stream(
+        self, client: httpx.AsyncClient, body: dict[str, Any], stops: EndpointStops
+    ) -> StreamOutcome:
         outcome = StreamOutcome()
         detector = self.detector_factory()
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
@@ -172,15 +218,39 @@ class VlmEngine:
                     async for chunk in chunks:
                         if self._absorb(chunk, outcome, detector, sent):
                             outcome.aborted = True
+                            await self._stop_loop(client, outcome, stops, chunks)
                             break  # leaving the blocks closes the connection: vLLM aborts
         except (httpx.TransportError, httpx.TimeoutException) as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+        if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
+            _check_end(outcome, detector)
         return outcome
+
+    async def _stop_loop(
+        self, client: httpx.AsyncClient, outcome: StreamOutcome, stops: EndpointStops, chunks: Any
+    ) -> None:
+        """Folio called a loop: send the abort call if there is one, then read on briefly
+        while the server ends the request itself (plugin, abort), for its final usage."""
+        outcome.tokens_at_verdict = outcome.completion_tokens or outcome.content_chunks
+        if stops.abort_path and outcome.request_id:
+            outcome.abort_sent = await send_abort(
+                client, self.endpoint.base_url, stops.abort_path, outcome.request_id
+            )
+        if not (stops.plugin or outcome.abort_sent):
+            return
+        limit = outcome.tokens_at_verdict + _DRAIN_TOKENS
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_DRAIN_S):
+                async for chunk in chunks:
+                    _absorb_ending(chunk, outcome)
+                    if (outcome.completion_tokens or 0) > limit:
+                        return  # the server did not stop: close the stream
 
     def _absorb(
         self, chunk: dict[str, Any], outcome: StreamOutcome, detector: LoopDetecting, sent: float
     ) -> bool:
         """Fold one chunk into the outcome; True when the detector calls a loop."""
+        outcome.request_id = outcome.request_id or chunk.get("id")
         if usage := chunk.get("usage"):
             outcome.prompt_tokens = usage.get("prompt_tokens")
             outcome.completion_tokens = usage.get("completion_tokens")
@@ -193,6 +263,7 @@ class VlmEngine:
             if outcome.ttft_s is None:
                 outcome.ttft_s = time.perf_counter() - sent
             outcome.content_chunks += 1
+            outcome.tokens_at_last_content = outcome.completion_tokens
             outcome.text += piece
             verdict = detector.feed(piece)
             if verdict is not None:
@@ -200,13 +271,23 @@ class VlmEngine:
                 return True
         return False
 
-    def _result(self, body: dict[str, Any], outcome: StreamOutcome, retries: int) -> EngineResult:
+    def _result(
+        self, body: dict[str, Any], outcome: StreamOutcome, retries: int, stops: EndpointStops
+    ) -> EngineResult:
         max_tokens = int(body["max_tokens"])
         estimated = outcome.completion_tokens is None
         tokens = outcome.content_chunks if estimated else outcome.completion_tokens
         status, verdict = self._judge(outcome, tokens, max_tokens)
         text = (
             outcome.text if status is AttemptStatus.DEGENERATE else self.profile.parse(outcome.text)
+        )
+        stop = stop_record(
+            verdict=outcome.verdict is not None,
+            finish_reason=outcome.finish_reason,
+            stops=stops,
+            abort_sent=outcome.abort_sent,
+            final_tokens=outcome.completion_tokens,
+            tokens_at_verdict=outcome.tokens_at_verdict,
         )
         return EngineResult(
             text=text,
@@ -217,7 +298,7 @@ class VlmEngine:
             endpoint=self.endpoint_name,
             params=self._params(body, retries),
             prompt_version=self.profile.version,
-            finish_reason="abort" if outcome.aborted else outcome.finish_reason,
+            finish_reason=_finish_reason(outcome),
             prompt_tokens=outcome.prompt_tokens,
             completion_tokens=tokens,
             tokens_estimated=estimated,
@@ -225,6 +306,9 @@ class VlmEngine:
             ttft_s=outcome.ttft_s,
             verdict=verdict,
             aborted=outcome.aborted,
+            stop_mechanism=stop.mechanism,
+            tokens_after_verdict=stop.tokens_after_verdict,
+            tokens_after_verdict_note=stop.note,
         )
 
     def _judge(
@@ -243,7 +327,7 @@ class VlmEngine:
         return AttemptStatus.OK, None
 
     def _params(self, body: dict[str, Any], retries: int) -> dict[str, Any]:
-        keys = (*_SAMPLING_KEYS, "repetition_penalty", "max_tokens", "repetition_detection")
+        keys = (*_SAMPLING_KEYS, *_REQUEST_KEYS)
         params = {k: body[k] for k in keys if k in body}
         if retries:
             params["transport_retries"] = retries
@@ -278,6 +362,32 @@ async def _raise_for_status(response: httpx.Response) -> None:
     if response.status_code >= 400:
         detail = (await response.aread()).decode("utf-8", "replace")[:500]
         raise EngineError(f"request refused ({response.status_code}): {detail}")
+
+
+def _check_end(outcome: StreamOutcome, detector: LoopDetecting) -> None:
+    """The plugin ended the request before the client's detector fired: test the end."""
+    finish = getattr(detector, "finish", None)
+    verdict = finish() if finish else None
+    if verdict is not None:
+        outcome.verdict = _as_verdict(verdict)
+        outcome.aborted = True
+        outcome.tokens_at_verdict = outcome.tokens_at_last_content
+
+
+def _absorb_ending(chunk: dict[str, Any], outcome: StreamOutcome) -> None:
+    """A chunk after the verdict: only the server's finish reason and token count matter."""
+    if usage := chunk.get("usage"):
+        outcome.completion_tokens = usage.get("completion_tokens")
+    for choice in chunk.get("choices") or []:
+        if choice.get("finish_reason"):
+            outcome.finish_reason = choice["finish_reason"]
+
+
+def _finish_reason(outcome: StreamOutcome) -> str | None:
+    """The server's own reason where it ended the request; "abort" where Folio stopped it."""
+    if outcome.aborted and outcome.finish_reason not in ("stop", "repetition"):
+        return "abort"
+    return outcome.finish_reason
 
 
 def _as_verdict(verdict: Any) -> Verdict:

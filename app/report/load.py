@@ -32,6 +32,8 @@ _ATTEMPT_COLUMNS = (
     Attempt.max_tokens,
     Attempt.finish_reason,
     Attempt.aborted,
+    Attempt.stop_mechanism,
+    Attempt.tokens_after_verdict,
     Attempt.verdict_kind,
     Attempt.verdict_period,
     Attempt.verdict_onset,

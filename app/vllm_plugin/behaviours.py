@@ -1,0 +1,80 @@
+"""What the plugin does for one request, step by step (pure: no torch, no vLLM).
+
+A request opts in through per-request args (`vllm_xargs` in the REST body, which vLLM hands
+over as `SamplingParams.extra_args`). Each behaviour named there gets the tokens and text the
+request adds at every step and answers with a `StepAction`: end the request now (only EOS
+left possible) and/or tokens to ban at the next position. More behaviours (e.g. a no-repeat
+n-gram guard) join `BEHAVIOURS` under their own arg name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from app.degeneration import LoopDetector, LoopVerdict
+
+# Per-request arg that asks for the loop stop: {"folio_loop_stop": 1}.
+LOOP_STOP_ARG = "folio_loop_stop"
+
+
+@dataclass(frozen=True)
+class StepAction:
+    end: bool = False  # leave only EOS possible: the request ends on this step
+    banned: frozenset[int] = frozenset()  # token ids not allowed at the next position
+
+
+NO_ACTION = StepAction()
+END = StepAction(end=True)
+
+
+class RequestBehaviour(Protocol):
+    def step(self, new_token_ids: Sequence[int], new_text: str) -> StepAction:
+        """The tokens (and their text) the request added since the last step."""
+        ...
+
+
+class LoopStop:
+    """Folio's online loop detector on the request's text; ends the request at the verdict."""
+
+    def __init__(self) -> None:
+        self._detector = LoopDetector()
+
+    @property
+    def verdict(self) -> LoopVerdict | None:
+        return self._detector.verdict
+
+    def step(self, new_token_ids: Sequence[int], new_text: str) -> StepAction:
+        if self._detector.verdict is not None or (new_text and self._detector.feed(new_text)):
+            return END
+        return NO_ACTION
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> LoopStop | None:
+        value = args.get(LOOP_STOP_ARG)
+        if value in (None, 0, False, "0", "false"):
+            return None
+        if value not in (1, True, "1", "true"):
+            raise ValueError(f"{LOOP_STOP_ARG} must be 1 or 0, not {value!r}")
+        return cls()
+
+
+# arg name -> factory: None when the request does not ask; ValueError on a bad value.
+BehaviourFactory = Callable[[Mapping[str, Any]], RequestBehaviour | None]
+BEHAVIOURS: dict[str, BehaviourFactory] = {LOOP_STOP_ARG: LoopStop.from_args}
+
+
+def behaviours_for(args: Mapping[str, Any] | None) -> list[RequestBehaviour]:
+    """The behaviours a request asks for (its extra_args), in registry order."""
+    if not args:
+        return []
+    found = (factory(args) for name, factory in BEHAVIOURS.items() if name in args)
+    return [behaviour for behaviour in found if behaviour is not None]
+
+
+def combine(actions: Sequence[StepAction]) -> StepAction:
+    if len(actions) == 1:
+        return actions[0]
+    banned = frozenset().union(*(a.banned for a in actions))
+    return StepAction(end=any(a.end for a in actions), banned=banned)
