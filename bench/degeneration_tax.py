@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from bench.environment import describe, machine_info, write_results
-from bench.scripted import ScriptedPage, plugin_loaded
+from bench.scripted import ScriptedPage, abort_route, plugin_loaded
 from bench.tax_run import ArmRun, load_scripts, page_image, run_arm, scripted_page
 from bench.tax_shapes import shape_sweep
 from bench.tax_summary import summarize
@@ -57,7 +57,8 @@ class ServerConfig:
         ]
 
     def env(self) -> dict[str, str]:
-        return {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)}
+        # The dev mode serves POST /abort_requests (arm C-abort); never beyond localhost.
+        return {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "VLLM_SERVER_DEV_MODE": "1"}
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class TaxConfig:
 
 
 QUICK = TaxConfig(
-    workload=WorkloadConfig(pages=80, degenerate_share=0.05, max_tokens=512, median_tokens=64),
+    workload=WorkloadConfig(pages=60, degenerate_share=0.1, max_tokens=512, median_tokens=64),
     repeats=1,
 )
 
@@ -129,7 +130,7 @@ def run_benchmark(
             results[regime] = run_regime(config, arms, pages, inputs, base_url, progress)
         if server:
             server.renice_engine(REGIMES[regimes[0]])
-    sweep_arms = [key for key in arms if key not in ("A", "B", "B-plugin")]
+    sweep_arms = [key for key in arms if ARMS[key].retry and not ARMS[key].counterfactual]
     sweep = shape_sweep(sweep_arms, scripts.shapes, config.workload, base_url, config.concurrency)
     return {
         "config": asdict(config),
@@ -146,19 +147,19 @@ def run_benchmark(
 def available_arms(wanted: Sequence[str], base_url: str) -> tuple[list[str], dict[str, str]]:
     """The arms this server and this build can run, and why the others were left out."""
     skipped: dict[str, str] = {}
-    plugin = plugin_loaded(base_url)
+    plugin, abort = plugin_loaded(base_url), abort_route(base_url)
     for key in wanted:
         if ARMS[key].engine_plugin and not plugin:
             skipped[key] = "Folio's vLLM plugin is not loaded by this server"
-        elif ARMS[key].abort_call:
-            skipped[key] = "the explicit abort call is not in this build's VLM engine"
+        elif ARMS[key].abort_call and not abort:
+            skipped[key] = "no abort route (start vLLM with VLLM_SERVER_DEV_MODE=1)"
     return [key for key in wanted if key not in skipped], skipped
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[TaxConfig, str | None]:
     parser = argparse.ArgumentParser(prog="python -m bench tax", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small run (~10 min on 2 cores)")
-    parser.add_argument("--pages", type=int, help="requests per arm (default 200)")
+    parser.add_argument("--pages", type=int, help="requests per arm (default 120)")
     parser.add_argument("--degenerate-share", type=float, help="share of looping pages (0.05)")
     parser.add_argument("--max-tokens", type=int, help="token cap a loop runs into (1024)")
     parser.add_argument("--median-tokens", type=int, help="median healthy page length (128)")

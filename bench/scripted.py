@@ -8,6 +8,7 @@ loop on a degenerate page) and what any other read produces (the page's healthy 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ import httpx
 
 from app.domain import PageInput
 from app.engines.vlm import VlmEngine
+from app.engines.vlm_stops import ABORT_PATHS, LOOP_STOP_ARG, EndpointStops
 from app.settings import PlanStep
 from tests.vllm_cpu.server import root_url_of
 
@@ -49,8 +51,10 @@ class ScriptedVlmEngine(VlmEngine):
 
     extra_body: Mapping[str, Any] = {}
 
-    def request_body(self, page: PageInput, step: PlanStep) -> dict[str, Any]:
-        body = super().request_body(page, step)
+    def request_body(
+        self, page: PageInput, step: PlanStep, stops: EndpointStops | None = None
+    ) -> dict[str, Any]:
+        body = super().request_body(page, step, stops)
         for key, value in self.extra_body.items():
             merge = isinstance(value, dict) and isinstance(body.get(key), dict)
             body[key] = {**body[key], **value} if merge else value
@@ -100,16 +104,28 @@ def require_scripted_server(base_url: str, model: str = "tiny-qwen2vl") -> None:
 
 def plugin_loaded(base_url: str, model: str = "tiny-qwen2vl") -> bool:
     """Whether the server runs Folio's vLLM plugin: a scripted loop that asks for the
-    plugin's stop ends (EOS) long before its cap only when the plugin is there."""
+    plugin's stop ends (EOS) long before its cap only when the plugin is there (the engine's
+    own probe only checks that the argument is understood)."""
     cap = 200
     body = {
         "model": model,
         "messages": [{"role": "user", "content": "Transcribe the text on this page."}],
         "max_tokens": cap,
-        "vllm_xargs": {"folio_loop_stop": 1, SCRIPT_ARG: "Total due: 12.50 EUR\n" * 400},
+        "vllm_xargs": {LOOP_STOP_ARG: 1, SCRIPT_ARG: "Total due: 12.50 EUR\n" * 400},
     }
     response = httpx.post(f"{base_url.rstrip('/')}/chat/completions", json=body, timeout=120)
     if response.status_code >= 400:
         return False
     usage = response.json().get("usage") or {}
     return int(usage.get("completion_tokens") or cap) < cap
+
+
+def abort_route(base_url: str) -> str | None:
+    """The server's abort-by-id route, if it has one (a made-up id aborts nothing)."""
+    root = root_url_of(base_url)
+    for path in ABORT_PATHS:
+        body = {"request_ids": ["folio-bench-probe"]}
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.post(root + path, json=body, timeout=10).status_code == 200:
+                return path
+    return None

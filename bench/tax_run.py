@@ -13,6 +13,7 @@ from PIL import Image, ImageDraw
 from app.degeneration import LoopDetector
 from app.domain import AttemptStatus, EngineResult, PageInput
 from app.engines.vlm import LoopDetecting, VlmEngine
+from app.engines.vlm_stops import REPETITION_DETECTION
 from app.plan import Limits, PageFacts, PastAttempt, next_step
 from app.settings import VlmEndpoint
 from bench.loop_shapes import LoopShape, build_shapes
@@ -26,8 +27,6 @@ from bench.scripted import (
 )
 from bench.tax_workload import ENDPOINT, Arm, PageSpec, WorkloadConfig, plan_for
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, generation_tokens_total
-
-PLUGIN_XARGS = {"folio_loop_stop": 1}  # Folio's vLLM plugin: stop this request's loops
 
 FACTS = PageFacts(text_layer_usable=False, endpoints=frozenset({ENDPOINT}))
 
@@ -111,6 +110,7 @@ def scripted_page(page: PageSpec, scripts: Scripts, image: Image.Image) -> Scrip
 
 
 def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
+    """Folio's engine with the arm's stops switched on or off (never left to the probe)."""
     endpoint = VlmEndpoint(
         base_url=base_url,
         model=SERVED_MODEL_NAME,
@@ -118,31 +118,21 @@ def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
         request_timeout_s=600,
         transport_retry_s=30,
         max_image_side=1024,
+        server_repetition_detection=bool(arm.server_detection),
+        engine_plugin=arm.engine_plugin,
+        abort_call=arm.abort_call,
     )
     factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NeverLoops
     engine = ScriptedVlmEngine(ENDPOINT, endpoint, detector_factory=factory)
-    extra: dict[str, object] = {}
-    if arm.server_detection:
-        extra["repetition_detection"] = {"max_pattern_size": arm.server_detection, "min_count": 4}
-    if arm.engine_plugin:
-        extra["vllm_xargs"] = dict(PLUGIN_XARGS)
-    engine.extra_body = extra
+    if arm.server_detection and arm.server_detection != REPETITION_DETECTION["max_pattern_size"]:
+        size = {"max_pattern_size": arm.server_detection}
+        engine.extra_body = {"repetition_detection": {**REPETITION_DETECTION, **size}}
     return engine
 
 
 def stop_of(result: EngineResult) -> str:
-    """Which stop ended an attempt: the engine's own record when it keeps one, else read
-    from how the stream ended."""
-    recorded = getattr(result, "stop_mechanism", None)
-    if recorded:
-        return str(recorded)
-    if result.finish_reason == "repetition":
-        return "server repetition detection"
-    if result.aborted:
-        return "client close"
-    if result.status is AttemptStatus.DEGENERATE and result.finish_reason == "stop":
-        return "engine plugin"
-    return "none"
+    """Which stop ended an attempt, as Folio's engine records it (`none`: the cap, or EOS)."""
+    return result.stop_mechanism or "none"
 
 
 def run_page(

@@ -2,12 +2,13 @@
 
 Every loop shape (bench.loop_shapes) is read once per arm, all shapes in one concurrent batch,
 as the first (greedy) read of a degenerate page; no retry. A shape that no stop catches runs
-to the token cap.
+to the token cap (at most SWEEP_MAX_TOKENS).
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from app.domain import AttemptStatus
@@ -15,6 +16,10 @@ from bench.loop_shapes import LoopShape
 from bench.scripted import ScriptedPage
 from bench.tax_run import engine_for, page_image, settled_tokens, stop_of
 from bench.tax_workload import ARMS, WorkloadConfig, looping_step
+
+# Each shape runs to this cap at most: enough for 3+ copies of a 500-character block, and the
+# shapes no stop catches cost no more than that per arm.
+SWEEP_MAX_TOKENS = 512
 
 
 def shape_sweep(
@@ -27,6 +32,7 @@ def shape_sweep(
     """{"shapes": [...], "arms": {arm: {"caught", "tokens", "stops", "overshoot"}}}."""
     image = page_image()
     pages = [ScriptedPage(image, "", False, looping_text=shape.text) for shape in shapes]
+    config = replace(config, max_tokens=min(config.max_tokens, SWEEP_MAX_TOKENS))
     step = looping_step(config)
     arms: dict[str, Any] = {}
     for key in arm_keys:

@@ -60,11 +60,11 @@ def shape_table(sweep: dict[str, Any]) -> Table:
     return table
 
 
-STOP_CODES = {
-    "client close": "close",
-    "engine plugin": "plugin",
-    "abort call": "abort",
-    "server repetition detection": "rd",
+STOP_CODES = {  # Folio's stop_mechanism values, shortened
+    "client_close": "close",
+    "engine_plugin": "plugin",
+    "abort_call": "abort",
+    "server_repetition": "rd",
     "none": "at cap",
 }
 

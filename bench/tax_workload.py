@@ -18,7 +18,7 @@ ENDPOINT = "primary"
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    pages: int = 200
+    pages: int = 120
     degenerate_share: float = 0.05
     max_tokens: int = 1024  # the token cap a looping request runs into
     median_tokens: int = 128  # healthy page length (lognormal)
@@ -47,11 +47,15 @@ class Arm:
     key: str
     title: str
     counterfactual: bool = False  # degenerate pages replaced by healthy ones
-    client_detector: bool = False  # Folio's online LoopDetector closes the stream
+    client_detector: bool = False  # Folio's online LoopDetector in the client
     server_detection: int | None = None  # vLLM repetition_detection's max_pattern_size
     engine_plugin: bool = False  # Folio's vLLM plugin stops the request inside the engine
     abort_call: bool = False  # the client also sends an explicit abort by request id
-    retry: bool = False  # a degenerate attempt is retried by the next plan step
+
+    @property
+    def retry(self) -> bool:
+        """Every arm that stops loops retries the page; A (none) and B (no loops) do not."""
+        return self.client_detector or bool(self.server_detection) or self.engine_plugin
 
 
 GENEROUS_PATTERN = 256  # tokens: about 800 characters of English on this tokenizer
@@ -62,51 +66,47 @@ ARMS = {
         Arm("A", "no mitigation: loops run to max_tokens"),
         Arm("B", "floor: loops replaced by healthy pages", counterfactual=True),
         Arm(
+            "B-plugin",
+            "floor with Folio's plugin on every request (its cost on a loop-free batch)",
+            counterfactual=True,
+            engine_plugin=True,
+        ),
+        Arm(
             "C",
-            "Folio detector in the client, stream closed + retry",
+            "client close: Folio's detector in the client closes the stream",
             client_detector=True,
-            retry=True,
         ),
         Arm(
             "C-plugin",
-            "Folio detector inside the engine (vLLM plugin) + client detector + retry",
+            "Folio's detector inside the engine (vLLM plugin), client detector beside it",
             client_detector=True,
             engine_plugin=True,
-            retry=True,
         ),
         Arm(
             "C-abort",
-            "Folio detector in the client, explicit abort call + close + retry",
+            "client detector, then an explicit abort call by request id (and close)",
             client_detector=True,
             abort_call=True,
-            retry=True,
         ),
-        Arm(
-            "D16",
-            "vLLM repetition_detection, max_pattern_size 16 + retry",
-            server_detection=16,
-            retry=True,
-        ),
+        Arm("D16", "vLLM repetition_detection, max_pattern_size 16", server_detection=16),
         Arm(
             f"D{GENEROUS_PATTERN}",
-            f"vLLM repetition_detection, max_pattern_size {GENEROUS_PATTERN} + retry",
+            f"vLLM repetition_detection, max_pattern_size {GENEROUS_PATTERN}",
             server_detection=GENEROUS_PATTERN,
-            retry=True,
         ),
         Arm(
             "E",
-            "client detector + repetition_detection 16 + retry",
+            "client close + repetition_detection 16",
             client_detector=True,
             server_detection=16,
-            retry=True,
         ),
         Arm(
-            "E-plugin",
-            "plugin + client detector + repetition_detection 16 + retry",
+            "F",
+            "Folio's default (auto): plugin + abort call + repetition_detection 16 + close",
             client_detector=True,
             server_detection=16,
             engine_plugin=True,
-            retry=True,
+            abort_call=True,
         ),
     )
 }

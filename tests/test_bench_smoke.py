@@ -22,7 +22,7 @@ SMOKE = TaxConfig(
     workload=WorkloadConfig(pages=12, degenerate_share=0.2, max_tokens=256, median_tokens=32),
     repeats=1,
     concurrency=4,
-    arms=("A", "B", "C", "D16", "E"),
+    arms=("A", "B", "E"),  # the shape sweep then runs E alone
 )
 
 
@@ -71,7 +71,7 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
     console.print(results_table(summary))
     console.print(shape_table(report["by_shape"]))
 
-    assert set(summary) == {"A", "B", "C", "D16", "E"}
+    assert set(summary) == {"A", "B", "E"}
     assert summary["B"]["inflation_over_b"] == 0
     for arm in summary.values():
         assert arm["pages"] == 12 and arm["degenerate_pages"] == 2
