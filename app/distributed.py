@@ -6,20 +6,21 @@ The Celery tasks in `workers/` and the CLI call these; the database holds every 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
-from app.db import repo
+from app.db import page_path, repo
 from app.db.engine import Database
 from app.db.models import Document, Job, Page
-from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, JobStatus, PageStatus
+from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, JobStatus
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
-from app.pipeline.process_page import PageBusy, PageProcessor
-from app.queue import Enqueuer
+from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
+from app.queue import BrokerUnavailable, Enqueuer
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -90,25 +91,94 @@ def split_document(db: Database, enqueuer: Enqueuer, document_id: int) -> int:
     return enqueuer.process_pages(pages, job.plan_name, job_priority(job.options))
 
 
-def run_queued_page(processor: PageProcessor, page_id: int) -> PageStatus:
+def run_queued_page(processor: PageProcessor, page_id: int) -> PageOutcome:
     """Process one page for a task. PageBusy and database outages propagate for a retry;
     any other error is recorded on the page, which ends failed."""
     try:
-        return processor.process(page_id)
+        return processor.run(page_id)
     except (PageBusy, *DATABASE_DOWN):
         raise
     except Exception as exc:
         log.exception("page %s failed unexpectedly", page_id)
-        return record_crash(processor.db, page_id, exc)
+        status = record_crash(processor.db, page_id, exc)
+        with processor.db.session() as session:
+            job_id = session.scalar(select(Page.job_id).where(Page.id == page_id))
+        # It may have been the job's last open page: let the sweep look.
+        return PageOutcome(status, job_id, closed=True, others_open=True)
 
 
-def job_left_open(db: Database, page_id: int) -> str | None:
-    """The page's job id when the job has no page left open (time to finalize), else None."""
-    with db.session() as session:
-        job_id = session.scalar(select(Page.job_id).where(Page.id == page_id))
-        if job_id is None or repo.open_pages(session, job_id):
-            return None
-        return job_id
+def job_to_finalize(outcome: PageOutcome) -> str | None:
+    """The job id when this outcome closed the job's last open page: time to finalize."""
+    if outcome.closed and not outcome.others_open:
+        return outcome.job_id
+    return None
+
+
+class FinalizeSweeper:
+    """Finalizes, in batches, the jobs whose pages closed while others still looked open.
+
+    A page's close sees the other pages as its statement started, so when the last pages of a
+    job close at the same moment each may see the others open and none finalizes. Every such
+    close notes its job here; each sweep, after those closes committed, looks once at all noted
+    jobs (one query) and finalizes those with no open page left. The later sweep of any two
+    racing closes comes after both commits, so no job is left unfinalized, and a page costs no
+    round trip for it.
+    """
+
+    def __init__(self, db: Database, enqueuer: Enqueuer, interval_s: float = 1.0) -> None:
+        self.db = db
+        self.enqueuer = enqueuer
+        self.interval_s = interval_s
+        self._noted: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def note(self, job_id: str) -> None:
+        with self._lock:
+            self._noted.add(job_id)
+            if self._thread is None:
+                self._stop.clear()
+                self._thread = threading.Thread(
+                    target=self._run, name="folio-finalize", daemon=True
+                )
+                self._thread.start()
+
+    def sweep(self) -> list[str]:
+        """Finalize the noted jobs that have no open page now; the job ids queued."""
+        with self._lock:
+            noted, self._noted = self._noted, set()
+        if not noted:
+            return []
+        try:
+            with self.db.autocommit() as conn:
+                still_open = page_path.jobs_with_open_pages(conn, noted)
+            done = sorted(noted - still_open)
+            for job_id in done:
+                self.enqueuer.finalize_job(job_id)
+        except (*DATABASE_DOWN, BrokerUnavailable):
+            with self._lock:
+                self._noted |= noted  # the next sweep tries again
+            raise
+        return done
+
+    def close(self) -> None:
+        with self._lock:
+            thread, self._thread = self._thread, None
+        self._stop.set()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._sweep_logged()  # a job left now is finalized by `folio recover`
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sweep_logged()
+
+    def _sweep_logged(self) -> None:
+        try:
+            self.sweep()
+        except (*DATABASE_DOWN, BrokerUnavailable) as exc:
+            log.warning("finalize sweep failed, will retry: %s", exc)
 
 
 def finalize_job(db: Database, job_id: str) -> bool:

@@ -22,6 +22,7 @@ class PageStatus(StrEnum):
 
 
 TERMINAL_PAGE_STATUSES = tuple(s.value for s in PageStatus if s.terminal)
+OPEN_PAGE_STATUSES = tuple(s.value for s in PageStatus if not s.terminal)
 
 
 class DocumentStatus(StrEnum):
@@ -46,6 +47,7 @@ class AttemptStatus(StrEnum):
     EMPTY = "empty"
     ERROR = "error"
     TRANSPORT_ERROR = "transport_error"
+    REJECTED = "rejected"  # the PDF's text layer failed the quality gate
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class PageInput:
     image: Image.Image
     text_layer: str
     text_layer_usable: bool
+    text_layer_markdown: str | None = None  # the layer as structured Markdown
+    text_layer_rejection: str | None = None  # why the gate refused the layer ("garbled")
 
     @property
     def size(self) -> tuple[int, int]:

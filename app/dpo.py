@@ -160,7 +160,9 @@ def _metadata(pair: PagePair) -> dict[str, Any]:
     rejected, chosen = pair.rejected, pair.chosen
     return {
         "job_id": pair.page.job_id,
+        "page_id": pair.page.id,
         "document": pair.document.name,
+        "document_sha256": pair.document.sha256,
         "page": pair.page.number,
         "rejected_model": rejected.model,
         "rejected_params": rejected.params,

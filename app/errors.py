@@ -42,3 +42,15 @@ class TransportError(FolioError):
     """The engine could not be reached or answered 5xx; the same call may work later."""
 
     category = "transport"
+
+
+class TrainInputError(FolioError):
+    """Training input that cannot work: no pairs, missing images, a base that is not a VLM."""
+
+    category = "train-input"
+
+
+class MissingExtraError(FolioError):
+    """An optional part of Folio was asked for but its extra is not installed."""
+
+    category = "missing-extra"

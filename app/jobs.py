@@ -9,19 +9,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 
 from app.db import repo
 from app.db.engine import Database
-from app.db.models import Document
-from app.domain import DocumentStatus, JobStatus
+from app.db.models import Document, Job, Page
+from app.domain import DocumentStatus, JobStatus, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import ConfigError
 from app.metrics import FolioMetrics
 from app.pdf.render import DocumentLimits
-from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest
+from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest, sha256_of
 from app.pipeline.local import PageCallback, run_pages
 from app.pipeline.process_page import PageProcessor
+from app.report.build import job_server_tokens
+from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 
 
@@ -70,6 +72,82 @@ def create_job_from_folder(settings: Settings, db: Database, request: JobRequest
     )
 
 
+def start_job(settings: Settings, db: Database, request: JobRequest) -> IngestResult:
+    """`folio run`'s job: the unfinished job of an interrupted run on the same input, resumed
+    (its open pages only), or a new one."""
+    job_id = interrupted_run(settings, db, request)
+    if job_id is None:
+        return create_job_from_folder(settings, db, request)
+    release_dead_leases(db, job_id)
+    with db.session() as session:
+        pages = repo.open_pages(session, job_id)
+        documents = session.scalar(select(func.count()).where(Document.job_id == job_id))
+    return IngestResult(job_id, pages, int(documents or 0), resumed=True)
+
+
+def interrupted_run(settings: Settings, db: Database, request: JobRequest) -> str | None:
+    """The newest unfinished local job made from the same files (path and content), into the
+    same output folder, with the same plan and options."""
+    if request.force or request.out_dir is None:
+        return None
+    options = {"dpi": request.dpi} if request.dpi else {}
+    with db.session() as session:
+        job = session.scalars(
+            select(Job)
+            .where(Job.source == str(request.source.resolve()))
+            .where(Job.out_dir == str(request.out_dir.resolve()), Job.api_key_id.is_(None))
+            .where(Job.plan_name == settings.plan_name(request.plan_name))
+            .where(Job.status.in_([JobStatus.PENDING, JobStatus.RUNNING]))
+            .order_by(Job.created_at.desc())
+        ).first()
+        if job is None or (job.options or {}) != options:
+            return None
+        recorded = {(d.path, d.sha256) for d in job.documents}
+    files = {(str(p.resolve()), sha256_of(p)) for p in discover_pdfs(request.source)}
+    return job.id if files == recorded else None
+
+
+def interrupted_api_jobs(db: Database) -> list[str]:
+    """API jobs a stopped server left queued or running, oldest first."""
+    with db.session() as session:
+        query = select(Job.id).where(Job.api_key_id.is_not(None))
+        query = query.where(Job.status.in_([JobStatus.PENDING, JobStatus.RUNNING]))
+        return list(session.scalars(query.order_by(Job.created_at)))
+
+
+def release_dead_leases(db: Database, job_id: str) -> int:
+    """Free the job's pages held by processes of this machine that are gone (killed, stopped);
+    a page another machine holds frees itself one lease after its holder's last heartbeat."""
+    with db.session() as session:
+        held = session.execute(
+            select(Page.id, Page.lease_owner).where(
+                Page.job_id == job_id, Page.status == PageStatus.RUNNING
+            )
+        ).all()
+        dead = [page_id for page_id, owner in held if _gone(owner)]
+        if dead:
+            session.execute(
+                update(Page)
+                .where(Page.id.in_(dead), Page.status == PageStatus.RUNNING)
+                .values(status=PageStatus.PENDING, lease_owner=None, lease_until=None)
+            )
+    return len(dead)
+
+
+def _gone(owner: str | None) -> bool:
+    """Whether a lease owner (`host:pid`, see `worker_id`) is a process of this host that ended."""
+    host, _, pid = (owner or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's
+        return False
+    return False
+
+
 def run_job_locally(
     settings: Settings,
     db: Database,
@@ -85,12 +163,20 @@ def run_job_locally(
         repo.set_job_status(session, job_id, JobStatus.RUNNING)
         plan_name = repo.job_plan(session, job_id)
     engines = EngineSet(settings)
+    sampler = sampler_from_settings(settings, db, worker_id())
+    processor = PageProcessor(
+        settings, db, engines, owner=worker_id(), metrics=metrics, sampler=sampler
+    )
     try:
-        processor = PageProcessor(settings, db, engines, owner=worker_id(), metrics=metrics)
         run_pages(processor, page_ids, settings.page_concurrency(plan_name), on_page)
     finally:
+        processor.close()
         engines.close()
+        if sampler:
+            sampler.finish(job_id)
     settle_job(db, job_id)
+    if metrics and sampler:
+        metrics.observe_server_tokens(job_server_tokens(db, job_id))
 
 
 def settle_job(db: Database, job_id: str) -> bool:

@@ -10,7 +10,7 @@ endpoint lets a dashboard price GPU time too.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from wsgiref.simple_server import WSGIServer
 
@@ -20,6 +20,7 @@ from prometheus_client import make_asgi_app as _prometheus_asgi_app
 from app.domain import AttemptStatus, EngineResult, PageStatus
 from app.report.cost import direct_cost
 from app.report.pricing import Pricing, pricing_from_settings
+from app.report.schema import ServerTokens
 from app.settings import Settings
 
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 600)
@@ -49,6 +50,15 @@ class FolioMetrics:
         )
         self.cost = Counter(
             "folio_cost_usd", "Cost from token and CPU prices.", ["basis", "model"], registry=r
+        )
+        self.server_tokens = Counter(
+            "folio_server_tokens",
+            "Tokens endpoint servers generated for finished jobs, from their own counters "
+            "(vLLM /metrics): generated, unreceived (received by no attempt), lost_aborts "
+            "(of which aborted requests ran on), degenerate (lost aborts plus degenerate "
+            "attempts' tokens). Each job counts its share once, when it finishes.",
+            ["kind", "endpoint"],
+            registry=r,
         )
         self.duration = Histogram(
             "folio_attempt_duration_seconds",
@@ -80,6 +90,17 @@ class FolioMetrics:
         )
         self.cost.labels("tokens", model).inc(tokens)
         self.cost.labels("cpu", model).inc(cpu)
+
+    def observe_server_tokens(self, servers: Sequence[ServerTokens]) -> None:
+        """A finished job's server-side figures (endpoints without readings are skipped)."""
+        for s in servers:
+            if s.tokens_generated is None:
+                continue
+            self.server_tokens.labels("generated", s.endpoint).inc(s.tokens_generated)
+            self.server_tokens.labels("unreceived", s.endpoint).inc(s.tokens_unreceived or 0)
+            self.server_tokens.labels("lost_aborts", s.endpoint).inc(s.tokens_lost_aborts or 0)
+            degenerate = (s.degenerate_share or 0) * s.tokens_generated
+            self.server_tokens.labels("degenerate", s.endpoint).inc(degenerate)
 
     def observe_page(self, status: PageStatus) -> None:
         self.pages.labels(str(status)).inc()

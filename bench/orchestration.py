@@ -1,13 +1,20 @@
-"""Orchestration overhead of distributed mode: Celery + Redis + PostgreSQL with a no-op engine.
+"""Orchestration cost of distributed mode: Celery + Redis + PostgreSQL with a no-op engine.
 
-Run `python -m bench.orchestration [--documents 10 --pages 50 --workers 2 --concurrency 4]`
+Run `python -m bench orchestration [--documents 10 --pages 50 --workers 2 --concurrency 4]`
 from the repository root with the local PostgreSQL and Redis up (FOLIO_TEST_POSTGRES_URL,
 FOLIO_TEST_REDIS_URL). The engine is the PDF text layer on tiny text pages rendered at 36 dpi,
 so nearly all the time measured is Folio's own: queueing, claiming, recording, finalizing.
 
-Reported: pages/s from submit to the job marked done (workers already warm), and the median
-per-page overhead: a page's time in its worker (claim to close) minus rendering and engine
-time. Results are printed and written to `bench/results/orchestration.json`.
+Two arms in one run, each on its own database and queue prefix: `current` (this tree) and
+`baseline` (the page path before issue 16, commit --baseline, exported with `git archive`).
+Their workers run `bench/count_worker.py`, which counts every statement, BEGIN, COMMIT and
+pool ping the workers send, with SQLAlchemy events: the per-page counts do not depend on load.
+
+Reported per arm: pages/s (job created to job done, workers already warm), the median
+in-worker overhead per page (a page's time in its worker, claim to close, minus rendering and
+engine time) and database round trips and commits per page (all worker traffic during the
+batch, split and finalize tasks included, divided by pages). Written to
+`bench/results/orchestration.json`.
 """
 
 from __future__ import annotations
@@ -16,9 +23,13 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
+import tarfile
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -27,27 +38,23 @@ from typing import Any
 import redis
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from app.db.engine import Database, dispose_engines, upgrade
-from app.db.models import Attempt, Job, Page
-from app.jobs import JobRequest
-from app.queue import Enqueuer
-from app.settings import Settings
 from bench.detector import machine_info
 from tests.conftest import POSTGRES_URL, REDIS_URL
-from tests.distributed_support import (
-    start_worker,
-    stop_worker,
-    wait_until,
-    worker_env,
-    write_text_pdfs,
-)
+from tests.distributed_support import stop_worker, wait_until, worker_env, write_text_pdfs
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "orchestration.json"
-TARGETS = {"pages_per_s": 100.0, "overhead_ms_median": 10.0}
+BASELINE = "5866c15"  # main before issue 16: the page path this work replaced
+TARGETS = {
+    "pages_per_s": 300.0,
+    "overhead_ms_median": 10.0,
+    "round_trips_per_page": 6.0,
+    "commits_per_page": 2.0,
+}
+ROUND_TRIP_KINDS = ("statements", "begins", "commits", "pings")
 
 
 def versions() -> dict[str, str]:
@@ -58,121 +65,311 @@ def versions() -> dict[str, str]:
     return found
 
 
-def run_batch(settings: Settings, folder: Path) -> tuple[str, float]:
-    """Submit the folder and wait for the job to be done; (job id, seconds)."""
-    from app.distributed import submit_job
-
-    db = Database(settings.database_url)
-    started = time.perf_counter()
-    request = JobRequest(folder, None, "textlayer", dpi=36)
-    job_id = submit_job(settings, db, Enqueuer(settings), request).job_id
-
-    def done() -> bool:
-        with db.session() as session:
-            return session.scalar(select(Job.status).where(Job.id == job_id)) == "done"
-
-    wait_until(done, 600, "the benchmark job")
-    return job_id, time.perf_counter() - started
-
-
-def per_page_overhead_ms(db: Database, job_id: str) -> list[float]:
-    engine_s = (
-        select(Attempt.page_id, func.sum(Attempt.duration_s).label("s"))
-        .group_by(Attempt.page_id)
-        .subquery()
-    )
-    query = (
-        select(Page.started_at, Page.finished_at, Page.render_s, engine_s.c.s)
-        .join(engine_s, engine_s.c.page_id == Page.id)
-        .where(Page.job_id == job_id)
-    )
-    with db.session() as session:
-        rows = session.execute(query).all()
-    return [
-        ((end - start).total_seconds() - (render or 0.0) - (spent or 0.0)) * 1000
-        for start, end, render, spent in rows
-    ]
-
-
-def measure(documents: int, pages: int, workers: int, concurrency: int) -> dict[str, Any]:
-    name = f"folio_bench_{uuid.uuid4().hex[:10]}"
-    prefix = f"folio-bench-{uuid.uuid4().hex[:8]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    processes = []
+def export_tree(revision: str, into: Path) -> Path:
+    """The repository at `revision` as plain files (no .git), for the baseline arm's workers."""
+    archive = into / "baseline.tar"
     try:
-        upgrade(url)
-        env = worker_env(url, REDIS_URL, prefix)
-        settings = Settings(database_url=url, broker_url=REDIS_URL, queue_prefix=prefix)
-        processes = [start_worker(env, concurrency) for _ in range(workers)]
-        with tempfile.TemporaryDirectory() as tmp:
-            write_text_pdfs(Path(tmp) / "warmup", 1, workers * concurrency)
-            total = write_text_pdfs(Path(tmp) / "batch", documents, pages)
-            run_batch(settings, Path(tmp) / "warmup")
-            job_id, seconds = run_batch(settings, Path(tmp) / "batch")
-        overhead = per_page_overhead_ms(Database(url), job_id)
-    finally:
-        for process in processes:
+        with archive.open("wb") as out:
+            subprocess.run(["git", "-C", str(REPO), "archive", revision], stdout=out, check=True)
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        raise SystemExit(
+            f"cannot export baseline {revision!r} with git archive ({exc}); "
+            "run from a clone that has it, or pass --baseline none"
+        ) from exc
+    tree = into / f"baseline-{revision}"
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+class Arm:
+    """One side of the comparison: a source tree, its own database, queues and workers."""
+
+    def __init__(self, name: str, tree: Path, scratch: Path) -> None:
+        self.name = name
+        self.tree = tree
+        self.scratch = scratch
+        self.database = f"folio_bench_{uuid.uuid4().hex[:10]}"
+        self.prefix = f"folio-bench-{uuid.uuid4().hex[:8]}"
+        self.url = make_url(POSTGRES_URL).set(database=self.database)
+        self.url_text = self.url.render_as_string(hide_password=False)
+        self.env = {**worker_env(self.url_text, REDIS_URL, self.prefix), "PYTHONPATH": str(tree)}
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self.counts = [scratch / f"{self.name}-{i}.json" for i in range(64)]
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = create_engine(self.url_text)
+        return self._engine
+
+    def folio(self, *args: str) -> str:
+        """Run this tree's `folio` CLI; its standard output."""
+        code = "from app.cli.main import main; main()"
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            env=self.env,
+            cwd=self.tree,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.name}: folio {' '.join(args)} failed:\n{done.stderr}")
+        return done.stdout
+
+    def start(self, workers: int, concurrency: int) -> None:
+        self.folio("db", "upgrade")
+        queues = f"{self.prefix}.cpu,{self.prefix}.gpu"
+        for i in range(workers):
+            command = [sys.executable, str(REPO / "bench" / "count_worker.py"), str(self.counts[i])]
+            command += ["worker", "-Q", queues, "-P", "threads", "-c", str(concurrency)]
+            command += ["-l", "WARNING", "-n", f"{self.name}{i}-{self.prefix}@%h"]
+            command += ["--without-gossip", "--without-mingle"]
+            log = (self.scratch / f"{self.name}-{i}.log").open("ab")
+            self.workers.append(
+                subprocess.Popen(command, env=self.env, cwd=self.tree, stdout=log, stderr=log)
+            )
+
+    def run_job(self, folder: Path) -> str:
+        job_id = self.folio("submit", str(folder), "--dpi", "36").strip().splitlines()[-1]
+
+        def done() -> bool:
+            with self.engine.connect() as conn:
+                status = conn.scalar(text("SELECT status FROM jobs WHERE id = :j"), {"j": job_id})
+            return status == "done"
+
+        wait_until(done, 600, f"the {self.name} job")
+        return job_id
+
+    def counted(self) -> Counter[str]:
+        """Database traffic of all this arm's workers so far."""
+        time.sleep(0.5)  # the counters are written every 0.2 s
+        total: Counter[str] = Counter()
+        for path in self.counts[: len(self.workers)]:
+            if path.exists():
+                total.update(json.loads(path.read_text(encoding="utf-8")))
+        return total
+
+    def job_timings(self, job_id: str) -> tuple[float, list[float]]:
+        """(seconds from job created to done, per-page in-worker overhead in ms)."""
+        with self.engine.connect() as conn:
+            seconds = conn.scalar(
+                text("SELECT EXTRACT(EPOCH FROM finished_at - created_at) FROM jobs WHERE id = :j"),
+                {"j": job_id},
+            )
+            rows = conn.execute(
+                text(
+                    "SELECT EXTRACT(EPOCH FROM p.finished_at - p.started_at), p.render_s,"
+                    " (SELECT sum(a.duration_s) FROM attempts a WHERE a.page_id = p.id)"
+                    " FROM pages p WHERE p.job_id = :j"
+                ),
+                {"j": job_id},
+            ).all()
+        overhead = [
+            (float(span) - (render or 0.0) - (engine or 0.0)) * 1000
+            for span, render, engine in rows
+        ]
+        return float(seconds), overhead
+
+    def page_cost(self, folder: Path) -> dict[str, Any]:
+        """This tree's pages processed one at a time in one thread (bench/page_cost.py)."""
+        script = str(REPO / "bench" / "page_cost.py")
+        done = subprocess.run(
+            [sys.executable, script, self.url_text, str(folder)],
+            env=self.env,
+            cwd=self.tree,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.name}: page_cost failed:\n{done.stderr}")
+        measured = json.loads(done.stdout.strip().splitlines()[-1])
+        pages = measured["pages"]
+        traffic = Counter(measured["traffic"])
+        return {
+            "pages": pages,
+            "overhead_ms_median": round(statistics.median(measured["overhead_ms"]), 2),
+            "round_trips_per_page": round(sum(traffic[k] for k in ROUND_TRIP_KINDS) / pages, 2),
+            "statements_per_page": round(traffic["statements"] / pages, 2),
+            "commits_per_page": round(traffic["commits"] / pages, 2),
+        }
+
+    def stop(self) -> None:
+        for process in self.workers:
             stop_worker(process)
-        dispose_engines()
+        if self._engine is not None:
+            self._engine.dispose()
         client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(f"{prefix}:*"))
+        keys = list(client.scan_iter(f"{self.prefix}:*"))
         if keys:
             client.delete(*keys)
+        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)'))
         admin.dispose()
+
+
+def measure_arm(arm: Arm, inputs: Path, workers: int, concurrency: int) -> dict[str, Any]:
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{arm.database}"'))
+    admin.dispose()
+    try:
+        arm.start(workers, concurrency)
+        arm.run_job(inputs / "warmup")
+        before = arm.counted()
+        job_id = arm.run_job(inputs / "batch")
+        traffic = arm.counted() - before
+        seconds, overhead = arm.job_timings(job_id)
+        single = arm.page_cost(inputs / "single")
+    finally:
+        arm.stop()
+    pages = len(overhead)
+    per_page = {kind: round(traffic[kind] / pages, 2) for kind in ROUND_TRIP_KINDS}
     return {
-        "pages": total,
-        "workers": workers,
-        "concurrency_per_worker": concurrency,
+        "pages": pages,
         "seconds": round(seconds, 3),
-        "pages_per_s": round(total / seconds, 1),
+        "pages_per_s": round(pages / seconds, 1),
         "overhead_ms_median": round(statistics.median(overhead), 2),
         "overhead_ms_p90": round(statistics.quantiles(overhead, n=10)[-1], 2),
+        "per_page": per_page,
+        "round_trips_per_page": round(sum(per_page.values()), 2),
+        "commits_per_page": per_page["commits"],
+        "one_thread": single,
     }
+
+
+def measure(
+    documents: int, pages: int, workers: int, concurrency: int, baseline: str | None, repeats: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Each arm `repeats` times, alternating which goes first (AB, BA, ...)."""
+    results: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        write_text_pdfs(scratch / "in" / "warmup", 1, workers * concurrency)
+        write_text_pdfs(scratch / "in" / "batch", documents, pages)
+        write_text_pdfs(scratch / "in" / "single", 1, 101)
+        trees = {"current": REPO}
+        if baseline:
+            trees = {"baseline": export_tree(baseline, scratch), **trees}
+        for repeat in range(repeats):
+            names = list(trees) if repeat % 2 == 0 else list(reversed(trees))
+            for name in names:
+                arm = Arm(name, trees[name], scratch)
+                results.setdefault(name, []).append(
+                    measure_arm(arm, scratch / "in", workers, concurrency)
+                )
+    return results
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median of the repeats for timings; counts are the same in every run up to retries."""
+    middle = {
+        key: round(statistics.median(run[key] for run in runs), 2)
+        for key in ("pages_per_s", "overhead_ms_median", "overhead_ms_p90")
+    }
+    one_thread = {
+        **runs[-1]["one_thread"],
+        "overhead_ms_median": round(
+            statistics.median(run["one_thread"]["overhead_ms_median"] for run in runs), 2
+        ),
+    }
+    return {**runs[-1], **middle, "one_thread": one_thread, "runs": len(runs)}
+
+
+ROWS = (
+    ("pages/s", "pages_per_s", ">= {:g}"),
+    ("in-worker overhead ms/page (median)", "overhead_ms_median", "< {:g}"),
+    ("in-worker overhead ms/page (p90)", "overhead_ms_p90", ""),
+    ("DB round trips/page", "round_trips_per_page", "<= {:g}"),
+    ("  statements/page", "statements", ""),
+    ("  BEGINs/page", "begins", ""),
+    ("  COMMITs/page", "commits", "<= {:g}"),
+    ("  pool pings/page", "pings", ""),
+)
 
 
 def print_report(console: Console, report: dict[str, Any]) -> None:
     console.print(f"Machine: {report['machine']}")
     console.print(f"Versions: {report['versions']}")
     result = report["result"]
-    table = Table(title="Distributed orchestration (Celery + Redis + PostgreSQL, no-op engine)")
-    for column in ("metric", "value", "target"):
-        table.add_column(column)
-    for key in ("pages", "workers", "concurrency_per_worker", "seconds"):
-        table.add_row(key, str(result[key]), "")
-    table.add_row("pages/s", str(result["pages_per_s"]), f">= {TARGETS['pages_per_s']:g}")
-    table.add_row(
-        "overhead ms/page (median)",
-        str(result["overhead_ms_median"]),
-        f"< {TARGETS['overhead_ms_median']:g}",
+    setup = result["setup"]
+    table = Table(
+        title=f"Distributed orchestration, {setup['pages']} pages, {setup['workers']} workers x "
+        f"{setup['concurrency_per_worker']} threads (Celery + Redis + PostgreSQL, no-op engine)"
     )
-    table.add_row("overhead ms/page (p90)", str(result["overhead_ms_p90"]), "")
+    table.add_column("metric")
+    arms = [name for name in ("baseline", "current") if name in result["arms"]]
+    for name in arms:
+        table.add_column(name, justify="right")
+    table.add_column("target")
+    targets = {**TARGETS, "commits": TARGETS["commits_per_page"]}
+    for label, key, target in ROWS:
+        values = []
+        for name in arms:
+            arm = result["arms"][name]
+            values.append(str(arm["per_page"][key] if key in arm["per_page"] else arm[key]))
+        table.add_row(label, *values, target.format(targets[key]) if target else "")
     console.print(table)
+    single = Table(title="The same page path, one page at a time in one thread, no Celery")
+    single.add_column("metric")
+    for name in arms:
+        single.add_column(name, justify="right")
+    for label, key in (
+        ("overhead ms/page (median)", "overhead_ms_median"),
+        ("DB round trips/page", "round_trips_per_page"),
+        ("statements/page", "statements_per_page"),
+        ("COMMITs/page", "commits_per_page"),
+    ):
+        single.add_row(label, *(str(result["arms"][n]["one_thread"][key]) for n in arms))
+    console.print(single)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 documents of 25 pages.")
     parser.add_argument("--documents", type=int, default=10)
     parser.add_argument("--pages", type=int, default=50, help="Pages per document.")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4, help="Threads per worker.")
+    parser.add_argument("--repeats", type=int, default=1, help="Runs per arm (ABBA order).")
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE,
+        help="Commit whose page path is the baseline arm; 'none' measures this tree only.",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.documents, args.pages = 2, 25
+    baseline = None if args.baseline == "none" else args.baseline
     console = Console()
-    with console.status("Running the batch through Celery workers..."):
-        result = measure(args.documents, args.pages, args.workers, args.concurrency)
+    load_before = os.getloadavg()[0]
+    with console.status("Running the batch through Celery workers, arm by arm..."):
+        runs = measure(
+            args.documents, args.pages, args.workers, args.concurrency, baseline, args.repeats
+        )
     report = {
-        # Other work on the machine skews these numbers; the load average says how much.
-        "machine": {**machine_info(), "load_average_1m": round(os.getloadavg()[0], 2)},
+        # Other work on the machine skews the timings (not the counts); the load says how much.
+        "machine": {
+            **machine_info(),
+            "load_average_1m_before": round(load_before, 2),
+            "load_average_1m_after": round(os.getloadavg()[0], 2),
+        },
         "versions": versions(),
         "targets": TARGETS,
-        "result": result,
+        "result": {
+            "setup": {
+                "pages": args.documents * args.pages,
+                "workers": args.workers,
+                "concurrency_per_worker": args.concurrency,
+                "baseline_commit": baseline,
+            },
+            "arms": {name: summarise(arm_runs) for name, arm_runs in runs.items()},
+            "runs": runs,
+        },
     }
     print_report(console, report)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

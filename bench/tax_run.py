@@ -16,7 +16,6 @@ from app.engines.vlm import LoopDetecting, VlmEngine
 from app.engines.vlm_stops import REPETITION_DETECTION
 from app.plan import Limits, PageFacts, PastAttempt, next_step
 from app.settings import VlmEndpoint
-from bench.loop_shapes import LoopShape, build_shapes
 from bench.ocr_text import OcrText, degenerate_tails, healthy_pages
 from bench.scripted import (
     ScriptedPage,
@@ -25,8 +24,14 @@ from bench.scripted import (
     require_scripted_server,
     tokens_per_char,
 )
+from bench.scripted_loops import LoopShape, build_shapes
 from bench.tax_workload import ENDPOINT, Arm, PageSpec, WorkloadConfig, plan_for
-from tests.vllm_cpu.server import SERVED_MODEL_NAME, generation_tokens_total
+from tests.vllm_cpu.server import (
+    SERVED_MODEL_NAME,
+    fetch_metrics,
+    generation_tokens_total,
+    metric_total,
+)
 
 FACTS = PageFacts(text_layer_usable=False, endpoints=frozenset({ENDPOINT}))
 
@@ -62,6 +67,8 @@ class ArmRun:
     wall_s: float
     server_tokens: float
     pages: list[PageRun]
+    began: float = 0.0  # monotonic clock, as the attempts' times
+    server_steps: float = 0.0  # engine steps (vllm:iteration_tokens_total_count)
 
 
 class NeverLoops:
@@ -173,10 +180,11 @@ def run_arm(
     base_url: str,
     concurrency: int,
     on_page: Callable[[], None] = lambda: None,
-) -> tuple[float, float, list[PageRun]]:
-    """(batch wall-clock s, tokens the server generated, page runs) for one arm."""
+) -> tuple[float, float, list[PageRun], float, float]:
+    """(batch wall-clock s, tokens the server generated, page runs, start, engine steps)."""
     engine = engine_for(arm, base_url, concurrency)
     before = settled_tokens(base_url)
+    steps_before = engine_steps(base_url)
     try:
         began = time.monotonic()
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="page") as pool:
@@ -191,7 +199,13 @@ def run_arm(
     finally:
         engine.close()
     runs.sort(key=lambda r: r.page.index)
-    return wall, settled_tokens(base_url) - before, runs
+    tokens = settled_tokens(base_url) - before
+    return wall, tokens, runs, began, engine_steps(base_url) - steps_before
+
+
+def engine_steps(base_url: str) -> float:
+    """Engine steps so far (a batch's length in steps; a lagging client adds steps too)."""
+    return metric_total(fetch_metrics(base_url), "vllm:iteration_tokens_total_count")
 
 
 def settled_tokens(base_url: str, hold: float = 1.0, limit: float = 30.0) -> float:

@@ -1,6 +1,6 @@
 """Which stop catches which loop shape, and after how many tokens.
 
-Every loop shape (bench.loop_shapes) is read once per arm, all shapes in one concurrent batch,
+Every loop shape (bench.scripted_loops) is read once per arm, all shapes in one concurrent batch,
 as the first (greedy) read of a degenerate page; no retry. A shape that no stop catches runs
 to the token cap (at most SWEEP_MAX_TOKENS).
 """
@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from app.domain import AttemptStatus
-from bench.loop_shapes import LoopShape
 from bench.scripted import ScriptedPage
+from bench.scripted_loops import LoopShape
 from bench.tax_run import engine_for, page_image, settled_tokens, stop_of
 from bench.tax_workload import ARMS, WorkloadConfig, looping_step
 

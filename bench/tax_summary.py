@@ -9,7 +9,9 @@ from typing import Any
 
 from app.domain import AttemptStatus
 from app.report.inflation import estimate_inflation
-from app.report.rows import AttemptRow
+from app.report.rows import AttemptRow, ServerSampleRow
+from app.report.schema import ServerTokens
+from app.report.server_tokens import endpoint_tokens
 from bench.tax_run import ArmRun, AttemptRun, PageRun
 from bench.tax_workload import ENDPOINT
 
@@ -28,6 +30,7 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
     paired = [(run, baseline[run.repeat]) for run in runs if run.repeat in baseline]
     inflations = [run.wall_s / floor.wall_s - 1 for run, floor in paired]
     token_inflations = [run.server_tokens / floor.server_tokens - 1 for run, floor in paired]
+    steps = [run.server_steps / b.server_steps - 1 for run, b in paired if b.server_steps]
     pages = [page for run in runs for page in run.pages]
     degenerate = [page for page in pages if page.page.degenerate]
     loops = [page.attempts[0] for page in degenerate]
@@ -42,6 +45,11 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
         "wall_s_per_repeat": [round(w, 2) for w in walls],
         "inflation_over_b": round(mean(inflations), 4) if inflations else None,
         "inflation_per_repeat": [round(x, 4) for x in inflations],
+        # The same in engine steps: the batch's length were every step as long as B's. Other
+        # load does not stretch steps as it stretches seconds, but a lagging client does leave
+        # emptier batches and so more steps for the same tokens.
+        "engine_steps": round(mean(run.server_steps for run in runs)),
+        "steps_inflation_over_b": round(mean(steps), 4) if steps else None,
         "server_tokens": round(mean(run.server_tokens for run in runs)),
         "client_tokens": round(_per_run(runs, lambda a: a.tokens)),
         "loop_tokens_seen": round(_per_run(runs, _loop_tokens)),
@@ -65,7 +73,7 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
         # exposes /metrics.
         "report_inflation_estimate_rows_only": _report_estimate(runs, with_server=False),
         "report_inflation_estimate": _report_estimate(runs, with_server=True),
-        "server_tokens_unreceived": round(mean(_unreceived(run) for run in runs)),
+        **_server_figures(runs),
         "healthy_with_loop": _durations(with_loop),
         "healthy_without_loop": _durations(without_loop),
     }
@@ -129,18 +137,34 @@ def _durations(attempts: list[AttemptRun]) -> dict[str, Any]:
     }
 
 
-def _unreceived(run: ArmRun) -> float:
-    received = sum(a.tokens for p in run.pages for a in p.attempts)
-    return max(0.0, run.server_tokens - received)
+def _server_tokens(run: ArmRun) -> ServerTokens:
+    """The report's server-side figures for the run: its counter readings before and after."""
+    readings = [
+        ServerSampleRow(ENDPOINT, "bench", "bench", phase, _clock(at), tokens)
+        for phase, at, tokens in (
+            ("start", run.began, 0.0),
+            ("end", run.began + run.wall_s, run.server_tokens),
+        )
+    ]
+    return endpoint_tokens(ENDPOINT, readings, _attempt_rows(run), [])
+
+
+def _server_figures(runs: list[ArmRun]) -> dict[str, Any]:
+    figures = [_server_tokens(run) for run in runs]
+    shares = [f.degenerate_share for f in figures if f.degenerate_share is not None]
+    return {
+        "server_tokens_unreceived": round(mean(f.tokens_unreceived or 0 for f in figures)),
+        "server_tokens_lost_aborts": round(mean(f.tokens_lost_aborts or 0 for f in figures)),
+        "server_degenerate_share": round(mean(shares), 4) if shares else None,
+    }
 
 
 def _report_estimate(runs: list[ArmRun], with_server: bool) -> float | None:
-    estimates = [
-        estimate_inflation(
-            _attempt_rows(run), {ENDPOINT: _unreceived(run)} if with_server else None
-        ).inflation
-        for run in runs
-    ]
+    estimates = []
+    for run in runs:
+        unreceived = {ENDPOINT: _server_tokens(run).tokens_unreceived or 0.0}
+        estimate = estimate_inflation(_attempt_rows(run), unreceived if with_server else None)
+        estimates.append(estimate.inflation)
     known = [e for e in estimates if e is not None]
     return round(mean(known), 4) if known else None
 

@@ -83,8 +83,10 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(autouse=True)
 def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test reads the developer's folio.toml or FOLIO_* variables."""
+    """No test reads the developer's folio.toml or FOLIO_* variables, or writes to the user's
+    data folder (~/.local/share/folio): state a test does not place goes under its tmp_path."""
     for key in list(os.environ):
         if key.startswith("FOLIO_") and not key.startswith(("FOLIO_TEST_", "FOLIO_SHARED")):
             monkeypatch.delenv(key)
     monkeypatch.setenv("FOLIO_CONFIG", str(tmp_path / "absent-folio.toml"))
+    monkeypatch.setenv("FOLIO_DATA_DIR", str(tmp_path / "folio-data"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -12,8 +13,8 @@ from rich.console import Console
 from bench import detector, rasterize
 from bench.__main__ import BENCHES, summary_rows
 from bench.degeneration_tax import TaxConfig, parse_args, run_benchmark
-from bench.loop_shapes import build_shapes, tail_period
 from bench.ocr_text import generated_pages
+from bench.scripted_loops import build_shapes, tail_period
 from bench.tax_tables import results_table, shape_table
 from bench.tax_workload import ARMS, WorkloadConfig, build_workload, plan_for
 from tests.vllm_cpu.server import VllmEndpoint
@@ -76,10 +77,16 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
     for arm in summary.values():
         assert arm["pages"] == 12 and arm["degenerate_pages"] == 2
         assert arm["server_tokens"] >= arm["client_tokens"] - 1 > 0
+        # The report's figures sit beside the measured ones, for every arm.
+        assert arm["server_tokens_unreceived"] >= 0 and arm["server_degenerate_share"] >= 0
+        assert "report_inflation_estimate" in arm
     # A lets both loops run to the cap and recovers nothing; B never loops.
     assert summary["A"]["pages_recovered"] == 0
     assert summary["A"]["loop_tokens_at_stop"] == 256
     assert summary["A"]["loop_stops"] == {"none": 2}
+    assert (
+        summary["A"]["report_inflation_estimate"] > 0 == summary["B"]["report_inflation_estimate"]
+    )
     assert summary["B"]["healthy_with_loop"]["requests"] == 0
     assert summary["B"]["healthy_flagged"] == 0  # real healthy pages are not loops
     # Client detector + server-side stop cut loops short; most shapes are caught.
@@ -115,3 +122,95 @@ def test_detector_speed_bench_sees_the_loops_it_streams() -> None:
 def test_every_registered_bench_is_callable() -> None:
     assert {"tax", "rasterize", "detector"} <= set(BENCHES)
     assert all(callable(bench) for bench in BENCHES.values())
+
+
+def test_detector_dev_set_is_built_from_the_shared_corpus(tmp_path: Path) -> None:
+    import app.degeneration
+    from bench.detector_shapes import evaluate_healthy, evaluate_shapes
+    from bench.devset_sources import healthy_texts, loop_prefixes
+    from bench.loop_shapes import SHAPES, build_samples
+
+    shared = detector.shared_dir()
+    if not (shared / "corpus" / "pdfs" / "manifest.jsonl").is_file():
+        pytest.skip(f"shared corpus not found at {shared}")
+    healthy = healthy_texts(shared, tmp_path, pages_per_pdf=1, tesseract=False)
+    samples = build_samples(healthy + loop_prefixes(shared), per_shape=1)
+
+    assert {s.shape for s in samples} == set(SHAPES)
+    assert all(s.text.startswith(s.capped) and 0 < s.onset < len(s.capped) for s in samples)
+    rows = evaluate_shapes(app.degeneration, samples)
+    assert [row["shape"] for row in rows] == list(SHAPES)
+    assert {row["origin"] for row in evaluate_healthy(app.degeneration, healthy[:5])}
+
+
+def test_detector_baseline_loads_the_revision_before_issue_13() -> None:
+    from bench.detector_baseline import BaselineUnavailable, load_baseline
+
+    try:
+        baseline = load_baseline(Path(__file__).resolve().parents[1])
+    except BaselineUnavailable as exc:
+        pytest.skip(str(exc))  # a shallow clone has no history
+    assert baseline.LoopDetector().feed("It is what it is. " * 20) is not None
+    assert not hasattr(baseline, "structure")  # the old package, not today's
+
+
+def test_ocr_bench_reads_the_official_scorers_verdicts(tmp_path: Path) -> None:
+    from bench.ocr import lay_out_pages, results_table
+    from bench.ocr_score import (
+        category_sizes,
+        failures_by_candidate,
+        load_dataset,
+        passes_per_category,
+    )
+
+    rows = [
+        {"pdf": "a.pdf", "page": 1, "id": "a_1", "type": "present", "text": "x"},
+        {"pdf": "a.pdf", "page": 1, "id": "a_2", "type": "table", "cell": "x"},
+        {"pdf": "headers_footers/b.pdf", "page": 1, "id": "b_1", "type": "absent", "text": "y"},
+    ]
+    (tmp_path / "dataset.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    output = (
+        "Candidate: folio\n  [FAIL] Test a_2 on a page 1 average pass ratio: 0.000 (0/1)\n"
+        "  Average Score: 50.0%\n\nCandidate: olmocr\n  [ERROR] Candidate 'olmocr' is missing\n"
+    )
+    tests = load_dataset(tmp_path)
+    failed = failures_by_candidate(output)
+
+    assert failed == {"folio": {"a_2"}, "olmocr": None}
+    assert passes_per_category(tests, failed["folio"]) == {
+        "present": 1,
+        "absent": 1,
+        "headers_footers": 1,
+        "total": 2,
+    }
+    assert passes_per_category(tests, failed["olmocr"]) == {}
+    assert category_sizes(tests)["total"] == 3
+
+    pdfs, out = tmp_path / "pdfs", tmp_path / "out"
+    (pdfs / "headers_footers").mkdir(parents=True)
+    out.mkdir()
+    document = {
+        "path": str(pdfs / "headers_footers" / "b.pdf"),
+        "pages": [{"number": 1, "text": "y"}],
+    }
+    (out / "headers_footers__b.json").write_text(json.dumps(document))
+    assert lay_out_pages(out, pdfs, tmp_path / "folio") == 1
+    assert (tmp_path / "folio" / "headers_footers" / "b_pg1_repeat1.md").read_text() == "y"
+
+    result = {
+        "sizes": category_sizes(tests),
+        "passed": {"folio": passes_per_category(tests, failed["folio"])},
+        "seconds": {"folio": 1.0},
+        "pages": 1,
+    }
+    console = Console(file=io.StringIO(), width=120)
+    console.print(results_table(result))
+    assert "2/3" in console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_orchestration_summary_shows_both_arms_side_by_side() -> None:
+    arm = {"pages_per_s": 1.0, "overhead_ms_median": 2.0, "round_trips_per_page": 3.0}
+    report = {"result": {"arms": {"baseline": arm, "current": arm}}}
+    rows = summary_rows("orchestration", report)
+    assert [what.split()[1] for what, _ in rows] == ["baseline", "current"]
+    assert rows[0][1] == "1.0 / 2.0 / 3.0"

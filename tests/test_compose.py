@@ -37,7 +37,12 @@ def test_workers_start_after_migrations_and_healthy_services() -> None:
 def test_the_gpu_pieces_reserve_a_gpu_and_serve_the_primary_model() -> None:
     found = services()
     assert "Dharma-AI/Dharma-OCR-LITE" in found["vllm"]["command"]
-    assert found["vllm"]["image"].startswith("vllm/vllm-openai")
+    # The primary server is vLLM's image plus Folio's plugin, on the V1 model runner.
+    assert found["vllm"]["build"]["dockerfile"] == "Dockerfile.vllm"
+    dockerfile = (ROOT / "Dockerfile.vllm").read_text()
+    assert "FROM vllm/vllm-openai:" in dockerfile
+    assert "pip install --no-cache-dir --no-deps" in dockerfile
+    assert found["vllm"]["environment"]["VLLM_USE_V2_MODEL_RUNNER"] == "0"
     devices = found["vllm"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["capabilities"] == ["gpu"]
     assert found["worker-gpu"]["command"][:3] == ["worker", "--queues", "gpu"]

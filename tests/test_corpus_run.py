@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,10 @@ pytestmark = [
 ]
 
 
+def words(text: str) -> Counter[str]:
+    return Counter(re.findall(r"\w+", text.lower()))
+
+
 def run_folder(folder: Path, db_url: str) -> str:
     settings = Settings(database_url=db_url)
     db = Database(db_url)
@@ -39,10 +45,15 @@ def test_born_digital_near_exact_and_scan_under_three_percent(
         shutil.copy(PDFS / name, tmp_path / name)
     results = load_results(Database(sqlite_url), run_folder(tmp_path, sqlite_url))
     docs = {d.name: d for d in results.documents}
-    for name in ("docling__multi_page", "olmocr__edgar"):
-        text = "\n".join(p.text or "" for p in docs[name].pages)
+    for name, left_out in (("docling__multi_page", ""), ("olmocr__edgar", "3:42 PM")):
+        text = "\n".join(p.plain_text or "" for p in docs[name].pages)
         reference = (PDFS / "gt" / f"{name}.pymupdf_textlayer.txt").read_text()
-        assert cer(text, reference) < 0.01, name
+        found, expected = words(text), words(reference)
+        # Every word is the layer's own, in reading order rather than the layer's; only running
+        # lines are left out (the Wikipedia print's date header and URL footer).
+        assert not found - expected, name
+        assert (expected - found).total() <= 0.06 * expected.total(), name
+        assert not left_out or left_out not in text
     scan = docs["docling__ocr_test"].pages[0]
     reference = (PDFS / "gt" / "docling__ocr_test.docling_ocr_groundtruth_tesseract.md").read_text()
     assert scan.engine == "tesseract"

@@ -82,14 +82,19 @@ def test_rerun_skips_done_documents_and_force_redoes_them(
 ) -> None:
     settings = Settings(database_url=db_url)
     out = tmp_path / "out"
-    run(settings, folder, out)
+    first = run(settings, folder, out)
     second = load_results(Database(db_url), run(settings, folder, out))
     assert {d.name for d in second.documents if d.status == "skipped"} == {
         "digital",
         "sub__scan",
         "mixed",
     }
-    assert second.page_counts().total() == 0
+    # The rerun's results describe the whole folder: skipped documents carry the earlier pages.
+    assert second.page_counts()[PageStatus.SUCCEEDED] == 5
+    assert all(d.done_in_job == first for d in second.skipped)
+    summary = summary_of(second)
+    assert (summary["documents_done"], summary["documents_skipped"]) == (3, 3)
+    assert summary["pages_total"] == 5 and first in summary["rerun_note"]
     forced = load_results(Database(db_url), run(settings, folder, out, force=True))
     assert forced.page_counts()[PageStatus.SUCCEEDED] == 5
     elsewhere = load_results(Database(db_url), run(settings, folder, tmp_path / "other"))

@@ -79,3 +79,23 @@ def test_unsupported_suffix_is_an_input_error(tmp_path: Path) -> None:
     code, output = run_scan(str(tmp_path / "page.pdf"))
     assert code == 2
     assert "expected .txt, .md or .jsonl" in output
+
+
+def test_an_output_cut_at_the_cap_inside_a_repeated_block_is_flagged(tmp_path: Path) -> None:
+    turn = (
+        "<|im_start|>assistant\n## Pumping station\n\nThe new station on the east bank pumps "
+        "water from the low fields into the river when the gates are closed.<|im_end|>\n"
+    )
+    text = "Intro page text.\n\n" + turn * 2 + turn[:50]
+    samples = write_jsonl(
+        tmp_path / "outputs.jsonl",
+        [
+            {"id": "cut", "text": text, "finish_reason": "length"},
+            {"id": "ended", "text": text[: -len(turn[:50])], "finish_reason": "stop"},
+        ],
+    )
+    code, output = run_scan(str(samples), "--json")
+    records = {r["id"]: r for r in map(json.loads, output.splitlines())}
+    assert code == 0
+    assert records["cut"]["degenerate"] and records["cut"]["reason"] == "cap_loop"
+    assert not records["ended"]["degenerate"]  # two whole copies, and the model stopped

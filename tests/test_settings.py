@@ -49,3 +49,28 @@ def test_detector_overrides_are_checked() -> None:
 def test_vlm_step_needs_an_endpoint() -> None:
     with pytest.raises(ValidationError, match="needs an endpoint"):
         Settings(plans={"x": [{"name": "a", "engine": "vlm"}]})
+
+
+def test_state_goes_to_the_per_user_data_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("FOLIO_DATA_DIR")  # as a user has it: nothing set
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    home_data = tmp_path / "home" / ".local" / "share" / "folio"
+    settings = Settings()
+    assert settings.data_dir == home_data
+    assert settings.database_url == f"sqlite:///{home_data / 'folio.db'}"
+    assert settings.upload_dir == home_data / "uploads"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert Settings().data_dir == tmp_path / "xdg" / "folio"
+    monkeypatch.setenv("FOLIO_DATA_DIR", "~/state")
+    assert Settings().database_url == f"sqlite:///{tmp_path / 'home' / 'state' / 'folio.db'}"
+    monkeypatch.setenv("FOLIO_DATABASE_URL", "postgresql+psycopg://db/folio")
+    assert Settings().database_url == "postgresql+psycopg://db/folio"
+
+
+def test_tests_never_write_to_the_real_data_folder(tmp_path: Path) -> None:
+    """The autouse fixture in conftest.py points data_dir at the test's own tmp_path."""
+    assert Settings().data_dir == tmp_path / "folio-data"
+    assert Path.home() not in Settings().data_dir.parents

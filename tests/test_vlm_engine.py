@@ -36,8 +36,18 @@ PENALIZED = PlanStep(
 )
 
 
+# Only the client's own stop (closing the stream) unless a test asks for a server-side one;
+# the others are tested in tests/vllm_cpu/test_engine_stops.py.
+CLIENT_CLOSE_ONLY = {
+    "engine_plugin": False,
+    "abort_call": False,
+    "server_repetition_detection": False,
+}
+
+
 def endpoint_for(url: str, **extra: object) -> VlmEndpoint:
-    return VlmEndpoint(base_url=url, model=SERVED_MODEL_NAME, transport_retry_s=5, **extra)
+    settings = {**CLIENT_CLOSE_ONLY, **extra}
+    return VlmEndpoint(base_url=url, model=SERVED_MODEL_NAME, transport_retry_s=5, **settings)
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +78,7 @@ def test_greedy_loop_is_caught_while_streaming_and_aborted(
     spent = vllm_endpoint.generation_tokens_total() - before
     assert result.status is AttemptStatus.DEGENERATE
     assert result.aborted and result.finish_reason == "abort"
+    assert result.stop_mechanism == "client_close" and result.tokens_after_verdict is None
     assert result.verdict is not None and result.verdict.period > 0
     assert result.tokens_estimated and (result.completion_tokens or 0) < 300
     assert spent < 400, f"server generated {spent} tokens for an aborted 1500-token request"
@@ -129,6 +140,8 @@ def test_ladder_records_every_attempt(
         first = [a for a in attempts if a.step_name == "greedy"]
         assert len(first) == 3 and all(a.status == "degenerate" and a.aborted for a in first)
         assert all(a.verdict_kind and a.verdict_period and a.output for a in first)
+        assert all(a.stop_mechanism == "client_close" for a in first)
+        assert all(a.stop_mechanism == "none" for a in attempts if a.step_name == "penalized")
         second = [a for a in attempts if a.step_name == "penalized"]
         assert all(a.params["temperature"] == 0.8 and a.completion_tokens == 120 for a in second)
         assert all(a.model == SERVED_MODEL_NAME and a.prompt_version for a in attempts)

@@ -9,10 +9,12 @@ import threading
 from dataclasses import dataclass
 
 from app.db.engine import Database
+from app.distributed import FinalizeSweeper
 from app.engines.registry import EngineSet
 from app.jobs import worker_id
 from app.pipeline.process_page import PageProcessor
 from app.queue import Enqueuer
+from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 
 
@@ -23,6 +25,7 @@ class WorkerRuntime:
     engines: EngineSet
     processor: PageProcessor
     enqueuer: Enqueuer
+    sweeper: FinalizeSweeper
 
 
 class RuntimeHolder:
@@ -40,12 +43,20 @@ class RuntimeHolder:
                 # Database() migrates and connects; when it fails the task retries and so do we.
                 db = Database(self.settings.database_url)
                 engines = EngineSet(self.settings)
-                processor = PageProcessor(self.settings, db, engines, owner=worker_id())
-                self._runtime = WorkerRuntime(self.settings, db, engines, processor, self.enqueuer)
+                sampler = sampler_from_settings(self.settings, db, worker_id())
+                processor = PageProcessor(
+                    self.settings, db, engines, owner=worker_id(), sampler=sampler
+                )
+                sweeper = FinalizeSweeper(db, self.enqueuer)
+                self._runtime = WorkerRuntime(
+                    self.settings, db, engines, processor, self.enqueuer, sweeper
+                )
             return self._runtime
 
     def close(self) -> None:
         with self._lock:
             if self._runtime is not None:
+                self._runtime.processor.close()
+                self._runtime.sweeper.close()
                 self._runtime.engines.close()
                 self._runtime = None

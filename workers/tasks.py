@@ -48,8 +48,7 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
     def process_page(self: Task, page_id: int) -> str:
         try:
             runtime = holder.get()
-            status = distributed.run_queued_page(runtime.processor, page_id)
-            job_id = distributed.job_left_open(runtime.db, page_id)
+            outcome = distributed.run_queued_page(runtime.processor, page_id)
         except PageBusy as exc:
             # Another worker holds the page; its lease ends at the latest in page_lease_s.
             delay = min(holder.settings.page_lease_s, 30.0)
@@ -57,9 +56,12 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
         except distributed.DATABASE_DOWN as exc:
             _retry_database_down(self, holder, exc)
             raise
+        job_id = distributed.job_to_finalize(outcome)
         if job_id is not None:
             runtime.enqueuer.finalize_job(job_id)
-        return status.value
+        elif outcome.closed and outcome.job_id is not None:
+            runtime.sweeper.note(outcome.job_id)
+        return outcome.status.value
 
     @app.task(bind=True, name=FINALIZE_JOB, max_retries=None)
     def finalize_job(self: Task, job_id: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 from sqlalchemy import text
@@ -15,6 +16,7 @@ from app.api.routes import metrics_router, router
 from app.api.runner import JobRunner, make_runner
 from app.db.engine import Database
 from app.metrics import make_metrics
+from app.retention import RetentionTimer
 from app.settings import Settings
 
 
@@ -26,8 +28,14 @@ def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        retention = None
+        if settings.retention_days:
+            retention = RetentionTimer(db, Path(settings.upload_dir), settings.retention_days)
+            retention.start()
         yield
         ctx.runner.close()
+        if retention:
+            retention.stop()
 
     app = FastAPI(
         title="Folio",

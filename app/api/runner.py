@@ -14,7 +14,13 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Job
 from app.domain import PageStatus
-from app.jobs import job_priority, run_job_locally, settle_job
+from app.jobs import (
+    interrupted_api_jobs,
+    job_priority,
+    release_dead_leases,
+    run_job_locally,
+    settle_job,
+)
 from app.metrics import FolioMetrics
 from app.settings import Settings
 
@@ -73,6 +79,17 @@ class LocalJobRunner:
             self._cancelled.discard(job_id)
             heapq.heappush(self._waiting, (-priority, next(self._order), job_id))
             self._changed.notify()
+
+    def resume(self) -> list[str]:
+        """Take up again the API jobs a previous server left queued or running (their open
+        pages only; pages its killed process held are freed at once)."""
+        job_ids = interrupted_api_jobs(self.db)
+        for job_id in job_ids:
+            release_dead_leases(self.db, job_id)
+            self.submit(job_id)
+        if job_ids:
+            log.warning("resuming %d job(s) left unfinished by a previous server", len(job_ids))
+        return job_ids
 
     def cancel(self, job_id: str) -> None:
         # A waiting job never starts; a running one finds its pages closed and stops claiming.
@@ -150,7 +167,10 @@ class CeleryJobRunner:
 
 
 def make_runner(settings: Settings, db: Database, metrics: FolioMetrics | None = None) -> JobRunner:
-    """Celery workers when `broker_url` is set, else threads in this process."""
+    """Celery workers when `broker_url` is set, else threads in this process, which first
+    resume the jobs a stopped server left unfinished."""
     if settings.broker_url:
         return CeleryJobRunner(settings, db)
-    return LocalJobRunner(settings, db, metrics)
+    runner = LocalJobRunner(settings, db, metrics)
+    runner.resume()
+    return runner

@@ -9,26 +9,26 @@ from rich.console import Console
 from rich.table import Table
 
 from app.cli import exit_codes
+from app.cli.options import DatabaseUrl, console, load_settings
 from app.db import keys
 from app.db.engine import Database
+from app.report.fit import FittedTable
 from app.settings import Settings
 
 apikey_app = typer.Typer(help="API keys for the REST API.", no_args_is_help=True)
-console = Console(stderr=True)
 
 
-def _db() -> Database:
-    from app.cli.main import load_settings
-
-    return Database(load_settings().database_url)
+def _db(database_url: str | None) -> Database:
+    return Database(load_settings(database_url=database_url).database_url)
 
 
 @apikey_app.command("create")
 def apikey_create(
     name: Annotated[str, typer.Argument(help="A label for who uses the key.")],
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Create a key and print its token once; only its hash is stored."""
-    with _db().session() as session:
+    with _db(database_url).session() as session:
         try:
             info, token = keys.create_key(session, name)
         except ValueError as exc:
@@ -41,9 +41,12 @@ def apikey_create(
 
 
 @apikey_app.command("revoke")
-def apikey_revoke(key: Annotated[str, typer.Argument(help="Id or name of the key.")]) -> None:
+def apikey_revoke(
+    key: Annotated[str, typer.Argument(metavar="ID|NAME", help="Id or name of the key.")],
+    database_url: DatabaseUrl = None,
+) -> None:
     """Revoke a key; requests with it get 401 from now on."""
-    with _db().session() as session:
+    with _db(database_url).session() as session:
         try:
             info = keys.revoke_key(session, key)
         except KeyError as exc:
@@ -53,9 +56,9 @@ def apikey_revoke(key: Annotated[str, typer.Argument(help="Id or name of the key
 
 
 @apikey_app.command("list")
-def apikey_list() -> None:
+def apikey_list(database_url: DatabaseUrl = None) -> None:
     """Every key, live or revoked (never the tokens)."""
-    with _db().session() as session:
+    with _db(database_url).session() as session:
         infos = keys.list_keys(session)
     table = Table("id", "name", "created", "revoked")
     for info in infos:
@@ -63,18 +66,18 @@ def apikey_list() -> None:
         table.add_row(
             str(info.id), info.name, info.created_at.isoformat(timespec="seconds"), revoked
         )
-    Console().print(table)
+    Console().print(FittedTable(table, drop_order=("created",)))
 
 
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Run the REST API (OpenAPI docs at /docs) with uvicorn."""
     import uvicorn
 
     from app.api.app import create_app
-    from app.cli.main import load_settings
 
-    settings: Settings = load_settings()
+    settings: Settings = load_settings(database_url=database_url)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")

@@ -9,31 +9,24 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from app import distributed
 from app.cli import exit_codes
+from app.cli.options import BrokerUrl, DatabaseUrl, JobId, console, load_settings
 from app.cli.views import STATUS_STYLE
 from app.db.engine import Database
 from app.errors import ConfigError
 from app.jobs import JobRequest
 from app.queue import BrokerUnavailable, Enqueuer, check_broker
+from app.report.fit import FittedTable
 from app.settings import Settings
-
-console = Console(stderr=True)
-DatabaseUrl = Annotated[str | None, typer.Option(help="Overrides FOLIO_DATABASE_URL.")]
-BrokerUrl = Annotated[str | None, typer.Option(help="Overrides FOLIO_BROKER_URL.")]
 
 
 def _settings(**overrides: Any) -> Settings:
-    try:
-        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        console.print(f"[red]Invalid settings:[/] {exc}")
-        raise typer.Exit(exit_codes.CONFIG) from exc
+    settings = load_settings(**overrides)
     if not settings.broker_url:
         console.print("[red]Distributed mode needs a broker:[/] set FOLIO_BROKER_URL (Redis).")
         raise typer.Exit(exit_codes.CONFIG)
@@ -61,9 +54,9 @@ def submit(
     ] = None,
     engine: Annotated[str | None, typer.Option(help="Attempt plan.")] = None,
     dpi: Annotated[int | None, typer.Option(help="Rendering resolution.")] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="Show progress until the job is done.")] = (
-        False
-    ),
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Show progress until the job is done.")
+    ] = False,
     database_url: DatabaseUrl = None,
     broker_url: BrokerUrl = None,
 ) -> None:
@@ -93,12 +86,11 @@ def submit(
 
 
 def status(
-    job_id: Annotated[str, typer.Argument(help="Job id, as printed by `folio submit`.")],
+    job_id: JobId,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Pages of a job by status."""
-    overrides: dict[str, Any] = {"database_url": database_url} if database_url else {}
-    _show(Database(Settings(**overrides).database_url), job_id)
+    _show(Database(load_settings(database_url=database_url).database_url), job_id)
 
 
 def worker(
@@ -134,9 +126,9 @@ def worker(
 
 
 def recover(
-    job_id: Annotated[str | None, typer.Argument(help="Only this job; all open jobs if unset.")] = (
-        None
-    ),
+    job_id: Annotated[
+        str | None, typer.Argument(metavar="JOB", help="Only this job; all open jobs if unset.")
+    ] = None,
     database_url: DatabaseUrl = None,
     broker_url: BrokerUrl = None,
 ) -> None:
@@ -155,7 +147,7 @@ def recover(
     table.add_column("pages queued again", justify="right")
     for jid, n in queued.items():
         table.add_row(jid, str(n))
-    Console().print(table)
+    Console().print(FittedTable(table, keep_whole=("job",)))
 
 
 def _wait(db: Database, job_id: str, poll_s: float = 0.5) -> None:
@@ -182,4 +174,4 @@ def _show(db: Database, job_id: str) -> None:
     for name, n in sorted(state.pages.items()):
         table.add_row(f"[{STATUS_STYLE.get(name, 'white')}]{name}[/]", str(n))
     table.caption = f"{state.finished} of {state.total} pages finished"
-    Console().print(table)
+    Console().print(FittedTable(table))

@@ -7,3 +7,4 @@ NO_INPUT = 4  # the input path does not exist or holds no PDF
 CONFIG = 5  # the settings cannot work (unknown plan, bad value...)
 BUSY = 6  # the resource is taken (another `folio watch` holds the inbox)
 BROKER_DOWN = 7  # the Celery broker (Redis) cannot be reached
+INTERRUPTED = 130  # Ctrl+C; the same command again finishes the job

@@ -9,16 +9,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.cli.options import DatabaseUrl, load_settings
 from app.db.engine import Database
 from app.dpo import ExportOptions, export_preferences
-from app.settings import Settings
+from app.report.fit import FittedTable
 
 
 def export_dpo(
-    job_ids: Annotated[list[str], typer.Argument(help="One or more job ids.")],
+    job_ids: Annotated[list[str], typer.Argument(metavar="JOB", help="One or more job ids.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for train.jsonl and images/.")],
     include_non_vlm: Annotated[
-        bool, typer.Option(help="Also pair with answers from Tesseract or the text layer.")
+        bool,
+        typer.Option(
+            "--include-non-vlm", help="Also pair with answers from Tesseract or the text layer."
+        ),
     ] = False,
     loop_periods: Annotated[
         int, typer.Option(help="Loop periods kept in a rejected output after the loop starts.")
@@ -27,9 +31,10 @@ def export_dpo(
     min_textlayer_agreement: Annotated[
         float, typer.Option(help="Word F1 a chosen answer needs against a usable text layer.")
     ] = 0.5,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Write DPO preference pairs (TRL vision format) from the jobs' degenerate pages."""
-    settings = Settings()
+    settings = load_settings(database_url=database_url)
     options = ExportOptions(
         include_non_vlm=include_non_vlm,
         loop_periods_kept=loop_periods,
@@ -43,4 +48,4 @@ def export_dpo(
     table.add_row("[green]pairs written[/]", str(summary.pairs))
     for reason, count in summary.skipped.most_common():
         table.add_row(f"skipped: {reason}", str(count))
-    Console().print(table)
+    Console().print(FittedTable(table))

@@ -7,12 +7,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.report.fit import FittedTable
 from app.scan import ScanInputError, ScanRecord, degeneration_rate, record_as_json, scan_paths
 
 
 def scan(
     paths: list[Path] = typer.Argument(
-        ..., help="Text outputs: .txt/.md files (one sample each), .jsonl files or folders."
+        ...,
+        metavar="PATH",
+        help="Text outputs: .txt/.md files (one sample each), .jsonl files or folders.",
     ),
     field: str = typer.Option("text", help="JSONL field holding the output text."),
     id_field: str = typer.Option("id", help="JSONL field holding the sample id."),
@@ -50,7 +53,7 @@ def _print_table(records: list[ScanRecord]) -> None:
             score.reason or "",
         )
     console = Console()
-    console.print(table)
+    console.print(FittedTable(table, drop_order=("onset", "coverage", "period", "kind")))
     degenerate = sum(record.score.degenerate for record in records)
     console.print(
         f"Degeneration rate: {degenerate}/{len(records)} ({degeneration_rate(records):.1%})"

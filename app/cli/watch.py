@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from app.cli import exit_codes
+from app.cli.options import DatabaseUrl, console, load_settings
 from app.cli.views import page_progress
 from app.db.engine import Database
+from app.report.fit import FittedTable
 from app.watch import BatchOutcome, InboxBusy, Watcher, inbox_lock
-
-console = Console(stderr=True)
 
 
 def watch(
@@ -24,13 +24,15 @@ def watch(
         Path | None, typer.Option(help="Where results go; INBOX/outbox by default.")
     ] = None,
     once: Annotated[
-        bool, typer.Option(help="Take the files that are complete now as one batch, then exit.")
+        bool,
+        typer.Option(
+            "--once", help="Take the files that are complete now as one batch, then exit."
+        ),
     ] = False,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Turn PDFs dropped into INBOX into jobs; results to the outbox, originals to done/failed."""
-    from app.cli.main import load_settings
-
-    settings = load_settings()
+    settings = load_settings(database_url=database_url)
     watcher = Watcher(
         settings,
         Database(settings.database_url),
@@ -72,5 +74,5 @@ def show(outcome: BatchOutcome) -> None:
         table.add_row(name, "[green]done[/]", "")
     for name, reason in outcome.failed.items():
         table.add_row(name, "[red]failed[/]", reason)
-    Console().print(table)
+    Console().print(FittedTable(table))
     console.print(f"Results in [bold]{outcome.outbox}[/]")

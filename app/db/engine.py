@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,13 +12,16 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Dialect, Engine, create_engine, event, exc
 from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
 
 _lock = threading.Lock()
 _engines: dict[str, Engine] = {}
+# A pooled connection idle for longer is tested before use; a busy worker's are not, which
+# saves a round trip per transaction (SQLAlchemy's pool_pre_ping tests every checkout).
+IDLE_PING_S = 10.0
 
 
 def alembic_config(url: str) -> Config:
@@ -33,13 +38,32 @@ def upgrade(url: str) -> None:
 
 
 def _make_engine(url: str) -> Engine:
-    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     engine = create_engine(url, **kwargs)
     if url.startswith("sqlite"):
         event.listen(engine, "connect", _sqlite_pragmas)
+    else:
+        event.listen(engine, "checkin", _note_checkin)
+        event.listen(engine, "checkout", functools.partial(_ping_if_idle, engine.dialect))
     return engine
+
+
+def _note_checkin(_dbapi_connection: Any, record: Any) -> None:
+    record.info["checked_in"] = time.monotonic()
+
+
+def _ping_if_idle(dialect: Dialect, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    # SQLAlchemy's "pessimistic disconnect handling" recipe, for idle connections only:
+    # DisconnectionError makes the pool drop this connection and hand out a fresh one.
+    idle_since = record.info.get("checked_in")
+    if idle_since is None or time.monotonic() - idle_since < IDLE_PING_S:
+        return
+    try:
+        dialect.do_ping(dbapi_connection)
+    except Exception as error:  # whatever the driver raises for a dead connection
+        raise exc.DisconnectionError(f"stale pooled connection: {error}") from error
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -81,3 +105,9 @@ class Database:
     def session(self) -> Iterator[Session]:
         with self._factory() as session, session.begin():
             yield session
+
+    @contextmanager
+    def autocommit(self) -> Iterator[Connection]:
+        """A connection where each statement commits alone: one round trip, no BEGIN/COMMIT."""
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            yield conn

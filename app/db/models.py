@@ -12,10 +12,14 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
     UniqueConstraint,
+)
+from sqlalchemy import (
+    text as sql_text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -90,7 +94,16 @@ class Document(Base):
 
 class Page(Base):
     __tablename__ = "pages"
-    __table_args__ = (UniqueConstraint("document_id", "number"),)
+    __table_args__ = (
+        UniqueConstraint("document_id", "number"),
+        # Only open pages: "is the job done?" stays one index probe at any job size.
+        Index(
+            "ix_pages_open_by_job",
+            "job_id",
+            postgresql_where=sql_text("status IN ('pending', 'running')"),
+            sqlite_where=sql_text("status IN ('pending', 'running')"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
@@ -153,3 +166,26 @@ class Attempt(Base):
     error: Mapped[str | None] = mapped_column(Text)
 
     page: Mapped[Page] = relationship(back_populates="attempts")
+
+
+class ServerSample(Base):
+    """A reading of an endpoint server's counters (vLLM's /metrics) for one job, taken by one
+    worker: its first (`phase` start, before its first page of the job) and its latest (`phase`
+    end, after each page). `server_started` tells server instances apart (a restart, or one
+    server per worker behind the same URL); `error` says why a reading failed."""
+
+    __tablename__ = "server_samples"
+    __table_args__ = (UniqueConstraint("job_id", "endpoint", "worker", "phase"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    endpoint: Mapped[str] = mapped_column(String(200))
+    metrics_url: Mapped[str] = mapped_column(Text)
+    worker: Mapped[str] = mapped_column(String(200))
+    phase: Mapped[str] = mapped_column(String(8))
+    taken_at: Mapped[datetime] = mapped_column(default=utcnow)
+    generation_tokens: Mapped[float | None] = mapped_column(Float)
+    prompt_tokens: Mapped[float | None] = mapped_column(Float)
+    requests: Mapped[float | None] = mapped_column(Float)
+    server_started: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.db.models import Attempt, Document, Job, Page
+from app.db.models import Attempt, Document, Job, Page, ServerSample, utcnow
 from app.domain import (
     TERMINAL_PAGE_STATUSES,
     AttemptStatus,
@@ -20,6 +20,9 @@ from app.domain import (
 )
 from app.plan import PastAttempt
 from app.settings import PlanStep
+
+if TYPE_CHECKING:  # a plain dataclass; the reader's HTTP stays out of the data layer
+    from app.servermetrics.counters import ServerCounters
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,13 @@ def create_job(
     return job
 
 
-def find_done_document(session: Session, sha256: str, out_dir: str) -> Document | None:
-    """A finished document with this content, written to the same output folder."""
+def find_done_document(
+    session: Session, sha256: str, out_dir: str, before_id: int | None = None
+) -> Document | None:
+    """A finished document with this content, written to the same output folder.
+
+    `before_id` finds the one a skipped document was skipped for: the newest done before it.
+    """
     query = (
         select(Document)
         .join(Job)
@@ -54,6 +62,8 @@ def find_done_document(session: Session, sha256: str, out_dir: str) -> Document 
         .where(Job.out_dir == out_dir)
         .order_by(Document.id.desc())
     )
+    if before_id is not None:
+        query = query.where(Document.id < before_id)
     return session.scalars(query).first()
 
 
@@ -151,16 +161,6 @@ def record_attempt(
     session.add(attempt)
     session.flush()
     return attempt
-
-
-def set_page_rendered(
-    session: Session, page_id: int, size: tuple[int, int], has_text: bool, render_s: float
-) -> None:
-    session.execute(
-        update(Page)
-        .where(Page.id == page_id)
-        .values(width=size[0], height=size[1], has_text_layer=has_text, render_s=render_s)
-    )
 
 
 def finish_page(
@@ -267,3 +267,35 @@ def latest_job_for_source(session: Session, source: str) -> str | None:
     """The id of the newest job made from `source`."""
     query = select(Job.id).where(Job.source == source).order_by(Job.created_at.desc())
     return session.scalars(query).first()
+
+
+def record_server_sample(
+    session: Session,
+    job_id: str,
+    endpoint: str,
+    metrics_url: str,
+    worker: str,
+    phase: str,
+    counters: ServerCounters | None,
+    error: str | None = None,
+) -> None:
+    """Store a server reading; a worker's `end` reading replaces its previous one."""
+    sample = session.scalar(
+        select(ServerSample).where(
+            ServerSample.job_id == job_id,
+            ServerSample.endpoint == endpoint,
+            ServerSample.worker == worker,
+            ServerSample.phase == phase,
+        )
+    )
+    if sample is None:
+        sample = ServerSample(
+            job_id=job_id, endpoint=endpoint, metrics_url=metrics_url, worker=worker, phase=phase
+        )
+        session.add(sample)
+    sample.taken_at = utcnow()
+    sample.error = error
+    sample.generation_tokens = counters.generation_tokens if counters else None
+    sample.prompt_tokens = counters.prompt_tokens if counters else None
+    sample.requests = counters.requests if counters else None
+    sample.server_started = counters.started if counters else None

@@ -49,7 +49,16 @@ SHAPE_TABLE: dict[int, int | None] = {ord(d): ord("0") for d in _DIGITS}
 # A run of digits (or of CJK numerals: `第三次`, `十二`) becomes one "0" in the *shape* view, in
 # which repeats that differ only in their numbers (counters, timestamps, table values of any
 # width) become identical.
-_NUMBER_RUN_RE = re.compile(r"[\d〇一二三四五六七八九十百千万]+")
+_NUMERALS = "〇一二三四五六七八九十百千万"
+_SHAPE_DIGIT_TABLE: dict[int, int | None] = {ord(ch): ord("0") for ch in _DIGITS + _NUMERALS}
+_ZERO_RUN_RE = re.compile("00+")
+# The exact and shape views in one pass, minus Markdown emphasis (`**Total**` is `Total`):
+# the key of a line in the structural view (runs of `0` still to collapse).
+LINE_KEY_TABLE: dict[int, int | None] = {
+    **EXACT_TABLE,
+    **_SHAPE_DIGIT_TABLE,
+    **{ord(ch): None for ch in "*_#>`"},
+}
 
 _FILL_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in FILL_CHARS}
 # Symbols that accompany numbers in tables: a unit of digits and these is numeric.
@@ -131,7 +140,12 @@ def count_letters(unit: str) -> int:
 
 def shape_view(exact: str) -> str:
     """The shape view of exact-view text: every run of digits or numerals is one "0"."""
-    return _NUMBER_RUN_RE.sub("0", exact)
+    return collapse_numbers(exact.translate(_SHAPE_DIGIT_TABLE))
+
+
+def collapse_numbers(shaped: str) -> str:
+    """Runs of `0` (numbers already mapped to `0`) read as one."""
+    return _ZERO_RUN_RE.sub("0", shaped) if "00" in shaped else shaped
 
 
 def has_digit(text: str) -> bool:

@@ -52,8 +52,9 @@ class DetectorConfig:
     # Letters a text unit must hold to count at all (0 online; the offline tail rule, which
     # accepts two copies, uses it so only a re-emitted sentence or paragraph counts).
     min_unit_letters: int = 0
-    # How often (raw characters) the number-insensitive (shape view) check runs.
-    drift_check_stride: int = 16
+    # How often (raw characters) the number-insensitive (shape view) check runs: every 32
+    # keeps drift loops within 3 periods + 64 characters (3 copies + 32 to confirm).
+    drift_check_stride: int = 32
     # Only raw whitespace for this long is a (blank) loop: padded tables are wide.
     blank_run_min: int = 2048
     # Longest period searched, and normalised tail kept in memory (must hold 3+ periods).

@@ -10,14 +10,19 @@ happen at fixed offsets of the text, so the verdict does not depend on how the t
 into chunks; memory is bounded by `tail_window` (normalised) and eight times that (raw).
 """
 
+import re
+
 from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS, shape_view
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
+from app.degeneration.periodicity import candidate_periods, is_periodic
 from app.degeneration.raw_offsets import periodic_verdict
-from app.degeneration.structure import StructureTracker
+from app.degeneration.structure import StructureTracker, only_table_rows
 
 _UNIT_EXCERPT_CHARS = 200
+_LETTER_RE = re.compile(r"[^\W\d_]")
+_SENTENCE_ENDS = (".", "!", "?")  # `. ` split across two pieces still ends a sentence
 _NOT_SYMBOLS = FILL_CHARS | frozenset("0123456789")
 
 
@@ -108,7 +113,13 @@ class LoopDetector:
             raw = raw[-4 * config.tail_window :]
         self._raw = raw
         self._length = length = start + len(piece)
-        if "\n" in piece or "。" in piece:
+        if (
+            "\n" in piece
+            or "。" in piece
+            or ". " in piece
+            or (piece[:1] == " " and raw[-len(piece) - 1 : -len(piece)] in _SENTENCE_ENDS)
+            or ("." in piece and not piece.isascii())
+        ):
             line_loop = self._lines.feed(raw, length - len(raw), start) if "\n" in piece else None
             line_loop = line_loop or self._structure.feed(raw, length - len(raw), start)
             if line_loop is not None:
@@ -137,7 +148,13 @@ class LoopDetector:
         verdict = self._check() if self._tail_recurs(self._exact) else None
         if verdict is None and length >= self._next_drift_check:
             self._next_drift_check += self._config.drift_check_stride
-            if self._tail_recurs(self._shape):
+            # A drift loop has words in every copy: a tail of numbers and rules is a table
+            # (rows that come back with other numbers are the structural tracker's job).
+            shape = self._shape
+            tail_has_words = _LETTER_RE.search(
+                shape, max(0, len(shape) - self._config.anchor_chars)
+            )
+            if tail_has_words and self._tail_recurs(shape):
                 verdict = self._drift_check()
         return verdict
 
@@ -172,7 +189,19 @@ class LoopDetector:
         loop = find_shape_loop(self._shape, self._config)
         if loop is None:
             return None
-        return periodic_verdict(self._raw, self._length - len(self._raw), loop)
+        verdict = periodic_verdict(self._raw, self._length - len(self._raw), loop)
+        if only_table_rows(verdict.unit) and verdict.repeats < self._config.drift_row_min_repeats:
+            return None  # rows of a real table may differ in their numbers only
+        if self._ends_in_exact_copies():
+            return None  # an exact repeat: the exact view's thresholds judge it (forms, rules)
+        return verdict
+
+    def _ends_in_exact_copies(self) -> bool:
+        """Whether the last two copies are identical in the exact view (not drifting)."""
+        exact, config = self._exact, self._config
+        end = len(exact)
+        shifts = candidate_periods(exact, end, config.anchor_chars, config.max_period, 4)
+        return any(is_periodic(exact, end, shift, 2 * shift) for shift in shifts)
 
     def _blank_run(self) -> int:
         """Length of the trailing whitespace if it is a loop in itself, else 0."""

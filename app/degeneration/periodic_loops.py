@@ -7,6 +7,7 @@ re-emitted with other values). Each accepts a loop only when it covers
 the length its unit class requires (`required_coverage`).
 """
 
+import re
 from dataclasses import dataclass
 
 from app.degeneration.charclass import (
@@ -14,6 +15,7 @@ from app.degeneration.charclass import (
     classify_char,
     classify_unit,
     count_letters,
+    unit_content,
 )
 from app.degeneration.config import DetectorConfig
 from app.degeneration.periodicity import (
@@ -22,6 +24,8 @@ from app.degeneration.periodicity import (
     is_periodic,
     periodic_run,
 )
+
+_LETTER_RE = re.compile(r"[^\W\d_]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +44,10 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
     unit_class = classify_unit(unit)
     if period == 1:
         return _char_run_need(unit_class, config)
-    need = max(
-        config.min_repeats * period + min(period, config.confirm_chars),
-        config.min_covered_chars,
-    )
+    # Copies that drift are checked half as often (`drift_check_stride`), so they confirm
+    # with half the characters of a next copy: the latency bound stays the same.
+    confirm = config.confirm_chars // 2 if drift else config.confirm_chars
+    need = max(config.min_repeats * period + min(period, confirm), config.min_covered_chars)
     if drift:
         # Numbers, markup or rules that change are a table, not a loop; a unit with words
         # (a heading, row labels, a sentence) coming back with other numbers is.
@@ -58,7 +62,7 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
         need = max(need, class_minimum)
     elif config.min_unit_letters and count_letters(unit) < config.min_unit_letters:
         return None
-    if "|" in unit and "||" not in unit + unit[0]:
+    if "|" in unit_content(unit) and "||" not in unit + unit[0]:
         # Cells within one row (merged cells, values that differ only in digits): `||` is
         # where one markdown row ends and the next begins (the unit is a rotation, so the
         # junction may straddle its two ends). Whole rows or sections that come back with
@@ -140,13 +144,16 @@ def find_shape_loop(shape: str, config: DetectorConfig) -> PeriodicLoop | None:
     end = len(shape)
     anchor = min(config.anchor_chars, max(2, end // 3))
     tested: list[int] = []
-    for period in candidate_periods(shape, end, anchor, config.max_period, config.max_candidates):
+    limit = max(1, config.max_candidates // 2)  # numbers make many shifts recur: keep it cheap
+    for period in candidate_periods(shape, end, anchor, config.max_period, limit):
         if period == 1 or any(period % shorter == 0 for shorter in tested):
             continue  # one character cannot drift; multiples were judged already
         if not is_periodic(shape, end, period, min(2 * period, end)):
             continue
         tested.append(period)
         unit = shape[end - period :]
+        if _LETTER_RE.search(unit) is None:
+            continue  # numbers and rules that change are a table (cheap C-level test first)
         need = required_coverage(unit, config, drift=True)
         if need is None or need > end or not is_periodic(shape, end, period, need):
             continue

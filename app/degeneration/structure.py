@@ -22,23 +22,33 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from app.degeneration.charclass import EXACT_TABLE, is_mostly_fill, shape_view, strip_markup
+from app.degeneration.charclass import (
+    EXACT_TABLE,
+    LINE_KEY_TABLE,
+    collapse_numbers,
+    is_mostly_fill,
+    strip_markup,
+)
 from app.degeneration.config import DetectorConfig
-from app.degeneration.lines import EMPHASIS_TABLE, LineLoop
+from app.degeneration.lines import LineLoop
 
-_BOUNDARY_RE = re.compile("[\n。]")
-_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Line breaks, CJK full stops, Latin sentence ends (kept only after a word: `feed`), and
+# full stops right after a CJK or Hangul character (Korean and Japanese runs need no space).
+_BOUNDARY_RE = re.compile(r"[\n。]|[.!?] |(?<=[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])[.!?]")
+_CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
+_NOT_SENTENCE_END = frozenset(". \t0123456789")
+# Characters one changed word may differ by (`水位` / `niveau`, `water` / `Wasser`).
+_WORD_CHARS = 6
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Segment:
     key: str  # what is compared: the shape view, or the raw row of a diagram
-    exact: str  # exact view, to tell exact repeats from drifting ones
+    line: str  # the raw line, to tell exact repeats from drifting ones (`exact_view`)
     start: int  # raw offsets
     end: int
-    letters: int  # words it adds to a unit (0 for rules, form blanks and diagram rows)
     diagram: bool
 
 
@@ -51,14 +61,36 @@ class _Candidate:
     drift: bool  # copies differ (numbers or a word), not an exact repeat
 
 
+def _exact(segment: Segment) -> str:
+    return segment.line.translate(EXACT_TABLE)
+
+
 def _is_row(key: str) -> bool:
     return key.startswith("|") or key.startswith("<tr") or key.startswith("<td")
 
 
+def only_table_rows(unit: str) -> bool:
+    """Whether a raw unit (a rotation of one copy) is made of Markdown table rows only."""
+    lines = [line.strip() for line in unit.replace("\\n", "\n").split("\n") if line.strip()]
+    return bool(lines) and "|" in lines[0] and all(_is_row(line) for line in lines[1:])
+
+
+def _starts_like(expected: Segment, partial: str) -> bool:
+    """Whether a partial segment is the start of `expected`, up to one small change."""
+    head = expected.key[: len(partial)]
+    if head == partial or expected.diagram:
+        return head == partial
+    if near_repeat(head, partial, 0):
+        return True
+    # One word changed its length (`数据` / `data`): same start, and the end read so far
+    # occurs in the expected segment.
+    return len(partial) >= 12 and partial[:4] == head[:4] and partial[-6:] in expected.key
+
+
 def near_repeat(first: str, second: str, min_chars: int) -> bool:
-    """Two keys that differ in one place only, by at most a sixth of their length."""
+    """Two keys that differ in one place only, by at most a word (or a sixth of them)."""
     size = max(len(first), len(second))
-    allowed = max(2, size // 6)
+    allowed = max(_WORD_CHARS, size // 6)
     if min(len(first), len(second)) < min_chars or abs(len(first) - len(second)) > allowed:
         return False
     if first[:4] != second[:4] and first[-4:] != second[-4:]:
@@ -99,7 +131,13 @@ class StructureTracker:
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
         """Complete the segments that end in `raw` (starting at `raw_base`) after `piece_start`."""
-        for boundary in _BOUNDARY_RE.finditer(raw, max(0, piece_start - raw_base)):
+        # One character back: a sentence end (`. `) may straddle two pieces.
+        for boundary in _BOUNDARY_RE.finditer(raw, max(0, piece_start - raw_base - 1)):
+            at = boundary.start()
+            if raw_base + boundary.end() <= self._start:
+                continue  # completed by the previous piece
+            if at and boundary.group() not in ("\n", "。") and raw[at - 1] in _NOT_SENTENCE_END:
+                continue  # leader dots (`. . .`), list numbers (`1. `), decimals: not an end
             loop = self._complete(raw, raw_base, raw_base + boundary.end())
             if loop is not None:
                 return loop
@@ -111,8 +149,9 @@ class StructureTracker:
         if candidate is None or self._start < raw_base:
             return None
         partial = self._key(raw[self._start - raw_base :], candidate.expected.diagram)
-        need = min(len(candidate.expected.key), self._config.confirm_chars)
-        if len(partial) < need or not candidate.expected.key.startswith(partial[:need]):
+        confirm = self._config.confirm_chars // (2 if candidate.drift else 1)
+        need = min(len(candidate.expected.key), confirm)
+        if len(partial) < need or not _starts_like(candidate.expected, partial):
             return None
         return self._loop(candidate, raw_base + len(raw))
 
@@ -125,11 +164,15 @@ class StructureTracker:
         """Offline: the text ends inside copies (`min_repeats` of them) of a unit at least
         `min_period` raw characters long; exact repeats count too."""
         candidate = self._candidate(allow_exact=True)
-        if candidate is None or candidate.period < min_period:
+        if candidate is None:
+            return None
+        if _CJK_RE.search(candidate.expected.key):
+            min_period //= 2  # a CJK character carries about a word
+        if candidate.period < min_period:
             return None
         tail = raw[max(0, self._start - raw_base) :]
         partial = self._key(tail, candidate.expected.diagram)
-        if not candidate.expected.key.startswith(partial):
+        if not _starts_like(candidate.expected, partial):
             return None
         return self._loop(candidate, raw_base + len(raw))
 
@@ -140,92 +183,111 @@ class StructureTracker:
         if segment is None:
             return None
         waiting = self.candidate
-        self._push(segment)
+        continued = self._push(segment)
         if waiting is not None and self._runs[waiting.step] > (self._min_repeats - 1) * (
             waiting.step
         ):
             return self._loop(waiting, end)
-        self.candidate = self._candidate(allow_exact=False)
+        self.candidate = self._candidate(allow_exact=False) if continued else None
         return None
 
     def _segment(self, raw: str, raw_base: int, start: int, end: int) -> Segment | None:
         if start < raw_base:  # longer than the raw tail: breaks any run
-            return Segment(key="\0", exact="\0", start=start, end=end, letters=0, diagram=False)
+            return Segment(key="\0", line="\0", start=start, end=end, diagram=False)
         line = raw[start - raw_base : end - raw_base]
-        exact = line.translate(EXACT_TABLE)
-        if not exact:
-            return None  # blank lines are neutral
-        if exact.startswith(_FENCE):
+        if line.lstrip().startswith(_FENCE):
             self._in_fence = not self._in_fence
             return None
-        fill = is_mostly_fill(exact)
-        if self._in_fence and fill:
-            row = self._key(line, diagram=True)
-            if len(row) < self._config.diagram_min_chars or len(exact) < 3:
-                return None
-            return Segment(row, exact, start, end, letters=0, diagram=True)
+        if self._in_fence:
+            exact = line.translate(EXACT_TABLE)
+            if is_mostly_fill(exact):
+                row = self._key(line, diagram=True)
+                if len(row) < self._config.diagram_min_chars or len(exact) < 3:
+                    return None
+                return Segment(row, line, start, end, diagram=True)
         key = self._key(line, diagram=False)
-        letters = 0 if fill else len(_LETTER_RE.findall(key))
-        return Segment(key, exact, start, end, letters=letters, diagram=False)
+        return Segment(key, line, start, end, diagram=False) if key else None  # blank: neutral
 
     @staticmethod
     def _key(line: str, diagram: bool) -> str:
         if diagram:
             return line.expandtabs().strip("\n").rstrip()
-        exact = line.translate(EXACT_TABLE)
-        return shape_view(strip_markup(exact).translate(EMPHASIS_TABLE))
+        return collapse_numbers(strip_markup(line).translate(LINE_KEY_TABLE))
 
-    def _push(self, segment: Segment) -> None:
-        segments = self._segments
-        for step in range(1, self._max_step + 1):
-            if step <= len(segments) and self._same(segment, segments[-step]):
-                if not self._runs[step]:
-                    self._onsets[step] = segments[-step].start
-                self._runs[step] += 1
-                self._drifts[step] += segment.exact != segments[-step].exact
-                self._changed_words[step] += segment.key != segments[-step].key
-            else:
-                self._runs[step] = self._drifts[step] = self._changed_words[step] = 0
+    def _push(self, segment: Segment) -> bool:
+        """Append a segment; whether it continues any run (most segments continue none)."""
+        segments, runs = self._segments, self._runs
+        key = segment.key
+        size, slack = len(key), max(_WORD_CHARS, len(key) // 6)
+        continued = False
+        for step in range(1, min(self._max_step, len(segments)) + 1):
+            earlier = segments[-step]
+            other = earlier.key
+            if other == key or (abs(size - len(other)) <= slack and self._near(segment, earlier)):
+                if not runs[step]:
+                    self._onsets[step] = earlier.start
+                runs[step] += 1
+                self._drifts[step] += _exact(segment) != _exact(earlier)
+                self._changed_words[step] += key != earlier.key
+                continued = True
+            elif runs[step]:
+                runs[step] = self._drifts[step] = self._changed_words[step] = 0
         segments.append(segment)
+        return continued
 
-    def _same(self, segment: Segment, earlier: Segment) -> bool:
-        if segment.key == earlier.key:
-            return True
+    def _near(self, segment: Segment, earlier: Segment) -> bool:
+        first, second = segment.key, earlier.key
         if segment.diagram or earlier.diagram:
             return False
+        if first[:4] != second[:4] and first[-4:] != second[-4:]:
+            return False  # the cheap tests settle most pairs before `near_repeat`
         min_chars = self._config.fuzzy_min_chars
-        if _CJK_RE.search(segment.key):
+        if min(len(first), len(second)) < min_chars:
+            if not _CJK_RE.search(first):
+                return False
             min_chars //= 3  # a CJK character carries about a word
-        return near_repeat(segment.key, earlier.key, min_chars)
+        return near_repeat(first, second, min_chars)
 
     def _candidate(self, allow_exact: bool) -> _Candidate | None:
-        """The shortest step at which the last segments form `min_repeats` copies."""
-        segments = list(self._segments)
-        for step in range(1, self._max_step + 1):
-            matched = self._runs[step]
-            if matched < (self._min_repeats - 1) * step:
-                continue
-            unit = segments[-step:]
-            if not all(s.diagram for s in unit):
-                if sum(s.letters for s in unit) < self._config.drift_min_letters:
-                    return None
-                exact_chars = sum(len(s.exact) for s in unit)
-                long_block = exact_chars > self._config.max_period
-                if not (allow_exact or self._drifts[step] or long_block):
-                    return None  # an exact repeat the periodic search judges
-                if self._drifts[step] and not self._changed_words[step] and not long_block:
-                    numbers = sum(s.key.count("0") for s in unit)
-                    if numbers * self._config.drift_max_chars_per_number < exact_chars:
-                        return None  # only a heading number changes: a document's sections
-                    if step == 1 and _is_row(unit[0].key) and not self._row_repeats(matched):
-                        return None  # rows of a real table may differ in numbers only
-            period = segments[-1].end - segments[-1 - step].end
-            drift = bool(self._drifts[step])
-            return _Candidate(step, self._onsets[step], period, unit[0], drift)
-        return None
+        """The step at which the last segments form `min_repeats` copies, if they are a loop.
 
-    def _row_repeats(self, matched: int) -> bool:
-        return matched + 1 >= self._config.drift_row_min_repeats
+        Of the steps with enough copies, the one whose run reaches furthest back is the loop's
+        period: rows alike inside one copy of a section form a shorter, local run."""
+        runs, need = self._runs, self._min_repeats - 1
+        steps = [step for step in range(1, self._max_step + 1) if runs[step] >= need * step]
+        if not steps:
+            return None
+        step = max(steps, key=lambda s: (runs[s] + s, -s))
+        segments = list(self._segments)
+        unit = segments[-step:]
+        if not all(s.diagram for s in unit) and not self._words_loop(unit, step, allow_exact):
+            return None
+        period = segments[-1].end - segments[-1 - step].end
+        drift = bool(self._drifts[step])
+        return _Candidate(step, self._onsets[step], period, unit[0], drift)
+
+    def _words_loop(self, unit: list[Segment], step: int, allow_exact: bool) -> bool:
+        """Whether copies of these lines (not diagram rows) are a loop rather than a document
+        repeating itself."""
+        # Rules and form blanks (`Name: ____`) add no words to a unit.
+        words = [s.key for s in unit if not is_mostly_fill(_exact(s))]
+        if sum(len(_LETTER_RE.findall(key)) for key in words) < self._config.drift_min_letters:
+            return False
+        exact_chars = sum(len(_exact(s)) for s in unit)
+        long_block = exact_chars > self._config.max_period
+        if not (allow_exact or self._drifts[step] or long_block):
+            return False  # an exact repeat the periodic search judges
+        if self._drifts[step] and not self._changed_words[step] and not long_block:
+            numbers = sum(s.key.count("0") for s in unit)
+            if numbers * self._config.drift_max_chars_per_number < exact_chars:
+                return False  # only a heading number changes: a document's sections
+            rows = all(_is_row(segment.key) for segment in unit)
+            if rows and not self._row_repeats(self._runs[step], step):
+                return False  # rows of a real table may differ in numbers only
+        return True
+
+    def _row_repeats(self, matched: int, step: int) -> bool:
+        return matched // step + 1 >= self._config.drift_row_min_repeats
 
     def _loop(self, candidate: _Candidate, end: int) -> LineLoop:
         unit = list(self._segments)[-candidate.step :]

@@ -41,8 +41,9 @@ CAP_CONFIG = DetectorConfig(
     max_period=4096,
     tail_window=16384,
 )
-# Raw characters a copy must hold at the cap to count as a long block.
-CAP_MIN_PERIOD = 64
+# Raw characters a copy of whole lines must hold at the cap (a long sentence, a diagram row,
+# a section; with `min_unit_letters` words in it unless it is a diagram row).
+CAP_MIN_PERIOD = 32
 # A duplicate made of whole lines/paragraphs is how documents repeat themselves (filler text,
 # boilerplate); a model that jumps back re-emits from mid-line. So with fewer copies than
 # this, the first copy must start inside a line.
@@ -76,8 +77,10 @@ def find_cap_loop(text: str, config: DetectorConfig = CAP_CONFIG) -> LoopVerdict
     loop = _periodic_tail(exact, config)
     if loop is not None:
         return periodic_verdict(raw, len(candidate) - len(raw), loop)
+    # Lines are judged on the text as it is: a diagram row is made of the fill stripped above.
+    raw = text[-4 * config.tail_window :]
+    base = len(text) - len(raw)
     tracker = StructureTracker(config, min_repeats=config.min_repeats)
-    base = len(candidate) - len(raw)
     tracker.feed(raw, base, base)
     line_loop = tracker.ends_in_loop(raw, base, CAP_MIN_PERIOD)
     return None if line_loop is None else _line_verdict(line_loop)

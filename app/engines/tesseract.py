@@ -16,6 +16,9 @@ import tesserocr
 from app.domain import AttemptStatus, EngineResult, PageInput
 from app.errors import ConfigError, EngineError
 from app.settings import PlanStep
+from app.textlayer.edges import running_lines
+from app.textlayer.model import Box, PageLayout, TextLine
+from app.textlayer.paragraphs import join_lines
 
 
 def default_tessdata_dir() -> str:
@@ -57,7 +60,8 @@ class TesseractEngine:
         api = self._api()
         try:
             api.SetImage(page.image)
-            text = str(api.GetUTF8Text()).strip()
+            api.Recognize()
+            text = "\n\n".join(_paragraphs(api, page.image.size))
         except RuntimeError as exc:
             raise EngineError(f"tesseract failed: {exc}") from exc
         finally:
@@ -76,3 +80,43 @@ class TesseractEngine:
             for api in self._apis:
                 api.End()
             self._apis.clear()
+
+
+def _paragraphs(api: tesserocr.PyTessBaseAPI, size: tuple[int, int]) -> list[str]:
+    """Tesseract's paragraphs, each one line of text (hyphenated line ends made whole), without
+    the page's running lines (a page number at the edge, a stamp turned sideways in the margin)."""
+    layout = PageLayout(float(size[0]), float(size[1]), _text_lines(api))
+    dropped = running_lines(layout, sizes_known=False)
+    paragraphs: dict[int, list[str]] = {}
+    for index, line in enumerate(layout.lines):
+        if index not in dropped:
+            paragraphs.setdefault(line.block, []).append(line.text)
+    return [text for lines in paragraphs.values() if (text := join_lines(lines))]
+
+
+def _text_lines(api: tesserocr.PyTessBaseAPI) -> list[TextLine]:
+    """Recognised lines with their boxes (pixels), numbered by paragraph; height stands for size."""
+    lines: list[TextLine] = []
+    paragraph = -1
+    iterator = api.GetIterator()
+    for item in tesserocr.iterate_level(iterator, tesserocr.RIL.TEXTLINE):
+        if item.IsAtBeginningOf(tesserocr.RIL.PARA):
+            paragraph += 1
+        try:
+            text = (item.GetUTF8Text(tesserocr.RIL.TEXTLINE) or "").strip()
+        except RuntimeError:  # tesserocr's way of saying a blank page has no line: not a failure
+            continue
+        box = item.BoundingBox(tesserocr.RIL.TEXTLINE)
+        if not text or box is None:
+            continue
+        sideways = item.Orientation()[0] in (
+            tesserocr.Orientation.PAGE_RIGHT,
+            tesserocr.Orientation.PAGE_LEFT,
+        )
+        height = float(box[2] - box[0] if sideways else box[3] - box[1])
+        lines.append(
+            TextLine(
+                text, Box(*map(float, box)), height, False, max(paragraph, 0), vertical=sideways
+            )
+        )
+    return lines

@@ -1,4 +1,8 @@
-"""The PDF's own text layer as an engine: exact and instant for born-digital pages."""
+"""The PDF's own text layer as an engine: exact and instant for born-digital pages.
+
+A layer the quality gate refused is an attempt too, `rejected` with its reason, so the page's
+history says why it went on to OCR.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,16 @@ class TextLayerEngine:
 
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         started = datetime.now(UTC)
-        text = page.text_layer.strip()
+        if page.text_layer_rejection:
+            return EngineResult(
+                text="",
+                status=AttemptStatus.REJECTED,
+                started_at=started,
+                ended_at=datetime.now(UTC),
+                error=f"textlayer_rejected: {page.text_layer_rejection}",
+            )
+        markdown = page.text_layer_markdown
+        text = (page.text_layer if markdown is None else markdown).strip()
         status = AttemptStatus.OK if text else AttemptStatus.EMPTY
         return EngineResult(
             text=text, status=status, started_at=started, ended_at=datetime.now(UTC)

@@ -18,9 +18,8 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from PIL import Image
@@ -37,9 +36,18 @@ from app.engines.vlm_stops import (
     send_abort,
     stop_record,
 )
+from app.engines.vlm_stream import (
+    LoopDetecting,
+    StreamOutcome,
+    absorb_chunk,
+    absorb_ending,
+    check_end,
+    finish_reason_of,
+)
 from app.errors import EngineError, TransportError
 from app.settings import PlanStep, VlmEndpoint
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
+from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
 T = TypeVar("T")
 _SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed")
@@ -47,29 +55,6 @@ _REQUEST_KEYS = ("repetition_penalty", "max_tokens", "repetition_detection", "vl
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
 _DRAIN_TOKENS = 64
 _DRAIN_S = 10.0
-
-
-class LoopDetecting(Protocol):
-    """The online detector as the engine needs it."""
-
-    def feed(self, chunk: str) -> Any: ...
-
-
-@dataclass
-class StreamOutcome:
-    text: str = ""
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    content_chunks: int = 0
-    ttft_s: float | None = None
-    verdict: Verdict | None = None
-    aborted: bool = False
-    request_id: str | None = None
-    tokens_at_verdict: int | None = None
-    tokens_at_last_content: int | None = None
-    abort_sent: bool = False
-    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 class _LoopThread:
@@ -128,6 +113,11 @@ class VlmEngine:
         self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Semaphore | None = None
         self._stops: EndpointStops | None = None
+        self._stops_lock: asyncio.Lock | None = None
+        # Probes and abort calls go on their own kept-alive connections: the streams hold
+        # the main pool's, and an abort that must open a new connection to a busy server
+        # landed 260-410 tokens late here (on a warm one: 0-13).
+        self._control: httpx.AsyncClient | None = None
 
     def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
         """The stops to use: the probe's findings (none without a probe) and the settings."""
@@ -146,33 +136,47 @@ class VlmEngine:
             "model": self.endpoint.model,
             "messages": self.profile.messages(image_url),
             "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": stops.is_vllm},
+            "stream_options": {"include_usage": True},
             "max_tokens": step.max_tokens or self.endpoint.max_tokens,
         }
         body |= {k: v for k in _SAMPLING_KEYS if (v := getattr(step, k)) is not None}
         if step.repetition_penalty is not None:
             body["repetition_penalty"] = step.repetition_penalty
+        if stops.is_vllm:  # a token count on every chunk: tokens at the verdict, exactly
+            body["stream_options"]["continuous_usage_stats"] = True
         if stops.repetition_detection:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
         if stops.plugin:
             body["vllm_xargs"] = {LOOP_STOP_ARG: 1}
+        if step.ngram_guard:  # the plugin's guard, asked for per request like its loop stop
+            guard = {GUARD_ARG: step.ngram_guard}
+            if step.ngram_window:
+                guard[WINDOW_ARG] = step.ngram_window
+            body["vllm_xargs"] = body.get("vllm_xargs", {}) | guard
         return body
 
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         return self._io.run(self._transcribe(page, step))
 
-    async def _ensure_stops(self, client: httpx.AsyncClient) -> EndpointStops:
-        if self._stops is None:
-            e = self.endpoint
-            found = None
-            if "auto" in (e.engine_plugin, e.abort_call, e.server_repetition_detection):
-                found = await probe_stops(client, e.base_url, e.model)
-            self._stops = self.configured_stops(found)
+    async def _ensure_stops(self) -> EndpointStops:
+        """The endpoint's stops, probed once; an unreachable server is probed again later."""
+        e = self.endpoint
+        if "auto" not in (e.engine_plugin, e.abort_call, e.server_repetition_detection):
+            return self.configured_stops()
+        self._stops_lock = self._stops_lock or asyncio.Lock()
+        async with self._stops_lock:
+            if self._stops is None:
+                assert self._control is not None
+                try:
+                    found = await probe_stops(self._control, e.base_url, e.model)
+                except httpx.TransportError:
+                    return self.configured_stops()
+                self._stops = self.configured_stops(found)
         return self._stops
 
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         client, slots = self._ensure_client()
-        stops = await self._ensure_stops(client)
+        stops = await self._ensure_stops()
         # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
         # waits behind it (one loop thread serves them all).
         body = await asyncio.to_thread(self.request_body, page, step, stops)
@@ -202,6 +206,9 @@ class VlmEngine:
             limits = httpx.Limits(max_connections=self.endpoint.max_concurrency)
             timeout = httpx.Timeout(self.endpoint.request_timeout_s, connect=10.0)
             self._client = httpx.AsyncClient(headers=headers, limits=limits, timeout=timeout)
+            self._control = httpx.AsyncClient(
+                headers=headers, timeout=httpx.Timeout(30.0, connect=10.0)
+            )
             self._slots = asyncio.Semaphore(self.endpoint.max_concurrency)
         return self._client, self._slots
 
@@ -218,25 +225,24 @@ class VlmEngine:
                 lines = sse_lines(response.aiter_text())
                 async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
                     async for chunk in chunks:
-                        if self._absorb(chunk, outcome, detector, sent):
+                        if absorb_chunk(chunk, outcome, detector, sent):
                             outcome.aborted = True
-                            await self._stop_loop(client, outcome, stops, chunks)
+                            await self._stop_loop(outcome, stops, chunks)
                             break  # leaving the blocks closes the connection: vLLM aborts
         except (httpx.TransportError, httpx.TimeoutException) as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
-            _check_end(outcome, detector)
+            check_end(outcome, detector)
         return outcome
 
-    async def _stop_loop(
-        self, client: httpx.AsyncClient, outcome: StreamOutcome, stops: EndpointStops, chunks: Any
-    ) -> None:
+    async def _stop_loop(self, outcome: StreamOutcome, stops: EndpointStops, chunks: Any) -> None:
         """Folio called a loop: send the abort call if there is one, then read on briefly
         while the server ends the request itself (plugin, abort), for its final usage."""
         outcome.tokens_at_verdict = outcome.completion_tokens or outcome.content_chunks
         if stops.abort_path and outcome.request_id:
+            assert self._control is not None
             outcome.abort_sent = await send_abort(
-                client, self.endpoint.base_url, stops.abort_path, outcome.request_id
+                self._control, self.endpoint.base_url, stops.abort_path, outcome.request_id
             )
         if not (stops.plugin or outcome.abort_sent):
             return
@@ -244,34 +250,9 @@ class VlmEngine:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_DRAIN_S):
                 async for chunk in chunks:
-                    _absorb_ending(chunk, outcome)
+                    absorb_ending(chunk, outcome)
                     if (outcome.completion_tokens or 0) > limit:
                         return  # the server did not stop: close the stream
-
-    def _absorb(
-        self, chunk: dict[str, Any], outcome: StreamOutcome, detector: LoopDetecting, sent: float
-    ) -> bool:
-        """Fold one chunk into the outcome; True when the detector calls a loop."""
-        outcome.request_id = outcome.request_id or chunk.get("id")
-        if usage := chunk.get("usage"):
-            outcome.prompt_tokens = usage.get("prompt_tokens")
-            outcome.completion_tokens = usage.get("completion_tokens")
-        for choice in chunk.get("choices") or []:
-            if choice.get("finish_reason"):
-                outcome.finish_reason = choice["finish_reason"]
-            piece = (choice.get("delta") or {}).get("content") or ""
-            if not piece:
-                continue
-            if outcome.ttft_s is None:
-                outcome.ttft_s = time.perf_counter() - sent
-            outcome.content_chunks += 1
-            outcome.tokens_at_last_content = outcome.completion_tokens
-            outcome.text += piece
-            verdict = detector.feed(piece)
-            if verdict is not None:
-                outcome.verdict = _as_verdict(verdict)
-                return True
-        return False
 
     def _result(
         self, body: dict[str, Any], outcome: StreamOutcome, retries: int, stops: EndpointStops
@@ -300,7 +281,7 @@ class VlmEngine:
             endpoint=self.endpoint_name,
             params=self._params(body, retries),
             prompt_version=self.profile.version,
-            finish_reason=_finish_reason(outcome),
+            finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
             completion_tokens=tokens,
             tokens_estimated=estimated,
@@ -353,8 +334,9 @@ class VlmEngine:
         )
 
     def close(self) -> None:
-        if self._client is not None:
-            self._io.run(self._client.aclose())
+        for client in (self._client, self._control):
+            if client is not None:
+                self._io.run(client.aclose())
         self._io.stop()
 
 
@@ -364,39 +346,3 @@ async def _raise_for_status(response: httpx.Response) -> None:
     if response.status_code >= 400:
         detail = (await response.aread()).decode("utf-8", "replace")[:500]
         raise EngineError(f"request refused ({response.status_code}): {detail}")
-
-
-def _check_end(outcome: StreamOutcome, detector: LoopDetecting) -> None:
-    """The plugin ended the request before the client's detector fired: test the end."""
-    finish = getattr(detector, "finish", None)
-    verdict = finish() if finish else None
-    if verdict is not None:
-        outcome.verdict = _as_verdict(verdict)
-        outcome.aborted = True
-        outcome.tokens_at_verdict = outcome.tokens_at_last_content
-
-
-def _absorb_ending(chunk: dict[str, Any], outcome: StreamOutcome) -> None:
-    """A chunk after the verdict: only the server's finish reason and token count matter."""
-    if usage := chunk.get("usage"):
-        outcome.completion_tokens = usage.get("completion_tokens")
-    for choice in chunk.get("choices") or []:
-        if choice.get("finish_reason"):
-            outcome.finish_reason = choice["finish_reason"]
-
-
-def _finish_reason(outcome: StreamOutcome) -> str | None:
-    """The server's own reason where it ended the request; "abort" where Folio stopped it."""
-    if outcome.aborted and outcome.finish_reason not in ("stop", "repetition"):
-        return "abort"
-    return outcome.finish_reason
-
-
-def _as_verdict(verdict: Any) -> Verdict:
-    return Verdict(
-        kind=str(verdict.kind),
-        period=int(verdict.period),
-        onset=int(verdict.onset),
-        repeats=int(getattr(verdict, "repeats", 0)),
-        covered=int(getattr(verdict, "covered", 0)),
-    )

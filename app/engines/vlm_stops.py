@@ -55,21 +55,20 @@ async def probe_stops(client: httpx.AsyncClient, base_url: str, model: str) -> E
         "messages": [{"role": "user", "content": "probe"}],
         "max_tokens": 1,
     }
-    # A bad value is refused (400, naming the field) only where the field is understood.
+    # A bad value is refused (400, naming the field) only where the field is understood:
+    # vLLM 0.32 answers an unknown field with 200 and ignores it.
     plugin = await _refuses(client, url, probe | {"vllm_xargs": {LOOP_STOP_ARG: "probe"}})
     repetition = await _refuses(
-        client, url, probe | {"repetition_detection": {"max_pattern_size": -1}}
+        client, url, probe | {"repetition_detection": {"max_pattern_size": "probe"}}
     )
     return EndpointStops(plugin, await _abort_path(client, base_url), repetition)
 
 
 async def _refuses(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> bool:
+    """Raises httpx.TransportError when the server cannot be reached: probe again later."""
     field = next(k for k in body if k not in ("model", "messages", "max_tokens"))
     name = LOOP_STOP_ARG if field == "vllm_xargs" else field
-    try:
-        response = await client.post(url, json=body)
-    except httpx.HTTPError:
-        return False
+    response = await client.post(url, json=body)
     return response.status_code == 400 and name in response.text
 
 
@@ -77,10 +76,7 @@ async def _abort_path(client: httpx.AsyncClient, base_url: str) -> str | None:
     # Never an empty list: vLLM's dev route aborts every request then.
     body = {"request_ids": [f"folio-probe-{uuid.uuid4().hex}"]}
     for path in ABORT_PATHS:
-        try:
-            response = await client.post(root_url(base_url) + path, json=body)
-        except httpx.HTTPError:
-            continue
+        response = await client.post(root_url(base_url) + path, json=body)
         if response.status_code == 200:
             return path
     return None

@@ -11,6 +11,8 @@ import pymupdf
 from PIL import Image
 
 from app.errors import DocumentError, RenderError
+from app.pdf.layout import read_layout, read_tables
+from app.textlayer.model import PageLayout, TableGrid
 
 # MuPDF keeps global state and PyMuPDF is not thread-safe, even across documents: every call into
 # it goes through this lock. Rendering is fast next to OCR, which runs outside it.
@@ -31,6 +33,7 @@ class DocumentLimits:
 class RenderedPage:
     image: Image.Image
     text_layer: str
+    layout: PageLayout | None = None  # read when the page has a text layer
 
 
 def inspect_document(path: Path, limits: DocumentLimits) -> int:
@@ -89,7 +92,8 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
     """Rasterise page `number` (1-based) at `dpi`, shrunk so its longest side fits `max_side`."""
     with _MUPDF_LOCK:
         try:
-            page = _open(path)[number - 1]
+            doc = _open(path)
+            page = doc[number - 1]
             zoom = dpi / 72
             longest = max(page.rect.width, page.rect.height) * zoom
             if longest > max_side:
@@ -97,9 +101,19 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
             image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
             text = page.get_text()
+            layout = read_layout(doc, number - 1) if text.strip() else None
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
-    return RenderedPage(image=image, text_layer=text)
+    return RenderedPage(image=image, text_layer=text, layout=layout)
+
+
+def read_page_tables(path: Path, number: int) -> list[TableGrid]:
+    """The tables of page `number` (1-based) that PyMuPDF's table finder outlines."""
+    with _MUPDF_LOCK:
+        try:
+            return read_tables(_open(path)[number - 1])
+        except Exception as exc:  # the finder failing on odd drawings costs the tables only
+            raise RenderError(f"page {number} tables unreadable: {exc}") from exc
 
 
 def read_text_layer(path: Path, number: int) -> str:

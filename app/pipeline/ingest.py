@@ -25,6 +25,7 @@ class IngestResult:
     documents: int = 0
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    resumed: bool = False  # an interrupted job taken up again, not a new one
 
 
 def discover_pdfs(root: Path) -> list[Path]:

@@ -24,13 +24,20 @@ def run_pages(
 ) -> dict[int, PageStatus]:
     """Process every page with at most `concurrency` at once; each ends terminal, whatever fails."""
     outcomes: dict[int, PageStatus] = {}
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="folio") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="folio")
+    try:
         futures = {pool.submit(_process_safely, processor, pid): pid for pid in page_ids}
         for future in as_completed(futures):
             page_id = futures[future]
             outcomes[page_id] = future.result()
             if on_page:
                 on_page(page_id, outcomes[page_id])
+    except BaseException:
+        # Ctrl+C: start no new page; the pages in flight end (or their leases lapse), and the
+        # job's open pages are what the next run of the same command takes up.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return outcomes
 
 

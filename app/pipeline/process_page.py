@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.db import repo
+from app.db import page_path, repo
 from app.db.engine import Database
+from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
 from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, RenderError
 from app.metrics import FolioMetrics
 from app.pdf.render import render_page
 from app.pdf.textlayer import text_layer_is_usable
+from app.pipeline.leases import LeaseKeeper
+from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
+from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
+from app.textlayer import GateConfig
+from app.textlayer.words import languages_for
 
 
 class PageBusy(FolioError):
@@ -24,8 +31,23 @@ class PageBusy(FolioError):
     category = "busy"
 
 
+@dataclass(frozen=True)
+class PageOutcome:
+    """How a page's processing ended: its status, and whether this call closed it."""
+
+    status: PageStatus
+    job_id: str | None = None
+    closed: bool = False
+    others_open: bool = True  # other pages of the job were open as this one closed
+
+
 class PageProcessor:
-    """Renders a page, walks its attempt plan, and records every step in the database."""
+    """Renders a page, walks its attempt plan, and records every step in the database.
+
+    A page whose first attempt is accepted costs two transactions: the claim (one UPDATE that
+    returns the page's work) and the close (its attempt row and terminal status together). An
+    attempt that a later step follows is recorded on its own as soon as it ends.
+    """
 
     def __init__(
         self,
@@ -34,71 +56,111 @@ class PageProcessor:
         engines: EngineSet,
         owner: str,
         metrics: FolioMetrics | None = None,
+        sampler: ServerSampler | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
         self.engines = engines
         self.owner = owner
         self.metrics = metrics
+        self.sampler = sampler
         self.lease_s = settings.page_lease_s
+        self.leases = LeaseKeeper(db, owner, self.lease_s)
+        self.gate = GateConfig(languages_for(settings.tesseract_lang))
 
     def process(self, page_id: int) -> PageStatus:
         """Bring the page to a terminal status; a page already terminal is left as it is."""
-        with self.db.session() as session:
-            if repo.page_status(session, page_id).terminal:
-                return repo.page_status(session, page_id)
-            if not repo.claim_page(session, page_id, self.owner, self.lease_s):
-                raise PageBusy(f"page {page_id} is held by another worker")
-            work = repo.page_work(session, page_id)
-            past = repo.history(session, page_id)
-            answer = _accepted(self.settings.plan(work.plan_name), past)
-            text = repo.attempt_output(session, page_id, answer.step_index) if answer else None
-        if answer is not None:
-            # A worker died between recording the answer and closing the page: close it now.
-            return self._close_answered(work, past, answer, text)
-        try:
-            page = self._render(work)
-        except RenderError as exc:
-            return self._finish(work, PageStatus.FAILED, category="render", error=str(exc))
-        return self._walk_plan(work, page, past)
+        return self.run(page_id).status
 
-    def _render(self, work: repo.PageWork) -> PageInput:
+    def run(self, page_id: int) -> PageOutcome:
+        """`process`, telling also whether this call closed the page (the job may be done)."""
+        if not self.leases.hold(page_id):
+            raise PageBusy(f"page {page_id} is being processed in this process already")
+        try:
+            with self.db.autocommit() as conn:
+                claimed = page_path.claim(conn, page_id, self.owner, self.lease_s)
+            if isinstance(claimed, Refusal):
+                if claimed.status.terminal:
+                    return PageOutcome(claimed.status)
+                raise PageBusy(f"page {page_id} is held by {claimed.lease_owner}")
+            return self._work(claimed)
+        finally:
+            self.leases.release(page_id)
+
+    def close(self) -> None:
+        """Stop the lease heartbeat (the engines belong to the caller)."""
+        self.leases.close()
+
+    def _work(self, claimed: ClaimedPage) -> PageOutcome:
+        work = claimed.work
+        past: list[PastAttempt] = []
+        if claimed.attempts:
+            # A redelivered page: its earlier attempts count, and an answer is not redone.
+            with self.db.session() as session:
+                past = repo.history(session, work.page_id)
+                answer = _accepted(self.settings.plan(work.plan_name), past)
+                text = (
+                    repo.attempt_output(session, work.page_id, answer.step_index)
+                    if answer
+                    else None
+                )
+            if answer is not None:
+                step = self.settings.plan(work.plan_name)[answer.step_index]
+                return self._close(work, _answer(step, len(past), text or ""))
+        try:
+            page, facts = self._render(work)
+        except RenderError as exc:
+            failed = PageClose(PageStatus.FAILED, failure_category="render", error=str(exc))
+            return self._close(work, failed)
+        endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
+        if self.sampler:
+            self.sampler.before_page(work.job_id, endpoints)
+        try:
+            return self._walk_plan(work, page, facts, past)
+        finally:
+            if self.sampler:
+                self.sampler.after_page(work.job_id, endpoints)
+
+    def _render(self, work: repo.PageWork) -> tuple[PageInput, RenderFacts]:
         started = time.perf_counter()
         dpi = int(work.options.get("dpi") or self.settings.dpi)
         rendered = render_page(Path(work.path), work.number, dpi, self.settings.max_image_side)
         usable = text_layer_is_usable(rendered.text_layer, self.settings.textlayer_min_chars)
-        with self.db.session() as session:
-            repo.set_page_rendered(
-                session, work.page_id, rendered.image.size, usable, time.perf_counter() - started
-            )
-        return PageInput(rendered.image, rendered.text_layer, usable)
+        layer = LayerVerdict()
+        if usable:
+            path, enforce = Path(work.path), self.settings.textlayer_gate
+            layer = judge_layer(path, work.number, rendered, self.gate, enforce)
+        facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
+        page = PageInput(
+            rendered.image, rendered.text_layer, usable, layer.markdown, layer.rejection
+        )
+        return page, facts
 
     def _walk_plan(
-        self, work: repo.PageWork, page: PageInput, past: list[PastAttempt]
-    ) -> PageStatus:
+        self, work: repo.PageWork, page: PageInput, facts: RenderFacts, past: list[PastAttempt]
+    ) -> PageOutcome:
         plan = self.settings.plan(work.plan_name)
-        facts = PageFacts(page.text_layer_usable, frozenset(self.settings.vlm_endpoints))
+        applies = PageFacts(page.text_layer_usable, frozenset(self.settings.vlm_endpoints))
         limits = Limits(self.settings.max_attempts_per_page, self.settings.page_token_budget)
-        while (index := next_step(plan, past, facts, limits)) is not None:
+        index = next_step(plan, past, applies, limits)
+        attempt: tuple[int, PlanStep, EngineResult] | None = None
+        while index is not None:
             step = plan[index]
             result = self._attempt(page, step)
-            with self.db.session() as session:
-                repo.record_attempt(session, work, index, step, result)
             if self.metrics:
                 self.metrics.observe_attempt(step.engine, result)
             past.append(PastAttempt(index, result.status, result.completion_tokens or 0))
+            attempt = (index, step, result)
             if is_accepted(step, result.status):
-                status = PageStatus.SUCCEEDED if len(past) == 1 else PageStatus.FALLBACK
-                return self._finish(work, status, text=result.text, step=step)
+                return self._close(work, _answer(step, len(past), result.text, facts), attempt)
+            index = next_step(plan, past, applies, limits)
+            if index is not None:  # a later step follows: this attempt is recorded now
+                with self.db.session() as session:
+                    repo.record_attempt(session, work, *attempt)
+                attempt = None
         category, error = _failure(past)
-        return self._finish(work, PageStatus.FAILED, category=category, error=error)
-
-    def _close_answered(
-        self, work: repo.PageWork, past: list[PastAttempt], answer: PastAttempt, text: str | None
-    ) -> PageStatus:
-        step = self.settings.plan(work.plan_name)[answer.step_index]
-        status = PageStatus.SUCCEEDED if len(past) == 1 else PageStatus.FALLBACK
-        return self._finish(work, status, text=text or "", step=step)
+        outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
+        return self._close(work, replace(outcome, rendered=facts), attempt)
 
     def _attempt(self, page: PageInput, step: PlanStep) -> EngineResult:
         started = datetime.now(UTC)
@@ -113,31 +175,34 @@ class PageProcessor:
                 error=str(exc),
             )
 
-    def _finish(
+    def _close(
         self,
         work: repo.PageWork,
-        status: PageStatus,
-        *,
-        text: str | None = None,
-        step: PlanStep | None = None,
-        category: str | None = None,
-        error: str | None = None,
-    ) -> PageStatus:
+        outcome: PageClose,
+        attempt: tuple[int, PlanStep, EngineResult] | None = None,
+    ) -> PageOutcome:
+        """The page's last attempt and its terminal status, in one transaction."""
         with self.db.session() as session:
-            repo.finish_page(
-                session,
-                work.page_id,
-                status,
-                text=text,
-                engine=step.engine if step else None,
-                step=step.name if step else None,
-                failure_category=category,
-                error=error,
-            )
-            final = repo.page_status(session, work.page_id)
+            if attempt is not None:
+                repo.record_attempt(session, work, *attempt)
+            closed = page_path.close(session, work.page_id, outcome)
+            if closed is None:  # closed meanwhile (cancelled): it keeps that outcome
+                status = page_path.page_status(session, work.page_id)
+        result = (
+            PageOutcome(closed.status, work.job_id, True, closed.others_open)
+            if closed
+            else PageOutcome(status, work.job_id)
+        )
         if self.metrics:
-            self.metrics.observe_page(final)
-        return final
+            self.metrics.observe_page(result.status)
+        return result
+
+
+def _answer(
+    step: PlanStep, attempts: int, text: str, facts: RenderFacts | None = None
+) -> PageClose:
+    status = PageStatus.SUCCEEDED if attempts == 1 else PageStatus.FALLBACK
+    return PageClose(status, text=text, engine=step.engine, step=step.name, rendered=facts)
 
 
 def _accepted(plan: list[PlanStep], past: list[PastAttempt]) -> PastAttempt | None:
@@ -156,6 +221,8 @@ def _failure(past: list[PastAttempt]) -> tuple[str, str]:
         category = "transport"
     elif all(s is AttemptStatus.EMPTY for s in statuses):
         category = "empty"
+    elif all(s is AttemptStatus.REJECTED for s in statuses):
+        category = "textlayer_rejected"
     else:
         category = "engine"
     summary = ", ".join(s.value for s in statuses)

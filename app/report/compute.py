@@ -16,8 +16,10 @@ from app.report.schema import (
     ModelFigures,
     OutcomeFigures,
     Report,
+    ServerTokens,
     SlowPage,
 )
+from app.report.server_tokens import server_tokens
 from app.report.timeline import DEGENERATE, split_healthy
 
 
@@ -53,16 +55,19 @@ def compute_report(
     each with the last `tail_chars` characters of its output."""
     costs = attempt_costs(rows.attempts, rows.neighbours, pricing)
     by_page = attempts_by_page(rows.attempts)
+    servers = server_tokens(rows.server_samples, rows.attempts, rows.neighbours)
     report = Report(
         job_id=rows.job_id,
         plan=rows.plan,
         job_status=rows.status,
         **_page_figures(rows, by_page),
         **_token_figures(rows.attempts),
-        **_time_figures(rows),
+        **_time_figures(rows, servers),
+        **_server_figures(servers),
         **_cost_figures(rows, costs),
         by_outcome=_by_outcome(rows.attempts, costs),
         per_model=_per_model(rows.attempts, costs),
+        server_endpoints=servers,
         slowest_pages=_slowest_pages(rows.pages, by_page, slowest),
         degenerate_pages=_degenerate_attempts(rows, tail_chars, listed),
         cost_attribution=COST_ATTRIBUTION,
@@ -123,11 +128,12 @@ def _saved_tokens(a: AttemptRow) -> int:
     return max(0, a.max_tokens - (a.completion_tokens or 0))
 
 
-def _time_figures(rows: JobRows) -> dict[str, Any]:
+def _time_figures(rows: JobRows, servers: list[ServerTokens]) -> dict[str, Any]:
     attempts = rows.attempts
     engine = sum(a.duration_s for a in attempts)
     degenerate = sum(a.duration_s for a in attempts if a.status == DEGENERATE)
-    estimate = estimate_inflation(attempts)
+    unreceived = {s.endpoint: s.tokens_unreceived or 0.0 for s in servers}
+    estimate = estimate_inflation(attempts, unreceived)
     job_seconds = None
     if rows.started_at and rows.finished_at:
         job_seconds = (rows.finished_at - rows.started_at).total_seconds()
@@ -141,6 +147,29 @@ def _time_figures(rows: JobRows) -> dict[str, Any]:
         "inflation_estimate": estimate.inflation,
         "inflation_unknown_reason": estimate.reason,
         "healthy_slowdown_with_concurrent_degenerate": split_healthy(attempts).slowdown,
+    }
+
+
+def _server_figures(servers: list[ServerTokens]) -> dict[str, Any]:
+    """Job totals over the endpoints whose servers' counters were read."""
+    known = [s for s in servers if s.tokens_generated is not None]
+    reasons = [f"{s.endpoint}: {s.reason}" for s in servers if s.reason]
+    if not known:
+        return {
+            "server_tokens_generated": None,
+            "server_tokens_unreceived": None,
+            "server_tokens_lost_aborts": None,
+            "server_degenerate_share": None,
+            "server_tokens_reason": "; ".join(reasons) or "no VLM endpoint used",
+        }
+    generated = sum(s.tokens_generated or 0.0 for s in known)
+    degenerate = sum((s.degenerate_share or 0.0) * (s.tokens_generated or 0.0) for s in known)
+    return {
+        "server_tokens_generated": generated,
+        "server_tokens_unreceived": sum(s.tokens_unreceived or 0.0 for s in known),
+        "server_tokens_lost_aborts": sum(s.tokens_lost_aborts or 0.0 for s in known),
+        "server_degenerate_share": degenerate / generated if generated > 0 else None,
+        "server_tokens_reason": "; ".join(reasons) or None,
     }
 
 

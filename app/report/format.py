@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from app.report.schema import ModelFigures
+from app.report.schema import ModelFigures, Report
 
 
 def usd(value: float | None) -> str:
@@ -55,3 +55,15 @@ def model_cells(m: ModelFigures) -> list[str]:
         f"{m.engine_seconds:,.1f}",
         usd(m.cost_usd),
     ]
+
+
+def server_tokens_text(r: Report) -> str:
+    """The server-side token figures in one line, or why they are unknown."""
+    if r.server_tokens_generated is None:
+        return f"unknown: {r.server_tokens_reason}"
+    lost = r.server_tokens_lost_aborts or 0
+    return (
+        f"{r.server_tokens_generated:,.0f} generated, {r.server_tokens_unreceived or 0:,.0f} "
+        f"received by no attempt ({lost:,.0f} lost aborts); "
+        f"{pct(r.server_degenerate_share)} degenerate"
+    )

@@ -9,9 +9,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.engine import Database
-from app.db.models import Attempt, Document, Job, Page
+from app.db.models import Attempt, Document, Job, Page, ServerSample
 from app.domain import AttemptStatus
-from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow
+from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow, ServerSampleRow
 
 TAIL_CHARS = 2000
 
@@ -90,7 +90,29 @@ def load_job_rows(db: Database, job_id: str) -> JobRows:
             pages=[PageRow(*p) for p in pages],
             attempts=attempts,
             neighbours=_neighbours(session, job_id, attempts),
+            server_samples=_server_samples(session, job_id),
         )
+
+
+def _server_samples(session: Session, job_id: str) -> list[ServerSampleRow]:
+    rows = session.scalars(
+        select(ServerSample).where(ServerSample.job_id == job_id).order_by(ServerSample.id)
+    )
+    return [
+        ServerSampleRow(
+            s.endpoint,
+            s.metrics_url,
+            s.worker,
+            s.phase,
+            _aware(s.taken_at) or s.taken_at,
+            s.generation_tokens,
+            s.prompt_tokens,
+            s.requests,
+            s.server_started,
+            s.error,
+        )
+        for s in rows
+    ]
 
 
 def _degenerate_tails(session: Session, job_id: str) -> dict[int, str]:

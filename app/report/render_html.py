@@ -89,7 +89,12 @@ def _figures(r: Report) -> str:
             usd(r.cost_usd_degenerate),
             f"{pct(r.degeneration_share_of_engine_time)} of engine time",
         ),
-        ("wall-clock inflation", pct(r.inflation_estimate), f"wall {seconds(r.wall_seconds)}"),
+        (
+            "wall-clock inflation",
+            pct(r.inflation_estimate),
+            r.inflation_unknown_reason or f"wall {seconds(r.wall_seconds)}",
+        ),
+        _server_card(r),
         (
             "healthy slowdown beside a loop",
             ratio(r.healthy_slowdown_with_concurrent_degenerate),
@@ -107,6 +112,17 @@ def _figures(r: Report) -> str:
         for name, value, sub in cards
     )
     return f'<div class="figures">{items}</div>'
+
+
+def _server_card(r: Report) -> tuple[str, str, str]:
+    if r.server_tokens_generated is None:
+        return ("tokens no attempt received", "n/a", r.server_tokens_reason or "")
+    return (
+        "tokens no attempt received",
+        f"{r.server_tokens_unreceived or 0:,.0f}",
+        f"of {r.server_tokens_generated:,.0f} the server generated; "
+        f"{pct(r.server_degenerate_share)} degenerate server-side",
+    )
 
 
 def _legend(count: int) -> str:

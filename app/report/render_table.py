@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+from rich.console import RenderableType
 from rich.table import Table
 
-from app.report.format import MODEL_COLUMNS, model_cells, pct, ratio, seconds, usd
+from app.report.fit import FittedTable
+from app.report.format import (
+    MODEL_COLUMNS,
+    model_cells,
+    pct,
+    ratio,
+    seconds,
+    server_tokens_text,
+    usd,
+)
 from app.report.schema import Report
 
 SLOWEST_SHOWN = 5
+# Columns a narrow terminal drops first (after empty ones), least useful first.
+MODEL_DROP_ORDER = ("endpoint", "seconds", "tokens", "model", "cost")
+SLOWEST_DROP_ORDER = ("final step", "status", "attempts")
 
 
-def report_tables(report: Report) -> list[Table]:
-    tables = [_figures(report), _per_model(report)]
+def report_tables(report: Report) -> list[RenderableType]:
+    """The report for a terminal: figures, then (when there are attempts) models and slow pages."""
+    tables: list[RenderableType] = [FittedTable(_figures(report))]
+    if report.per_model:
+        tables.append(FittedTable(_per_model(report), MODEL_DROP_ORDER))
     if report.slowest_pages:
-        tables.append(_slowest(report))
+        tables.append(FittedTable(_slowest(report), SLOWEST_DROP_ORDER))
     return tables
 
 
@@ -47,8 +63,10 @@ def _figures(r: Report) -> Table:
         ),
         (
             "wall-clock",
-            f"{seconds(r.wall_seconds)}; inflation by degeneration {pct(r.inflation_estimate)}",
+            f"{seconds(r.wall_seconds)}; inflation by degeneration {pct(r.inflation_estimate)}"
+            + (f" ({r.inflation_unknown_reason})" if r.inflation_unknown_reason else ""),
         ),
+        ("server tokens", server_tokens_text(r)),
         ("healthy slowdown beside a loop", ratio(slowdown)),
         (
             "cost",

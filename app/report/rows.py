@@ -66,6 +66,22 @@ class DocumentRow:
 
 
 @dataclass(frozen=True)
+class ServerSampleRow:
+    """One reading of an endpoint server's counters (see `app.servermetrics`)."""
+
+    endpoint: str
+    metrics_url: str
+    worker: str
+    phase: str  # start | end
+    taken_at: datetime
+    generation_tokens: float | None
+    prompt_tokens: float | None = None
+    requests: float | None = None
+    server_started: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class JobRows:
     """A job's rows. `neighbours` are other jobs' attempts that shared an endpoint in time:
     they take their share of GPU time but are not part of this job's figures."""
@@ -79,3 +95,4 @@ class JobRows:
     pages: list[PageRow] = field(default_factory=list)
     attempts: list[AttemptRow] = field(default_factory=list)
     neighbours: list[AttemptRow] = field(default_factory=list)
+    server_samples: list[ServerSampleRow] = field(default_factory=list)

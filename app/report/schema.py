@@ -58,6 +58,22 @@ class DegenerateAttempt:
 
 
 @dataclass(frozen=True)
+class ServerTokens:
+    """Tokens one endpoint's server generated for the job, from its own counters."""
+
+    endpoint: str
+    metrics_url: str | None
+    tokens_generated: float | None
+    tokens_received: int
+    tokens_unreceived: float | None
+    tokens_lost_aborts: float | None
+    degenerate_share: float | None
+    window_tokens: float | None
+    other_jobs_tokens: float
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Report:
     job_id: str
     plan: str
@@ -89,12 +105,18 @@ class Report:
     inflation_estimate: float | None
     inflation_unknown_reason: str | None
     healthy_slowdown_with_concurrent_degenerate: float | None
+    server_tokens_generated: float | None
+    server_tokens_unreceived: float | None
+    server_tokens_lost_aborts: float | None
+    server_degenerate_share: float | None
+    server_tokens_reason: str | None
     cost_usd: float
     cost_usd_degenerate: float
     cost_usd_saved_by_abort_estimate: float
     cost_per_1k_pages: float | None
     by_outcome: dict[str, OutcomeFigures] = field(default_factory=dict)
     per_model: list[ModelFigures] = field(default_factory=list)
+    server_endpoints: list[ServerTokens] = field(default_factory=list)
     slowest_pages: list[SlowPage] = field(default_factory=list)
     degenerate_pages: list[DegenerateAttempt] = field(default_factory=list)
     cost_attribution: str = ""

@@ -15,6 +15,7 @@ STATUS_COLOURS = {
     "empty": "#9a9a9a",
     "error": "#ff7f0e",
     "transport_error": "#8c564b",
+    "rejected": "#bcbd22",
 }
 WIDTH = 900
 LEFT = 70

@@ -78,3 +78,9 @@ def combine(actions: Sequence[StepAction]) -> StepAction:
         return actions[0]
     banned = frozenset().union(*(a.banned for a in actions))
     return StepAction(end=any(a.end for a in actions), banned=banned)
+
+
+# The n-gram guard lives in its own module, which imports StepAction from this one.
+from app.vllm_plugin.guard import GUARD_ARG, NgramGuard  # noqa: E402
+
+BEHAVIOURS[GUARD_ARG] = NgramGuard.from_args

@@ -20,7 +20,8 @@ import httpx
 from tests.vllm_cpu.server import VllmEndpoint, metric_total
 
 # (stream index, its request id, the open response): called when a stream reaches stop_after.
-StopHook = Callable[[int, str, httpx.Response], None]
+# Returns True to read the stream on to its end (the server stops it), else it is closed.
+StopHook = Callable[[int, str, httpx.Response], bool]
 
 
 @dataclass
@@ -57,7 +58,8 @@ def sse_chunks(response: httpx.Response) -> Iterator[dict]:
 def looping_body(endpoint: VllmEndpoint, index: int, max_tokens: int, **extra: object) -> dict:
     return {
         "model": endpoint.model,
-        "messages": [{"role": "user", "content": f"Transcribe page {index}."}],
+        # "page 0" makes the tiny model emit EOS after 341 tokens; pages 1-8 loop to the cap.
+        "messages": [{"role": "user", "content": f"Transcribe page {index + 1}."}],
         "max_tokens": max_tokens,
         "temperature": 0,
         "stream": True,
@@ -66,8 +68,9 @@ def looping_body(endpoint: VllmEndpoint, index: int, max_tokens: int, **extra: o
     }
 
 
-def close_stream(index: int, request_id: str, response: httpx.Response) -> None:
+def close_stream(index: int, request_id: str, response: httpx.Response) -> bool:
     response.close()
+    return False
 
 
 def wait_until_stable(read: Callable[[], float], hold: float = 2.0, limit: float = 90.0) -> float:
@@ -104,11 +107,12 @@ def _run_stream(
             finish = chunk["choices"][0].get("finish_reason") if chunk["choices"] else None
             if finish:
                 result.finish_reason, result.tokens_at_finish = finish, tokens
-            if tokens >= stop_after and result.finish_reason is None:
+            if tokens >= stop_after and not result.tokens_at_stop and not finish:
                 result.tokens_at_stop = tokens
-                stop(index, result.request_id, response)
-                return
-        result.tokens_at_stop = result.tokens_at_finish or 0
+                if not stop(index, result.request_id, response):
+                    return
+        if not result.tokens_at_stop:
+            result.tokens_at_stop = result.tokens_at_finish or 0
 
 
 def run_looping_batch(

@@ -1,0 +1,117 @@
+"""`folio train-dpo`: fine-tune a VLM on export-dpo pairs (needs the `folio[train]` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+
+from app.cli import exit_codes
+from app.errors import MissingExtraError, TrainInputError
+from app.train.options import DEFAULT_LEARNING_RATE, TrainOptions
+from app.train.run import HELD_OUT_FILE, prepare, train_dpo
+
+console = Console(stderr=True)
+
+
+def train_dpo_command(
+    pairs: Annotated[
+        list[Path], typer.Argument(metavar="PAIRS", help="Folders written by `folio export-dpo`.")
+    ],
+    base_model: Annotated[
+        Path, typer.Option("--base-model", help="Local Hugging Face folder of the VLM to tune.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the tuned, servable model.")],
+    method: Annotated[
+        str, typer.Option(help="lora (adapters merged into the weights at the end) or full.")
+    ] = "lora",
+    learning_rate: Annotated[
+        float | None,
+        typer.Option(
+            help=f"Default {DEFAULT_LEARNING_RATE['lora']:g} for LoRA, "
+            f"{DEFAULT_LEARNING_RATE['full']:g} for a full tune."
+        ),
+    ] = None,
+    epochs: Annotated[float, typer.Option(help="Passes over the pairs.")] = 3.0,
+    max_steps: Annotated[
+        int, typer.Option(help="Stop after this many steps (overrides epochs).")
+    ] = -1,
+    batch_size: Annotated[int, typer.Option(help="Pairs per device step.")] = 4,
+    grad_accum: Annotated[int, typer.Option(help="Steps accumulated per update.")] = 1,
+    beta: Annotated[
+        float, typer.Option(help="DPO beta: how far from the base model to move.")
+    ] = 0.1,
+    sft_weight: Annotated[
+        float, typer.Option(help="Weight of an SFT term on the chosen side (0: plain DPO).")
+    ] = 0.0,
+    lora_rank: Annotated[int, typer.Option(help="LoRA rank (language-model projections).")] = 16,
+    lora_alpha: Annotated[int, typer.Option(help="LoRA alpha.")] = 32,
+    train_vision: Annotated[
+        bool,
+        typer.Option("--train-vision", help="Also train the vision tower (frozen by default)."),
+    ] = False,
+    max_length: Annotated[
+        int, typer.Option(help="Token cap per sequence; must exceed the longest prompt + image.")
+    ] = 4096,
+    held_out: Annotated[
+        float, typer.Option(help=f"Share of pages never trained on (listed in {HELD_OUT_FILE}).")
+    ] = 0.1,
+    seed: Annotated[
+        int, typer.Option(help="Seed for the split, the data order and the init.")
+    ] = 42,
+    device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
+    gradient_checkpointing: Annotated[
+        bool,
+        typer.Option(
+            "--gradient-checkpointing", help="Trade compute for memory (large models, small GPUs)."
+        ),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace --out if it exists (at the end).")
+    ] = False,
+) -> None:
+    """DPO fine-tuning on looping/healthy pairs: a model that loops less, served by vLLM as is."""
+    if method not in ("lora", "full") or device not in ("auto", "cpu", "cuda"):
+        console.print("[red]--method is lora or full; --device is auto, cpu or cuda[/]")
+        raise typer.Exit(exit_codes.USAGE)
+    options = TrainOptions(
+        method="lora" if method == "lora" else "full",
+        learning_rate=learning_rate,
+        epochs=epochs,
+        max_steps=max_steps,
+        batch_size=batch_size,
+        grad_accum=grad_accum,
+        beta=beta,
+        sft_weight=sft_weight,
+        lora_rank=lora_rank,
+        lora_alpha=lora_alpha,
+        freeze_vision=not train_vision,
+        max_length=max_length,
+        held_out_share=held_out,
+        seed=seed,
+        device=_device(device),
+        gradient_checkpointing=gradient_checkpointing,
+    )
+    try:
+        plan = prepare(pairs, base_model, out, options, force=force)
+        console.print(
+            f"Training on {len(plan.split.train)} pairs, holding out "
+            f"{len(plan.split.held_out)} ({options.method}, lr {options.lr:g})"
+        )
+        card = train_dpo(plan, options)
+    except TrainInputError as exc:
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
+    except MissingExtraError as exc:
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        raise typer.Exit(exit_codes.CONFIG) from exc
+    console.print(
+        f"[green]Tuned model in {out}[/] ({card['steps']} steps, {card['train_seconds']:.0f} s); "
+        f"held-out pages in {out / HELD_OUT_FILE}; card in {out / 'TRAINING_CARD.md'}"
+    )
+
+
+def _device(name: str) -> Literal["auto", "cpu", "cuda"]:
+    return "cpu" if name == "cpu" else "cuda" if name == "cuda" else "auto"

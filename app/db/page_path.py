@@ -1,0 +1,187 @@
+"""The page path's statements, few by design: a page costs one claim and one closing transaction.
+
+- `claim`: one UPDATE that takes the lease and returns everything processing needs (the
+  document's path, the job's plan and options, how many attempts the page already has);
+- `close`: the page's last attempt row and its terminal status in one transaction;
+- `renew_leases`: one UPDATE per heartbeat for every page a worker holds;
+- `job_has_open_pages`: an index-only look, after the close has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, exists, func, literal_column, or_, select, update
+from sqlalchemy.orm import Session, aliased
+
+from app.db.models import Attempt, Document, Job, Page
+from app.db.repo import PageWork
+from app.domain import OPEN_PAGE_STATUSES, PageStatus
+
+
+@dataclass(frozen=True)
+class ClaimedPage:
+    """A page this worker now holds: what processing needs, and its attempts so far."""
+
+    work: PageWork
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a claim took nothing: the page is terminal already, or someone else holds it."""
+
+    status: PageStatus
+    lease_owner: str | None
+
+
+@dataclass(frozen=True)
+class RenderFacts:
+    """What rendering learnt about a page, written with its terminal status."""
+
+    size: tuple[int, int]
+    has_text_layer: bool
+    render_s: float
+
+
+@dataclass(frozen=True)
+class PageClose:
+    """The terminal outcome written on a page when its processing ends."""
+
+    status: PageStatus
+    text: str | None = None
+    engine: str | None = None
+    step: str | None = None
+    failure_category: str | None = None
+    error: str | None = None
+    rendered: RenderFacts | None = None
+
+
+def is_open() -> Any:
+    """`status IN ('pending', 'running')` with the values inline, as the partial index says
+    (bound parameters would hide the match from the query planners)."""
+    return Page.status.in_(_open_values())
+
+
+def _open_values() -> Any:
+    return bindparam("open", list(OPEN_PAGE_STATUSES), expanding=True, literal_execute=True)
+
+
+def _lease_free(owner: str, now: datetime) -> Any:
+    return or_(
+        Page.status == PageStatus.PENDING,
+        Page.lease_owner == owner,
+        Page.lease_until.is_(None),
+        Page.lease_until < now,
+    )
+
+
+def claim(conn: Connection, page_id: int, owner: str, lease_s: float) -> ClaimedPage | Refusal:
+    """Take the page for `owner` unless it is terminal or another live owner holds it."""
+    now = datetime.now(UTC)
+    # SQLite renders RETURNING's columns unqualified, where `id` would mean the subquery's own.
+    own: dict[str, Any] = {c: literal_column(f"pages.{c}") for c in ("id", "document_id", "job_id")}
+    path = select(Document.path).where(Document.id == own["document_id"]).scalar_subquery()
+    plan = select(Job.plan_name).where(Job.id == own["job_id"]).scalar_subquery()
+    options = select(Job.options).where(Job.id == own["job_id"]).scalar_subquery()
+    tried = select(func.count(Attempt.id)).where(Attempt.page_id == own["id"]).scalar_subquery()
+    row = conn.execute(
+        update(Page)
+        .where(Page.id == page_id, is_open(), _lease_free(owner, now))
+        .values(
+            status=PageStatus.RUNNING,
+            lease_owner=owner,
+            lease_until=now + timedelta(seconds=lease_s),
+            started_at=func.coalesce(Page.started_at, now),
+        )
+        .returning(Page.job_id, Page.number, path, plan, options, tried)
+    ).first()
+    if row is not None:
+        job_id, number, doc_path, plan_name, job_options, attempts = row
+        work = PageWork(page_id, job_id, number, doc_path, plan_name, job_options or {})
+        return ClaimedPage(work, int(attempts))
+    held = conn.execute(select(Page.status, Page.lease_owner).where(Page.id == page_id)).first()
+    if held is None:
+        raise KeyError(f"no page {page_id}")
+    return Refusal(PageStatus(held[0]), held[1])
+
+
+@dataclass(frozen=True)
+class Closed:
+    """A page this call closed; `others_open`: other pages of its job were open as it closed.
+
+    `others_open` sees the database as the statement started: a page closing at the same time
+    in another transaction still counts as open (see `app.distributed.FinalizeSweeper`).
+    """
+
+    status: PageStatus
+    others_open: bool
+
+
+def close(session: Session, page_id: int, outcome: PageClose) -> Closed | None:
+    """Write the terminal outcome; None when the page was terminal already (it keeps its own)."""
+    values: dict[str, Any] = {
+        "status": outcome.status,
+        "text": outcome.text,
+        "final_engine": outcome.engine,
+        "final_step": outcome.step,
+        "failure_category": outcome.failure_category,
+        "error": outcome.error,
+        "finished_at": datetime.now(UTC),
+        "lease_owner": None,
+        "lease_until": None,
+    }
+    if (facts := outcome.rendered) is not None:
+        values.update(width=facts.size[0], height=facts.size[1])
+        values.update(has_text_layer=facts.has_text_layer, render_s=facts.render_s)
+    own: dict[str, Any] = {c: literal_column(f"pages.{c}") for c in ("id", "job_id")}
+    other = aliased(Page, name="other")
+    others_open = exists(
+        select(other.id).where(
+            other.job_id == own["job_id"],
+            other.id != own["id"],
+            other.status.in_(_open_values()),
+        )
+    )
+    closed = session.execute(
+        update(Page)
+        .where(Page.id == page_id, is_open())
+        .values(**values)
+        .returning(Page.status, others_open)
+    ).first()
+    return Closed(PageStatus(closed[0]), bool(closed[1])) if closed else None
+
+
+def renew_leases(conn: Connection, owner: str, page_ids: Collection[int], lease_s: float) -> int:
+    """Push back the lease of every page `owner` still holds among `page_ids`."""
+    if not page_ids:
+        return 0
+    result = conn.execute(
+        update(Page)
+        .where(Page.id.in_(list(page_ids)), Page.lease_owner == owner)
+        .where(Page.status == PageStatus.RUNNING)
+        .values(lease_until=datetime.now(UTC) + timedelta(seconds=lease_s))
+    )
+    return int(result.rowcount)
+
+
+def job_has_open_pages(conn: Connection, job_id: str) -> bool:
+    """Whether any page of the job is still open (served by the open-pages partial index)."""
+    query = select(Page.id).where(Page.job_id == job_id, is_open())
+    return bool(conn.scalar(select(exists(query))))
+
+
+def jobs_with_open_pages(conn: Connection, job_ids: Collection[str]) -> set[str]:
+    """Those of `job_ids` that still have an open page."""
+    query = select(Page.job_id).where(Page.job_id.in_(list(job_ids)), is_open()).distinct()
+    return set(conn.scalars(query))
+
+
+def page_status(conn: Connection | Session, page_id: int) -> PageStatus:
+    status = conn.scalar(select(Page.status).where(Page.id == page_id))
+    if status is None:
+        raise KeyError(f"no page {page_id}")
+    return PageStatus(status)

@@ -1,0 +1,146 @@
+"""Reading a page's text layer with its geometry (PyMuPDF) into the text-layer room's values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymupdf
+
+from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
+from app.textlayer.words import has_run_together_words
+
+EDGE_BAND = 0.12  # share of the page height at the top and at the bottom where running lines sit
+NEIGHBOURS = (-2, -1, 1, 2)  # running headers repeat on adjacent pages, or on every other one
+_MIN_RULINGS = 3  # fewer rulings than this: no table worth the table finder's time
+_TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+_WORD_GAP = 0.11  # a gap between glyphs wider than this share of the font size parts two words
+
+
+def read_layout(doc: pymupdf.Document, index: int) -> PageLayout:
+    """The layout of page `index` (0-based), with the edge lines of its neighbours.
+
+    Tables are left for `read_tables`: the finder is the costly part, run on accepted layers.
+    """
+    page = doc[index]
+    return PageLayout(
+        width=page.rect.width,
+        height=page.rect.height,
+        lines=_lines(page),
+        images=_images(page),
+        neighbour_edges=[
+            _edge_texts(doc[n]) for n in (index + d for d in NEIGHBOURS) if 0 <= n < len(doc)
+        ],
+    )
+
+
+def _lines(page: pymupdf.Page) -> list[TextLine]:
+    lines = _read_lines(page.get_text("dict", flags=_TEXT_FLAGS)["blocks"])
+    if any(has_run_together_words(line.text) for line in lines):
+        # Words placed by position without space characters ("Compositionofthedata"): read
+        # the glyphs and part words where the gap between two glyphs says so.
+        blocks = page.get_text("rawdict", flags=_TEXT_FLAGS)["blocks"]
+        for block in blocks:
+            for line in block.get("lines", ()):
+                for span in line["spans"]:
+                    span["text"] = _spaced(span["chars"], span["size"])
+        lines = _read_lines(blocks)
+    return lines
+
+
+def _read_lines(blocks: list[dict[str, Any]]) -> list[TextLine]:
+    lines = []
+    for number, block in enumerate(blocks):
+        for raw in block.get("lines", ()):
+            if line := _line(raw, number):
+                lines.append(line)
+    return lines
+
+
+def _spaced(chars: list[dict[str, Any]], size: float) -> str:
+    text = ""
+    for previous, char in zip([None, *chars], chars, strict=False):
+        gap = char["bbox"][0] - previous["bbox"][2] if previous else 0.0
+        if gap > _WORD_GAP * size and not char["c"].isspace() and not text[-1:].isspace():
+            text += " "
+        text += char["c"]
+    return text
+
+
+def _line(raw: dict[str, Any], block: int) -> TextLine | None:
+    spans = [s for s in raw["spans"] if s["text"].strip()]
+    if not spans:
+        return None
+    text = "".join(s["text"] for s in raw["spans"]).strip()
+    chars = sum(len(s["text"]) for s in spans)
+    size = sum(s["size"] * len(s["text"]) for s in spans) / chars
+    bold = sum(len(s["text"]) for s in spans if _is_bold(s)) > chars / 2
+    invisible = all(s.get("alpha", 255) == 0 for s in spans)
+    vertical = abs(raw["dir"][1]) > abs(raw["dir"][0])
+    return TextLine(text, Box(*raw["bbox"]), round(size, 1), bold, block, invisible, vertical)
+
+
+def _is_bold(span: dict[str, Any]) -> bool:
+    return bool(span["flags"] & pymupdf.TEXT_FONT_BOLD) or "bold" in span["font"].lower()
+
+
+def _images(page: pymupdf.Page) -> list[Box]:
+    area = page.rect
+    boxes = (pymupdf.Rect(info["bbox"]) & area for info in page.get_image_info())
+    return [Box(*rect) for rect in boxes if not rect.is_empty]
+
+
+def read_tables(page: pymupdf.Page) -> list[TableGrid]:
+    """Tables PyMuPDF's finder outlines, on pages with a few horizontal or vertical rulings."""
+    minimum = page.rect.width * 0.03
+    rulings = sum(_is_ruling(item, minimum) for d in page.get_cdrawings() for item in d["items"])
+    if rulings < _MIN_RULINGS:
+        return []
+    # PyMuPDF >= 1.27 prints an advert for its layout package on the first table search.
+    getattr(pymupdf, "no_recommend_layout", lambda: None)()
+    grids = []
+    for table in page.find_tables().tables:
+        rows = [[_cell(c) for c in row] for row in table.extract()]
+        if table.col_count >= 2 and (table.row_count >= 2 or table.col_count >= 3):
+            grids.append(TableGrid(Box(*table.bbox), rows, _columns(table)))
+    return grids
+
+
+def _columns(table: Any) -> list[tuple[float, float]]:
+    """Each column's x extent, from the cells that are not merged across columns."""
+    starts: list[list[float]] = [[] for _ in range(table.col_count)]
+    ends: list[list[float]] = [[] for _ in range(table.col_count)]
+    for row in table.rows:
+        for j, cell in enumerate(row.cells[: table.col_count]):
+            if cell is not None:
+                starts[j].append(cell[0])
+                ends[j].append(cell[2])
+    return [
+        (min(s) if s else table.bbox[0], min(e) if e else table.bbox[2])
+        for s, e in zip(starts, ends, strict=True)
+    ]
+
+
+def _is_ruling(item: tuple[Any, ...], minimum: float) -> bool:
+    """A straight horizontal or vertical stroke (or hairline box) at least `minimum` long."""
+    if item[0] == "l":
+        (x0, y0), (x1, y1) = item[1], item[2]
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        return min(width, height) < 1 and max(width, height) >= minimum
+    if item[0] == "re":
+        x0, y0, x1, y1 = item[1]
+        width, height = abs(x1 - x0), abs(y1 - y0)
+        return min(width, height) < 3 and max(width, height) >= minimum
+    return False
+
+
+def _cell(value: str | None) -> str:
+    return " ".join((value or "").split())
+
+
+def _edge_texts(page: pymupdf.Page) -> list[str]:
+    """The text lines in the top and bottom bands of a page (cheaper than reading it all)."""
+    rect, band = page.rect, page.rect.height * EDGE_BAND
+    top = pymupdf.Rect(rect.x0, rect.y0, rect.x1, rect.y0 + band)
+    bottom = pymupdf.Rect(rect.x0, rect.y1 - band, rect.x1, rect.y1)
+    texts = page.get_text("text", clip=top) + "\n" + page.get_text("text", clip=bottom)
+    return [line.strip() for line in texts.splitlines() if line.strip()]

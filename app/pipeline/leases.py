@@ -1,0 +1,79 @@
+"""Lease heartbeats: while a page's engines run, its worker keeps pushing its lease back.
+
+One thread per process renews every page the process holds with one UPDATE per beat, so a
+page may run far longer than `page_lease_s`, and a dead worker's pages are free one lease
+after its last beat.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.db import page_path
+from app.db.engine import Database
+
+log = logging.getLogger(__name__)
+
+BEATS_PER_LEASE = 3  # a beat may be late twice before the lease runs out
+
+
+class LeaseKeeper:
+    """The pages this process holds, renewed every `lease_s / 3` while any is held."""
+
+    def __init__(self, db: Database, owner: str, lease_s: float) -> None:
+        self.db = db
+        self.owner = owner
+        self.lease_s = lease_s
+        self.interval_s = lease_s / BEATS_PER_LEASE
+        self._held: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, page_id: int) -> bool:
+        """Note the page as held; False when this process holds it already (a duplicate task)."""
+        with self._lock:
+            if page_id in self._held:
+                return False
+            self._held.add(page_id)
+            if self._thread is None:
+                self._stop.clear()
+                self._thread = threading.Thread(
+                    target=self._beat, name="folio-lease-heartbeat", daemon=True
+                )
+                self._thread.start()
+            return True
+
+    def release(self, page_id: int) -> None:
+        with self._lock:
+            self._held.discard(page_id)
+
+    def held(self) -> list[int]:
+        with self._lock:
+            return sorted(self._held)
+
+    def renew(self) -> int:
+        """One beat: renew every held page's lease now; pages renewed."""
+        pages = self.held()
+        if not pages:
+            return 0
+        with self.db.autocommit() as conn:
+            return page_path.renew_leases(conn, self.owner, pages, self.lease_s)
+
+    def close(self) -> None:
+        with self._lock:
+            thread, self._thread = self._thread, None
+        self._stop.set()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.renew()
+            except SQLAlchemyError as exc:
+                # The database is away: the next beat tries again; the lease may lapse meanwhile.
+                log.warning("lease heartbeat failed: %s", exc)

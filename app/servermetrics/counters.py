@@ -1,0 +1,59 @@
+"""Reading a vLLM server's counters from its Prometheus /metrics page: the one HTTP seam here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.errors import FolioError
+
+GENERATED = "vllm:generation_tokens_total"
+PROMPT = "vllm:prompt_tokens_total"
+REQUESTS = "vllm:request_success_total"
+STARTED = "process_start_time_seconds"
+
+
+class ServerMetricsUnavailable(FolioError):
+    """The endpoint's metrics could not be read, or hold no token counters."""
+
+    category = "server_metrics"
+
+
+@dataclass(frozen=True)
+class ServerCounters:
+    """Counters since the server started; `started` (a Unix time) identifies the instance."""
+
+    generation_tokens: float
+    prompt_tokens: float | None
+    requests: float | None
+    started: float | None
+
+
+def parse_counters(text: str) -> ServerCounters:
+    """The token and request counters of a Prometheus text page, summed over labels (engines,
+    models, finish reasons)."""
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in (GENERATED, PROMPT, REQUESTS, STARTED):
+                totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+    if GENERATED not in totals:
+        raise ServerMetricsUnavailable(f"no {GENERATED} counter (not a vLLM server?)")
+    return ServerCounters(
+        totals[GENERATED], totals.get(PROMPT), totals.get(REQUESTS), totals.get(STARTED)
+    )
+
+
+def read_counters(url: str, timeout_s: float = 5.0) -> ServerCounters:
+    """The counters at `url` (a /metrics address)."""
+    try:
+        response = httpx.get(url, timeout=timeout_s)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise ServerMetricsUnavailable(f"{url}: {type(exc).__name__}: {exc}") from exc
+    try:
+        return parse_counters(response.text)
+    except ValueError as exc:
+        raise ServerMetricsUnavailable(f"{url}: unreadable metrics: {exc}") from exc

@@ -1,0 +1,135 @@
+"""Markdown from a page's text layer: reading order, headings, paragraphs, tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.textlayer.edges import body_size, running_lines
+from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
+from app.textlayer.paragraphs import join_lines
+from app.textlayer.tables import is_table_like, table_markdown, with_header_rows
+from app.textlayer.unicode import normalize
+
+
+@dataclass(frozen=True)
+class Item:
+    """A block of the page in reading order: a run of lines, or a table."""
+
+    box: Box
+    lines: tuple[TextLine, ...] = ()
+    table: TableGrid | None = None
+
+
+def page_markdown(layout: PageLayout) -> str:
+    """The page as Markdown, running headers and footers left out."""
+    tables: list[TableGrid] = []
+    headers: set[int] = set()
+    for table in filter(is_table_like, layout.tables):
+        table, header = with_header_rows(table, layout.lines, headers)
+        headers |= header
+        tables.append(table)
+    dropped = running_lines(layout, protected=headers) | headers
+    kept = [
+        line
+        for i, line in enumerate(layout.lines)
+        if i not in dropped and not any(t.box.contains_center_of(line.box) for t in tables)
+    ]
+    items = [*_blocks(kept), *(Item(t.box, table=t) for t in tables)]
+    body = body_size(kept)
+    parts = [_render(item, body) for item in reading_order(items, layout.width)]
+    return "\n\n".join(_merge_continuations([part for part in parts if part]))
+
+
+def _merge_continuations(parts: list[str]) -> list[str]:
+    """Blocks that continue the one before (a column or block break mid-sentence, a drop cap
+    "O" before "ver the past") are one paragraph."""
+    merged: list[str] = []
+    for part in parts:
+        previous = merged[-1] if merged else ""
+        if _is_drop_cap(previous) and part[:1].islower():
+            merged[-1] = previous.lstrip("# ") + part
+        elif _continues(previous, part):
+            merged[-1] = join_lines([previous, part])
+        else:
+            merged.append(part)
+    return merged
+
+
+def _is_drop_cap(text: str) -> bool:
+    letter = text.lstrip("# ")
+    return len(letter) == 1 and letter.isupper()
+
+
+def _continues(previous: str, part: str) -> bool:
+    if not previous or previous.startswith(("#", "|")) or part.startswith(("#", "|")):
+        return False
+    open_sentence = not previous.endswith((".", "!", "?", ":", ";", '"', "”", "’", ")"))
+    return open_sentence and part[:1].islower()
+
+
+def _blocks(lines: Sequence[TextLine]) -> list[Item]:
+    grouped: dict[int, list[TextLine]] = {}
+    for line in lines:
+        grouped.setdefault(line.block, []).append(line)
+    items = []
+    for block in grouped.values():
+        box = Box(
+            min(line.box.x0 for line in block),
+            min(line.box.y0 for line in block),
+            max(line.box.x1 for line in block),
+            max(line.box.y1 for line in block),
+        )
+        items.append(Item(box, tuple(block)))
+    return items
+
+
+def reading_order(items: Sequence[Item], width: float) -> list[Item]:
+    """Top to bottom; between full-width items, the left column before the right one."""
+    middle = width / 2
+    ordered: list[Item] = []
+    left: list[Item] = []
+    right: list[Item] = []
+
+    def flush() -> None:
+        ordered.extend(sorted(left, key=lambda item: item.box.y0))
+        ordered.extend(sorted(right, key=lambda item: item.box.y0))
+        left.clear()
+        right.clear()
+
+    for item in sorted(items, key=lambda item: (item.box.y0, item.box.x0)):
+        box = item.box
+        if box.x0 < middle - width * 0.05 and box.x1 > middle + width * 0.05:
+            flush()
+            ordered.append(item)
+        elif (box.x0 + box.x1) / 2 < middle:
+            left.append(item)
+        else:
+            right.append(item)
+    flush()
+    return ordered
+
+
+def _render(item: Item, body: float) -> str:
+    if item.table is not None:
+        return table_markdown(item.table.rows)
+    text = normalize(join_lines([line.text for line in item.lines]))
+    if not text:
+        return ""
+    level = _heading_level(item.lines, body, text)
+    return f"{'#' * level} {text}" if level else text
+
+
+def _heading_level(lines: Sequence[TextLine], body: float, text: str) -> int:
+    """Markdown heading level by font size over the body's (bold short lines: level 3)."""
+    if len(text) > 200 or not body or not any(ch.isalpha() for ch in text):
+        return 0
+    size = min(line.size for line in lines)
+    if size >= body * 1.8:
+        return 1
+    if size >= body * 1.35:
+        return 2
+    bold = all(line.bold for line in lines)
+    if (size >= body * 1.15 or bold) and len(lines) <= 2 and not text.endswith((".", ":")):
+        return 3
+    return 0

@@ -1,0 +1,6 @@
+"""DPO fine-tuning on `folio export-dpo` pairs, written as a folder vLLM serves as it is.
+
+Only `trainer.py` and `serving.py` import torch and friends, and only when a training run
+starts: reading the pairs, the held-out split and the input checks are plain Python, so
+`folio --help` and bad input never pay for loading torch.
+"""

@@ -1,0 +1,184 @@
+"""The page path's database traffic, lease heartbeats and batch finalisation, on SQLite and
+PostgreSQL (PostgreSQL alone where two open transactions must run side by side)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event, func, select
+
+from app.db import page_path, repo
+from app.db.engine import Database
+from app.db.models import Attempt, Job, Page
+from app.db.page_path import PageClose
+from app.distributed import FinalizeSweeper, job_to_finalize
+from app.domain import EngineResult, PageInput, PageStatus
+from app.engines.registry import EngineSet
+from app.engines.textlayer import TextLayerEngine
+from app.jobs import JobRequest, create_job_from_folder, release_dead_leases, worker_id
+from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
+from app.queue import Enqueuer
+from app.settings import PlanStep, Settings
+from tests.distributed_support import write_text_pdfs
+
+
+def make_job(db_url: str, folder: Path, pages: int, **extra: Any) -> tuple[Settings, list[int]]:
+    write_text_pdfs(folder, documents=1, pages=pages)
+    settings = Settings(database_url=db_url, engine="textlayer", dpi=36, **extra)
+    request = JobRequest(folder, None, "textlayer")
+    return settings, create_job_from_folder(settings, Database(db_url), request).page_ids
+
+
+@contextmanager
+def counted(db: Database) -> Iterator[Counter[str]]:
+    """Statements and COMMITs sent on `db`'s engine inside the block (SQLAlchemy events)."""
+    counts: Counter[str] = Counter()
+
+    def statement(*_: Any) -> None:
+        counts["statements"] += 1
+
+    def commit(_conn: Any) -> None:
+        counts["commits"] += 1
+
+    event.listen(db.engine, "before_cursor_execute", statement)
+    event.listen(db.engine, "commit", commit)
+    try:
+        yield counts
+    finally:
+        event.remove(db.engine, "before_cursor_execute", statement)
+        event.remove(db.engine, "commit", commit)
+
+
+def test_a_page_costs_three_statements_and_one_commit(db_url: str, tmp_path: Path) -> None:
+    settings, pages = make_job(db_url, tmp_path / "in", 3)
+    db = Database(db_url)
+    processor = PageProcessor(settings, db, EngineSet(settings), owner=worker_id())
+    for page_id in pages:
+        with counted(db) as counts:
+            outcome = processor.run(page_id)
+        assert outcome.status is PageStatus.SUCCEEDED and outcome.closed
+        # The claim (returns the work), the attempt row, the close (returns the status).
+        assert counts == {"statements": 3, "commits": 1}, counts
+    assert outcome.others_open is False  # the last page says so: the job can be finalized
+    with db.session() as session:
+        assert session.scalar(select(func.count()).select_from(Attempt)) == 3
+        rendered = session.scalars(select(Page.width).where(Page.id.in_(pages))).all()
+    assert all(width for width in rendered)  # render facts are written with the status
+
+
+class GatedTextLayer(TextLayerEngine):
+    """The real text-layer engine, held until the test opens the gate."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.gate = threading.Event()
+
+    def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
+        self.started.set()
+        assert self.gate.wait(60)
+        return super().transcribe(page, step)
+
+
+class GatedEngines(EngineSet):
+    def __init__(self, settings: Settings, engine: GatedTextLayer) -> None:
+        super().__init__(settings)
+        self.engine = engine
+
+    def for_step(self, step: PlanStep) -> GatedTextLayer:
+        return self.engine
+
+
+def test_the_heartbeat_keeps_a_slow_page_from_a_second_worker(db_url: str, tmp_path: Path) -> None:
+    settings, pages = make_job(db_url, tmp_path / "in", 1, page_lease_s=1.0)
+    db = Database(db_url)
+    engine = GatedTextLayer()
+    holder = PageProcessor(settings, db, GatedEngines(settings, engine), owner="holder:1")
+    other = PageProcessor(settings, db, EngineSet(settings), owner="other:2")
+    outcome: list[PageOutcome] = []
+    thread = threading.Thread(target=lambda: outcome.append(holder.run(pages[0])))
+    thread.start()
+    try:
+        assert engine.started.wait(30)
+        time.sleep(2.5)  # two and a half leases: without renewals the page would be free
+        with pytest.raises(PageBusy):
+            other.run(pages[0])
+    finally:
+        engine.gate.set()
+        thread.join(30)
+        holder.close()
+    assert outcome and outcome[0].status is PageStatus.SUCCEEDED
+    with db.session() as session:
+        assert session.scalar(select(func.count()).select_from(Attempt)) == 1
+
+
+def test_a_dead_local_process_frees_its_pages_at_once(db_url: str, tmp_path: Path) -> None:
+    _, pages = make_job(db_url, tmp_path / "in", 3)
+    db = Database(db_url)
+    gone = subprocess_pid_that_ended()
+    host = socket.gethostname()
+    owners = [f"{host}:{gone}", f"{host}:{os.getppid()}", "another-host:1"]
+    with db.autocommit() as conn:
+        for page_id, owner in zip(pages, owners, strict=True):
+            assert isinstance(page_path.claim(conn, page_id, owner, 600), page_path.ClaimedPage)
+    with db.session() as session:
+        job_id = session.scalars(select(Job.id)).one()
+    assert release_dead_leases(db, job_id) == 1
+    with db.session() as session:
+        statuses = [repo.page_status(session, p) for p in pages]
+    assert statuses == [PageStatus.PENDING, PageStatus.RUNNING, PageStatus.RUNNING]
+
+
+def subprocess_pid_that_ended() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+class RecordingEnqueuer(Enqueuer):
+    """The real Enqueuer's interface, recording finalize messages instead of sending them."""
+
+    def __init__(self) -> None:
+        self.finalized: list[str] = []
+
+    def finalize_job(self, job_id: str) -> None:
+        self.finalized.append(job_id)
+
+
+@pytest.mark.postgres
+def test_the_last_two_pages_closing_together_still_finalize_the_job(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    _, pages = make_job(postgres_url, tmp_path / "in", 2)
+    db = Database(postgres_url)
+    with db.autocommit() as conn:
+        for page_id in pages:
+            page_path.claim(conn, page_id, "w:1", 600)
+    done = PageClose(PageStatus.SUCCEEDED, text="x")
+    # Both closes run before either commits: each sees the other page still open.
+    with db.session() as first, db.session() as second:
+        closed = [page_path.close(first, pages[0], done), page_path.close(second, pages[1], done)]
+    assert all(c is not None and c.others_open for c in closed)
+    outcomes = [PageOutcome(PageStatus.SUCCEEDED, job_id(db), True, True) for _ in closed]
+    assert [job_to_finalize(o) for o in outcomes] == [None, None]
+    enqueuer = RecordingEnqueuer()
+    sweeper = FinalizeSweeper(db, enqueuer)
+    for outcome in outcomes:
+        sweeper.note(str(outcome.job_id))
+    sweeper.close()  # its last sweep
+    assert enqueuer.finalized == [job_id(db)]
+
+
+def job_id(db: Database) -> str:
+    with db.session() as session:
+        return str(session.scalars(select(Job.id)).one())

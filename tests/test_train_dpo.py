@@ -1,0 +1,139 @@
+"""`folio train-dpo`: input checked before any training step, and a run on the tiny Qwen2-VL
+that leaves a complete, servable folder with its training card and held-out pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli.main import app
+from tests.train_support import write_pairs_folder
+from tests.vllm_cpu.server import default_model_dir
+
+TINY = default_model_dir()
+
+
+def train_extra_or_skip() -> None:
+    """The training extra and the tiny model; in CI their absence is a failure."""
+    try:
+        import trl  # noqa: F401
+    except ImportError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"folio[train] is required in CI: {exc}")
+        pytest.skip(f"folio[train] not installed: {exc}")
+    if not (TINY / "config.json").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"tiny model missing at {TINY}")
+        pytest.skip(f"no tiny model at {TINY}")
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["train-dpo", *args])
+    return result.exit_code, " ".join(result.output.split())  # rich wraps long lines
+
+
+def test_cli_help_and_import_do_not_load_torch() -> None:
+    code = (
+        "import sys\nfrom typer.testing import CliRunner\nfrom app.cli.main import app\n"
+        "CliRunner().invoke(app, ['train-dpo', '--help'])\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'trl', 'peft') if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_no_pairs_is_an_error_before_training(tmp_path: Path) -> None:
+    empty = tmp_path / "pairs"
+    empty.mkdir()
+    (empty / "train.jsonl").write_text("")
+    code, output = invoke(str(empty), "--base-model", str(TINY), "--out", str(tmp_path / "m"))
+    assert code == 4 and "no pairs" in output
+    code, output = invoke(str(tmp_path / "nowhere"), "--base-model", str(TINY), "-o", "x")
+    assert code == 4 and "no train.jsonl" in output
+
+
+def test_missing_images_are_named(tmp_path: Path) -> None:
+    pairs = write_pairs_folder(tmp_path / "pairs", 3)
+    (pairs / "images" / "job-a-2.png").unlink()
+    code, output = invoke(str(pairs), "--base-model", str(TINY), "--out", str(tmp_path / "m"))
+    assert code == 4 and "1 image(s) of the pairs are missing" in output
+    assert "job-a-2.png" in output
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_text_only_base_model_is_refused(tmp_path: Path) -> None:
+    pairs = write_pairs_folder(tmp_path / "pairs", 3)
+    base = tmp_path / "llm"
+    base.mkdir()
+    (base / "config.json").write_text(json.dumps({"model_type": "qwen2", "hidden_size": 64}))
+    code, output = invoke(str(pairs), "--base-model", str(base), "--out", str(tmp_path / "m"))
+    assert code == 4 and "not a vision-language model" in output
+
+
+def test_too_few_pairs_for_a_batch(tmp_path: Path) -> None:
+    pairs = write_pairs_folder(tmp_path / "pairs", 4)
+    args = [str(pairs), "--base-model", str(TINY), "--out", str(tmp_path / "m")]
+    code, output = invoke(*args, "--batch-size", "4")
+    assert code == 4 and "fewer than one batch of 4" in output
+
+
+def test_max_length_that_cuts_the_image_is_refused(tmp_path: Path) -> None:
+    train_extra_or_skip()
+    pairs = write_pairs_folder(tmp_path / "pairs", 5)
+    out = tmp_path / "m"
+    args = [str(pairs), "--base-model", str(TINY), "--out", str(out), "--batch-size", "2"]
+    code, output = invoke(*args, "--max-length", "32")
+    assert code == 4 and "would cut the image tokens" in output
+    assert not out.exists() and not list(tmp_path.glob("m.partial-*"))
+
+
+def test_lora_run_writes_a_complete_servable_folder(tmp_path: Path) -> None:
+    train_extra_or_skip()
+    pairs = write_pairs_folder(tmp_path / "pairs", 10)
+    out = tmp_path / "tuned"
+    args = [str(pairs), "--base-model", str(TINY), "--out", str(out), "--device", "cpu"]
+    code, output = invoke(*args, "--max-steps", "4", "--learning-rate", "5e-4", "--held-out", "0.2")
+    assert code == 0, output
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja"):
+        assert (out / name).is_file(), name
+    flat = json.loads((out / "preprocessor_config.json").read_text())
+    assert flat["image_processor_type"] == "Qwen2VLImageProcessor"
+    assert json.loads((out / "tokenizer_config.json").read_text())["tokenizer_class"] == (
+        "Qwen2Tokenizer"
+    )
+    card = json.loads((out / "training_card.json").read_text())
+    held = json.loads((out / "held_out_pages.json").read_text())
+    assert len(held) == 2 and card["pairs"]["train"] == 8 and card["pairs"]["held_out"] == 2
+    trained_pages = 10 - len(held)
+    assert sum(card["pairs"]["by_loop_kind"].values()) == trained_pages
+    assert card["pairs"]["by_chosen_source"] == {"vlm:penalized": trained_pages}
+    assert [row["step"] for row in card["curves"]] == [1.0, 2.0, 3.0, 4.0]
+    assert all("rewards/margins" in row for row in card["curves"])
+    assert set(card["data"]["sha256"]) == {str(pairs / "train.jsonl"), "images"}
+    assert (out / "training_curves.svg").read_text().count("<polyline") == 3
+    assert not list(tmp_path.glob("tuned.*")), "no partial or old folder left beside it"
+    config = json.loads((out / "config.json").read_text())
+    assert config["dtype"] == "bfloat16" and "lora" not in (out / "config.json").read_text()
+
+
+def test_a_page_exported_by_two_jobs_is_held_out_or_trained_on_never_both(
+    tmp_path: Path,
+) -> None:
+    from app.train.pairs import held_out_pages, load_pairs, split_held_out
+
+    first = write_pairs_folder(tmp_path / "a", 10, job_id="job-a")
+    second = write_pairs_folder(tmp_path / "b", 10, job_id="job-b")
+    split = split_held_out(load_pairs([first, second]), share=0.2, seed=7)
+    held = {p.page_key for p in split.held_out}
+    assert len(held) == 2 and not held & {p.page_key for p in split.train}
+    assert len(split.held_out) == 4 and len(split.train) == 16
+    listed = held_out_pages(split.held_out)
+    assert [len(entry["page_ids"]) for entry in listed] == [2, 2]
+    assert split_held_out(load_pairs([first, second]), 0.2, seed=7) == split, "deterministic"

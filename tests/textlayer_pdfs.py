@@ -1,0 +1,77 @@
+"""Generated PDFs for the text-layer tests: a shifted font encoding, a table, running heads."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pymupdf
+
+# A ToUnicode map that reads every printable character as the one before it: the page shows the
+# right glyphs, the text layer says "Oqnbddchmfr" for "Proceedings" (a real-world broken font).
+_SHIFTED_CMAP = b"""/CIDInit /ProcSet findresource begin
+12 dict begin
+begincmap
+/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def
+/CMapName /Folio-Shifted-UCS def
+/CMapType 2 def
+1 begincodespacerange
+<00> <FF>
+endcodespacerange
+1 beginbfrange
+<41> <7A> <0040>
+endbfrange
+endcmap
+CMapName currentdict /CMap defineresource pop
+end
+end
+"""
+
+
+def _text_page(doc: pymupdf.Document, text: str) -> pymupdf.Page:
+    page = doc.new_page(width=612, height=792)
+    wrapped = "\n".join(textwrap.wrap(text, 70))
+    page.insert_text((60, 90), wrapped, fontsize=14, fontname="helv")
+    return page
+
+
+def text_pdf(text: str, *, shifted_encoding: bool = False) -> bytes:
+    """One page of `text`; with `shifted_encoding` its font's ToUnicode map is off by one."""
+    doc = pymupdf.open()
+    page = _text_page(doc, text)
+    if shifted_encoding:
+        cmap = doc.get_new_xref()
+        doc.update_object(cmap, "<<>>")
+        doc.update_stream(cmap, _SHIFTED_CMAP)
+        for font in page.get_fonts():
+            doc.xref_set_key(font[0], "ToUnicode", f"{cmap} 0 R")
+    return bytes(doc.tobytes(garbage=3, deflate=True))
+
+
+def table_pdf(rows: list[list[str]], intro: str) -> bytes:
+    """A paragraph, then `rows` in a grid of ruled cells (the first row as the header)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 72, 540, 150), intro, fontsize=11, fontname="helv")
+    left, top, width, height = 72.0, 170.0, 150.0, 24.0
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            x, y = left + c * width, top + r * height
+            page.insert_text((x + 6, y + 16), cell, fontsize=11, fontname="helv")
+    right, bottom = left + width * len(rows[0]), top + height * len(rows)
+    for r in range(len(rows) + 1):
+        page.draw_line((left, top + r * height), (right, top + r * height), width=0.8)
+    for c in range(len(rows[0]) + 1):
+        page.draw_line((left + c * width, top), (left + c * width, bottom), width=0.8)
+    return bytes(doc.tobytes(garbage=3, deflate=True))
+
+
+def running_head_pdf(header: str, bodies: list[str]) -> bytes:
+    """Pages with `header` at the top edge and "Page N" at the bottom, around each body."""
+    doc = pymupdf.open()
+    for number, body in enumerate(bodies, start=1):
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((72, 40), header, fontsize=9, fontname="helv")
+        wrapped = "\n".join(textwrap.wrap(body, 85))
+        page.insert_text((72, 110), wrapped, fontsize=11, fontname="helv")
+        page.insert_text((290, 760), f"Page {number}", fontsize=9, fontname="helv")
+    return bytes(doc.tobytes(garbage=3, deflate=True))
