@@ -3,7 +3,7 @@ pages are, and each arm's attempt plan for a page. Pure data, no I/O.
 
 Pages run on the scripted test server (bench.scripted): a healthy read replays a real healthy
 OCR page cut to the page's length; the first (greedy) read of a degenerate page replays a real
-loop shape (bench.loop_shapes) until the token cap or a stop."""
+loop shape (bench.scripted_loops) until the token cap or a stop."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def test_workload_is_seeded_and_has_the_asked_share_of_loops() -> None:
     assert [s.name for s in plan_for(looping, ARMS["C"], config)] == ["greedy", "retry-penalized"]
 
 
-def test_loop_shapes_span_short_and_long_periods_and_outlast_the_cap() -> None:
+def test_scripted_loops_span_short_and_long_periods_and_outlast_the_cap() -> None:
     shapes = build_shapes(generated_pages(), [], min_chars=5000)
     periods = {shape.name: shape.period_chars for shape in shapes}
 
