@@ -1,14 +1,19 @@
 """Degeneration tax on a real vLLM server: how much looping pages inflate a batch, and how
-much of it Folio's online detection + abort + retry removes.
+much of it each way of stopping a loop removes.
 
 Run `python -m bench tax [--quick]`. Starts one vLLM CPU server on the tiny model
-(tests/vllm_cpu) with `--max-num-seqs` small so requests compete for batch slots, runs the
-arms A-D interleaved and repeated, prints a table and writes `bench/results/degeneration_tax.json`.
+(tests/vllm_cpu) with `--max-num-seqs` small so requests compete for batch slots. Pages are
+scripted (bench.scripted): healthy pages replay real OCR outputs, degenerate pages real loop
+shapes, so every stop sees what it would see in production. The arms run interleaved and
+repeated in two regimes: the engine reniced (the API server keeps its CPU, as on a GPU
+server) and the engine starving the API server ("front end lagging"). Then every loop shape
+meets every stopping arm once. Prints tables, writes `bench/results/degeneration_tax.json`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -16,13 +21,19 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-from rich.table import Table
 
 from bench.environment import describe, machine_info, write_results
-from bench.tax_run import ArmRun, run_arm
+from bench.scripted import ScriptedPage, abort_route, plugin_loaded
+from bench.tax_run import ArmRun, load_scripts, page_image, run_arm, scripted_page
+from bench.tax_shapes import shape_sweep
 from bench.tax_summary import summarize
-from bench.tax_workload import ARMS, WorkloadConfig, build_workload
-from tests.vllm_cpu.server import VllmServer, default_venv, root_url_of
+from bench.tax_tables import results_table, shape_table
+from bench.tax_workload import ARMS, DEFAULT_ARMS, PageSpec, WorkloadConfig, build_workload
+from tests.vllm_cpu.server import DEFAULT_ENGINE_NICE, VllmServer, default_venv, root_url_of
+
+# Engine niceness per regime: reniced, the API server keeps its CPU (a GPU server's case);
+# at 0 the engine starves it on 2 cores and every stop sent through it arrives late.
+REGIMES = {"engine reniced": DEFAULT_ENGINE_NICE, "front end lagging": 0}
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,8 @@ class ServerConfig:
         ]
 
     def env(self) -> dict[str, str]:
-        return {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)}
+        # The dev mode serves POST /abort_requests (arm C-abort); never beyond localhost.
+        return {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "VLLM_SERVER_DEV_MODE": "1"}
 
 
 @dataclass(frozen=True)
@@ -55,11 +67,12 @@ class TaxConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
     repeats: int = 2
     concurrency: int = 16  # pages in flight from the client: twice the batch slots
-    arms: tuple[str, ...] = ("A", "B", "C", "D", "E")
+    arms: tuple[str, ...] = DEFAULT_ARMS
+    regimes: tuple[str, ...] = tuple(REGIMES)
 
 
 QUICK = TaxConfig(
-    workload=WorkloadConfig(pages=80, degenerate_share=0.05, max_tokens=512, median_tokens=64),
+    workload=WorkloadConfig(pages=60, degenerate_share=0.1, max_tokens=512, median_tokens=64),
     repeats=1,
 )
 
@@ -69,88 +82,92 @@ def arm_order(arms: Sequence[str], repeat: int) -> list[str]:
     return list(arms) if repeat % 2 == 0 else list(reversed(arms))
 
 
-def run_benchmark(config: TaxConfig, base_url: str, console: Console) -> dict[str, Any]:
-    """All arms against the OpenAI-compatible server at `base_url` (ending in /v1)."""
-    pages = build_workload(config.workload)
+def run_regime(
+    config: TaxConfig,
+    arms: Sequence[str],
+    pages: list[PageSpec],
+    inputs: list[ScriptedPage],
+    base_url: str,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Every arm, repeated, against the server as it is now; figures per arm."""
     runs: list[ArmRun] = []
+    loads = [os.getloadavg()[0]]
+    for repeat in range(config.repeats):
+        for key in arm_order(arms, repeat):
+            task = progress.add_task(f"arm {key} run {repeat + 1}", total=len(pages))
+            wall, tokens, page_runs, began, steps = run_arm(
+                ARMS[key],
+                pages,
+                inputs,
+                config.workload,
+                base_url,
+                config.concurrency,
+                on_page=partial(progress.advance, task),
+            )
+            runs.append(ArmRun(key, repeat, wall, tokens, page_runs, began, steps))
+            loads.append(os.getloadavg()[0])
+    return {"summary": summarize(runs), "load_average_1min": [round(x, 2) for x in loads]}
+
+
+def run_benchmark(
+    config: TaxConfig, base_url: str, console: Console, server: VllmServer | None = None
+) -> dict[str, Any]:
+    """All arms against the scripted server at `base_url` (ending in /v1); with `server`
+    (one this process started) in every regime, else in the one the server is in."""
+    scripts = load_scripts(base_url, config.workload.max_tokens)
+    pages = build_workload(config.workload, len(scripts.sources), len(scripts.shapes))
+    image = page_image()
+    inputs = [scripted_page(page, scripts, image) for page in pages]
+    arms, skipped = available_arms(config.arms, base_url)
+    regimes = config.regimes if server else ("as found",)
+    results: dict[str, Any] = {}
     columns = (*Progress.get_default_columns()[:2], BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
-        for repeat in range(config.repeats):
-            for key in arm_order(config.arms, repeat):
-                task = progress.add_task(f"arm {key} run {repeat + 1}", total=len(pages))
-                wall, tokens, page_runs, began, steps = run_arm(
-                    ARMS[key],
-                    pages,
-                    config.workload,
-                    base_url,
-                    config.concurrency,
-                    on_page=partial(progress.advance, task),
-                )
-                runs.append(ArmRun(key, repeat, wall, tokens, page_runs, began, steps))
+        for regime in regimes:
+            if server:
+                server.renice_engine(REGIMES[regime])
+            results[regime] = run_regime(config, arms, pages, inputs, base_url, progress)
+        if server:
+            server.renice_engine(REGIMES[regimes[0]])
+    sweep_arms = [key for key in arms if ARMS[key].retry and not ARMS[key].counterfactual]
+    sweep = shape_sweep(sweep_arms, scripts.shapes, config.workload, base_url, config.concurrency)
     return {
         "config": asdict(config),
-        "arms": {key: ARMS[key].title for key in config.arms},
-        "summary": summarize(runs),
+        "arms": {key: ARMS[key].title for key in arms},
+        "skipped_arms": skipped,
+        "healthy_sources": [page.source for page in scripts.sources],
+        "regimes": results,
+        # The first regime's figures (engine reniced: the GPU-like default).
+        "summary": results[regimes[0]]["summary"],
+        "by_shape": sweep,
     }
 
 
-def results_table(summary: dict[str, dict[str, Any]]) -> Table:
-    table = Table(title="Degeneration tax (means over repeats; inflation paired per repeat vs B)")
-    headers = (
-        "arm",
-        "wall s",
-        "vs B",
-        "report\nestimate",
-        "steps\nvs B",
-        "healthy s\nloop beside/none",
-        "ms/token\nloop beside/none",
-        "tokens\n(server)",
-        "loop\ntokens",
-        "after\nabort",
-        "loops\nrecovered",
-        "healthy\nflagged",
-    )
-    for header in headers:
-        table.add_column(header, justify="right")
-    for key, arm in summary.items():
-        inflation = arm["inflation_over_b"]
-        beside, alone = arm["healthy_with_loop"], arm["healthy_without_loop"]
-        table.add_row(
-            key,
-            f"{arm['wall_s']:.1f}",
-            "-" if inflation is None else f"{inflation:+.1%}",
-            _pct(arm["report_inflation_estimate"]),
-            _pct(arm["steps_inflation_over_b"]),
-            f"{_num(beside['mean_s'])}/{_num(alone['mean_s'])}",
-            f"{_num(beside['ms_per_token'], 1)}/{_num(alone['ms_per_token'], 1)}",
-            f"{arm['server_tokens']:,}",
-            f"{arm['loop_tokens']:,}",
-            f"{arm['abort_overshoot_tokens']:,}",
-            f"{arm['pages_recovered']:g}/{arm['degenerate_pages']:g}",
-            f"{arm['healthy_flagged']:g}",
-        )
-    return table
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1%}"
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def available_arms(wanted: Sequence[str], base_url: str) -> tuple[list[str], dict[str, str]]:
+    """The arms this server and this build can run, and why the others were left out."""
+    skipped: dict[str, str] = {}
+    plugin, abort = plugin_loaded(base_url), abort_route(base_url)
+    for key in wanted:
+        if ARMS[key].engine_plugin and not plugin:
+            skipped[key] = "Folio's vLLM plugin is not loaded by this server"
+        elif ARMS[key].abort_call and not abort:
+            skipped[key] = "no abort route (start vLLM with VLLM_SERVER_DEV_MODE=1)"
+    return [key for key in wanted if key not in skipped], skipped
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[TaxConfig, str | None]:
     parser = argparse.ArgumentParser(prog="python -m bench tax", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small smoke run (~1-2 min)")
-    parser.add_argument("--pages", type=int, help="requests per arm (default 400)")
-    parser.add_argument("--degenerate-share", type=float, help="share of looping pages (0.025)")
+    parser.add_argument("--quick", action="store_true", help="small run (~10 min on 2 cores)")
+    parser.add_argument("--pages", type=int, help="requests per arm (default 120)")
+    parser.add_argument("--degenerate-share", type=float, help="share of looping pages (0.05)")
     parser.add_argument("--max-tokens", type=int, help="token cap a loop runs into (1024)")
-    parser.add_argument("--median-tokens", type=int, help="median healthy page length (96)")
+    parser.add_argument("--median-tokens", type=int, help="median healthy page length (128)")
     parser.add_argument("--repeats", type=int, help="runs of each arm (default 2)")
     parser.add_argument("--max-num-seqs", type=int, help="vLLM batch slots (default 8)")
     parser.add_argument("--concurrency", type=int, help="client pages in flight (default 16)")
-    parser.add_argument("--arms", help="which arms, in order (default ABCDE; B is needed)")
+    parser.add_argument("--arms", help=f"comma-separated, in order (default {','.join(ARMS)})")
+    parser.add_argument("--regimes", help=f"comma-separated (default {','.join(REGIMES)})")
     parser.add_argument("--url", help="use this running server (e.g. http://127.0.0.1:8000)")
     args = parser.parse_args(argv)
     config = QUICK if args.quick else TaxConfig()
@@ -164,19 +181,34 @@ def parse_args(argv: Sequence[str] | None) -> tuple[TaxConfig, str | None]:
         **{**asdict(config.workload), **{k: v for k, v in workload.items() if v is not None}}
     )
     server = ServerConfig(max_num_seqs=args.max_num_seqs or config.server.max_num_seqs)
+    arms = _choices(args.arms, ARMS, "arm") or config.arms
+    if "B" not in arms:
+        parser.error("arm B (the floor) is needed: every figure is relative to it")
     config = TaxConfig(
         workload=workload_config,
         server=server,
         repeats=args.repeats or config.repeats,
         concurrency=args.concurrency or config.concurrency,
-        arms=tuple(args.arms.upper()) if args.arms else config.arms,
+        arms=arms,
+        regimes=_choices(args.regimes, REGIMES, "regime") or config.regimes,
     )
     return config, args.url
 
 
+def _choices(value: str | None, known: dict[str, Any], what: str) -> tuple[str, ...]:
+    if not value:
+        return ()
+    lookup = {key.lower(): key for key in known}
+    chosen = tuple(lookup.get(item.strip().lower(), item.strip()) for item in value.split(","))
+    unknown = [item for item in chosen if item not in known]
+    if unknown:
+        raise SystemExit(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
+    return chosen
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     config, url = parse_args(argv)
-    console = Console(width=None if Console().is_terminal else 140)
+    console = Console(width=None if Console().is_terminal else 160)
     if url:
         report = run_benchmark(config, root_url_of(url) + "/v1", console)
     else:
@@ -186,12 +218,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"VLLM_CPU_KVCACHE_SPACE={config.server.kv_cache_gib} ..."
         )
         with VllmServer(extra_args=config.server.args(), env=config.server.env()) as server:
-            report = run_benchmark(config, server.base_url, console)
+            report = run_benchmark(config, server.base_url, console, server)
     report["machine"] = machine_info(default_venv(), ("httpx", "pymupdf"))
     console.print(f"[bold]Machine[/]: {describe(report['machine'])}")
     for key, title in report["arms"].items():
         console.print(f"  [bold]{key}[/] {title}")
-    console.print(results_table(report["summary"]))
+    for key, reason in report["skipped_arms"].items():
+        console.print(f"  [bold]{key}[/] skipped: {reason}")
+    for regime, result in report["regimes"].items():
+        console.print(results_table(result["summary"], regime))
+        console.print(f"load average (1 min) between arms: {result['load_average_1min']}")
+    console.print(shape_table(report["by_shape"]))
     path = write_results("degeneration_tax", report)
     console.print(f"Results written to {path}")
     return report

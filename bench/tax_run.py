@@ -1,4 +1,5 @@
-"""Running one arm of the degeneration-tax workload through Folio's real VLM engine."""
+"""Running one arm of the degeneration-tax workload through Folio's real VLM engine, on the
+scripted test server (bench.scripted): real OCR pages and real loop shapes."""
 
 from __future__ import annotations
 
@@ -10,10 +11,20 @@ from dataclasses import dataclass, field
 from PIL import Image, ImageDraw
 
 from app.degeneration import LoopDetector
-from app.domain import AttemptStatus, PageInput
+from app.domain import AttemptStatus, EngineResult, PageInput
 from app.engines.vlm import LoopDetecting, VlmEngine
+from app.engines.vlm_stops import REPETITION_DETECTION
 from app.plan import Limits, PageFacts, PastAttempt, next_step
 from app.settings import VlmEndpoint
+from bench.ocr_text import OcrText, degenerate_tails, healthy_pages
+from bench.scripted import (
+    ScriptedPage,
+    ScriptedVlmEngine,
+    cut_to_tokens,
+    require_scripted_server,
+    tokens_per_char,
+)
+from bench.scripted_loops import LoopShape, build_shapes
 from bench.tax_workload import ENDPOINT, Arm, PageSpec, WorkloadConfig, plan_for
 from tests.vllm_cpu.server import (
     SERVED_MODEL_NAME,
@@ -36,6 +47,7 @@ class AttemptRun:
     finish_reason: str | None
     aborted: bool = False
     max_tokens: int | None = None
+    stop: str = "none"  # what ended it: see stop_of()
 
 
 @dataclass
@@ -66,16 +78,46 @@ class NeverLoops:
         return None
 
 
-def page_input() -> PageInput:
-    """A synthetic text page; with the tiny random model the seed, not the image, drives output."""
+@dataclass(frozen=True)
+class Scripts:
+    """What the scripted server writes: real healthy OCR pages and loop shapes."""
+
+    sources: list[OcrText]
+    tokens_per_char: list[float]  # of each source, on the served tokenizer
+    shapes: list[LoopShape]
+
+
+def load_scripts(base_url: str, max_tokens: int) -> Scripts:
+    require_scripted_server(base_url)
+    sources = healthy_pages()
+    per_char = [tokens_per_char(base_url, SERVED_MODEL_NAME, page.text) for page in sources]
+    # Loops must outlast any cap: a character run can pack 16+ characters into a token.
+    shapes = build_shapes(sources, degenerate_tails(), min_chars=40 * max_tokens)
+    return Scripts(sources, per_char, shapes)
+
+
+def page_image() -> Image.Image:
+    """The page image every request carries (a real prompt of about 90 tokens)."""
     image = Image.new("RGB", (640, 905), "white")
     draw = ImageDraw.Draw(image)
     for y in range(60, 860, 24):
         draw.text((50, y), f"{y:04d} The quick brown fox jumps over the lazy dog.", fill="black")
-    return PageInput(image=image, text_layer="", text_layer_usable=False)
+    return image
+
+
+def scripted_page(page: PageSpec, scripts: Scripts, image: Image.Image) -> ScriptedPage:
+    healthy = cut_to_tokens(
+        scripts.sources[page.source].text,
+        (page.seed % 1000) / 1000,
+        page.healthy_tokens,
+        scripts.tokens_per_char[page.source],
+    )
+    looping = scripts.shapes[page.shape].text if page.shape is not None else None
+    return ScriptedPage(image, "", False, healthy_text=healthy, looping_text=looping)
 
 
 def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
+    """Folio's engine with the arm's stops switched on or off (never left to the probe)."""
     endpoint = VlmEndpoint(
         base_url=base_url,
         model=SERVED_MODEL_NAME,
@@ -83,13 +125,21 @@ def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
         request_timeout_s=600,
         transport_retry_s=30,
         max_image_side=1024,
-        server_repetition_detection=arm.server_detection,
-        # These arms predate the plugin and the abort call: only their own stops, no probe.
-        engine_plugin=False,
-        abort_call=False,
+        server_repetition_detection=bool(arm.server_detection),
+        engine_plugin=arm.engine_plugin,
+        abort_call=arm.abort_call,
     )
     factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NeverLoops
-    return VlmEngine(ENDPOINT, endpoint, detector_factory=factory)
+    engine = ScriptedVlmEngine(ENDPOINT, endpoint, detector_factory=factory)
+    if arm.server_detection and arm.server_detection != REPETITION_DETECTION["max_pattern_size"]:
+        size = {"max_pattern_size": arm.server_detection}
+        engine.extra_body = {"repetition_detection": {**REPETITION_DETECTION, **size}}
+    return engine
+
+
+def stop_of(result: EngineResult) -> str:
+    """Which stop ended an attempt, as Folio's engine records it (`none`: the cap, or EOS)."""
+    return result.stop_mechanism or "none"
 
 
 def run_page(
@@ -115,6 +165,7 @@ def run_page(
                 result.finish_reason,
                 result.aborted,
                 plan[index].max_tokens,
+                stop_of(result),
             )
         )
         history.append(PastAttempt(index, result.status, tokens))
@@ -124,20 +175,22 @@ def run_page(
 def run_arm(
     arm: Arm,
     pages: list[PageSpec],
+    inputs: list[ScriptedPage],
     config: WorkloadConfig,
     base_url: str,
     concurrency: int,
     on_page: Callable[[], None] = lambda: None,
 ) -> tuple[float, float, list[PageRun], float, float]:
     """(batch wall-clock s, tokens the server generated, page runs, start, engine steps)."""
-    image = page_input()
     engine = engine_for(arm, base_url, concurrency)
     before = settled_tokens(base_url)
     steps_before = engine_steps(base_url)
     try:
         began = time.monotonic()
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="page") as pool:
-            futures = [pool.submit(run_page, engine, image, p, arm, config) for p in pages]
+            futures = [
+                pool.submit(run_page, engine, inputs[p.index], p, arm, config) for p in pages
+            ]
             runs = []
             for future in as_completed(futures):
                 runs.append(future.result())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from statistics import mean
 from typing import Any
@@ -19,7 +20,7 @@ LOOP_STEP = "greedy"
 
 def summarize(runs: list[ArmRun]) -> dict[str, dict[str, Any]]:
     """{arm: figures}, averaged over repeats; inflation is paired per repeat against arm B."""
-    arms = sorted({run.arm for run in runs})
+    arms = list(dict.fromkeys(run.arm for run in runs))
     baseline = {run.repeat: run for run in runs if run.arm == "B"}
     return {arm: _summarize_arm([r for r in runs if r.arm == arm], baseline) for arm in arms}
 
@@ -27,13 +28,20 @@ def summarize(runs: list[ArmRun]) -> dict[str, dict[str, Any]]:
 def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str, Any]:
     walls = [run.wall_s for run in runs]
     paired = [(run, baseline[run.repeat]) for run in runs if run.repeat in baseline]
-    inflations = [run.wall_s / b.wall_s - 1 for run, b in paired]
+    inflations = [run.wall_s / floor.wall_s - 1 for run, floor in paired]
+    token_inflations = [run.server_tokens / floor.server_tokens - 1 for run, floor in paired]
     steps = [run.server_steps / b.server_steps - 1 for run, b in paired if b.server_steps]
     pages = [page for run in runs for page in run.pages]
     degenerate = [page for page in pages if page.page.degenerate]
+    loops = [page.attempts[0] for page in degenerate]
     with_loop, without_loop = _healthy_by_loop_overlap(runs)
     return {
         "wall_s": round(mean(walls), 2),
+        "server_tokens_over_b": round(mean(token_inflations), 4) if paired else None,
+        "server_tokens_per_s": round(mean(run.server_tokens / run.wall_s for run in runs), 1),
+        # How the first, looping read of each degenerate page ended, and its length then.
+        "loop_stops": dict(Counter(attempt.stop for attempt in loops)),
+        "loop_tokens_at_stop": round(mean(a.tokens for a in loops), 1) if loops else None,
         "wall_s_per_repeat": [round(w, 2) for w in walls],
         "inflation_over_b": round(mean(inflations), 4) if inflations else None,
         "inflation_per_repeat": [round(x, 4) for x in inflations],
@@ -55,7 +63,8 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
         "pages_ok": round(mean(_ok_pages(run.pages) for run in runs), 1),
         "pages": len(runs[0].pages),
         "degenerate_pages": round(len(degenerate) / len(runs), 1),
-        "pages_recovered": round(_ok_pages(degenerate) / len(runs), 1),
+        # Recovered: a later attempt read the page after its loop was caught.
+        "pages_recovered": round(_recovered(degenerate) / len(runs), 1),
         "healthy_flagged": round(
             sum(_first_not_ok(p) for p in pages if not p.page.degenerate) / len(runs), 1
         ),
@@ -85,6 +94,10 @@ def _kept(attempt: AttemptRun) -> int:
 
 def _ok_pages(pages: list[PageRun]) -> int:
     return sum(page.final_status is AttemptStatus.OK for page in pages)
+
+
+def _recovered(pages: list[PageRun]) -> int:
+    return sum(page.final_status is AttemptStatus.OK and len(page.attempts) > 1 for page in pages)
 
 
 def _first_not_ok(page: PageRun) -> bool:

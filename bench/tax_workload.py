@@ -1,5 +1,9 @@
-"""The degeneration-tax workload: which pages loop, how long healthy pages are, and each
-arm's attempt plan for a page. Pure data, no I/O."""
+"""The degeneration-tax workload: which pages loop (and in which shape), how long healthy
+pages are, and each arm's attempt plan for a page. Pure data, no I/O.
+
+Pages run on the scripted test server (bench.scripted): a healthy read replays a real healthy
+OCR page cut to the page's length; the first (greedy) read of a degenerate page replays a real
+loop shape (bench.scripted_loops) until the token cap or a stop."""
 
 from __future__ import annotations
 
@@ -14,10 +18,10 @@ ENDPOINT = "primary"
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    pages: int = 400
-    degenerate_share: float = 0.025
+    pages: int = 120
+    degenerate_share: float = 0.05
     max_tokens: int = 1024  # the token cap a looping request runs into
-    median_tokens: int = 96  # healthy page length (lognormal)
+    median_tokens: int = 128  # healthy page length (lognormal)
     length_sigma: float = 0.6
     min_tokens: int = 16
     seed: int = 20261122
@@ -31,9 +35,11 @@ class WorkloadConfig:
 @dataclass(frozen=True)
 class PageSpec:
     index: int
-    degenerate: bool  # greedy decoding on this page loops until max_tokens
+    degenerate: bool  # the first (greedy) read of this page loops until a stop or the cap
     healthy_tokens: int  # the page's length when transcribed healthily
     seed: int
+    source: int = 0  # which healthy OCR page its text comes from (an index)
+    shape: int | None = None  # which loop shape a degenerate page falls into (an index)
 
 
 @dataclass(frozen=True)
@@ -41,41 +47,96 @@ class Arm:
     key: str
     title: str
     counterfactual: bool = False  # degenerate pages replaced by healthy ones
-    client_detector: bool = False  # Folio's online LoopDetector aborts the stream
-    server_detection: bool = False  # vLLM's repetition_detection ends the request
-    retry: bool = False  # a degenerate attempt is retried by the next plan step
+    client_detector: bool = False  # Folio's online LoopDetector in the client
+    server_detection: int | None = None  # vLLM repetition_detection's max_pattern_size
+    engine_plugin: bool = False  # Folio's vLLM plugin stops the request inside the engine
+    abort_call: bool = False  # the client also sends an explicit abort by request id
 
+    @property
+    def retry(self) -> bool:
+        """Every arm that stops loops retries the page; A (none) and B (no loops) do not."""
+        return self.client_detector or bool(self.server_detection) or self.engine_plugin
+
+
+GENEROUS_PATTERN = 256  # tokens: about 800 characters of English on this tokenizer
 
 ARMS = {
-    "A": Arm("A", "no mitigation: loops run to max_tokens"),
-    "B": Arm("B", "counterfactual: loops replaced by healthy pages", counterfactual=True),
-    "C": Arm("C", "Folio: online detection + abort + retry", client_detector=True, retry=True),
-    "D": Arm("D", "vLLM repetition_detection + retry", server_detection=True, retry=True),
-    "E": Arm(
-        "E",
-        "Folio + vLLM repetition_detection (server_repetition_detection=true)",
-        client_detector=True,
-        server_detection=True,
-        retry=True,
-    ),
+    arm.key: arm
+    for arm in (
+        Arm("A", "no mitigation: loops run to max_tokens"),
+        Arm("B", "floor: loops replaced by healthy pages", counterfactual=True),
+        Arm(
+            "B-plugin",
+            "floor with Folio's plugin on every request (its cost on a loop-free batch)",
+            counterfactual=True,
+            engine_plugin=True,
+        ),
+        Arm(
+            "C",
+            "client close: Folio's detector in the client closes the stream",
+            client_detector=True,
+        ),
+        Arm(
+            "C-plugin",
+            "Folio's detector inside the engine (vLLM plugin), client detector beside it",
+            client_detector=True,
+            engine_plugin=True,
+        ),
+        Arm(
+            "C-abort",
+            "client detector, then an explicit abort call by request id (and close)",
+            client_detector=True,
+            abort_call=True,
+        ),
+        Arm("D16", "vLLM repetition_detection, max_pattern_size 16", server_detection=16),
+        Arm(
+            f"D{GENEROUS_PATTERN}",
+            f"vLLM repetition_detection, max_pattern_size {GENEROUS_PATTERN}",
+            server_detection=GENEROUS_PATTERN,
+        ),
+        Arm(
+            "E",
+            "client close + repetition_detection 16",
+            client_detector=True,
+            server_detection=16,
+        ),
+        Arm(
+            "F",
+            "Folio's default (auto): plugin + abort call + repetition_detection 16 + close",
+            client_detector=True,
+            server_detection=16,
+            engine_plugin=True,
+            abort_call=True,
+        ),
+    )
 }
+DEFAULT_ARMS = tuple(ARMS)
 
 
-def build_workload(config: WorkloadConfig) -> list[PageSpec]:
-    """The pages in submission order; the same for every arm."""
+def build_workload(config: WorkloadConfig, sources: int = 1, shapes: int = 1) -> list[PageSpec]:
+    """The pages in submission order; the same for every arm. Healthy texts come from
+    `sources` OCR pages, loops from `shapes` loop shapes, taken in turn from a seeded order."""
     rng = random.Random(config.seed)
-    looping = set(rng.sample(range(config.pages), config.degenerate_pages))
+    looping = sorted(rng.sample(range(config.pages), config.degenerate_pages))
+    shape_order = rng.sample(range(shapes), shapes)
     cap = max(config.min_tokens, config.max_tokens // 2)
     pages = []
     for index in range(config.pages):
         drawn = rng.lognormvariate(math.log(config.median_tokens), config.length_sigma)
         tokens = min(cap, max(config.min_tokens, round(drawn)))
-        pages.append(PageSpec(index, index in looping, tokens, rng.randrange(1, 2**31)))
+        shape = shape_order[looping.index(index) % shapes] if index in looping else None
+        source = rng.randrange(sources)
+        pages.append(
+            PageSpec(index, index in looping, tokens, rng.randrange(1, 2**31), source, shape)
+        )
     return pages
 
 
-def healthy_step(page: PageSpec, name: str = "healthy", seed_offset: int = 0) -> PlanStep:
-    """Penalised sampling: the tiny model writes non-looping text, ended at the page's length."""
+def healthy_step(
+    config: WorkloadConfig, page: PageSpec, name: str = "healthy", seed_offset: int = 0
+) -> PlanStep:
+    """Penalised sampling, as Folio's retry ladder asks; on the scripted server the page's
+    healthy text comes back whatever the sampling, and ends with EOS well before the cap."""
     return PlanStep(
         name=name,
         engine="vlm",
@@ -83,12 +144,12 @@ def healthy_step(page: PageSpec, name: str = "healthy", seed_offset: int = 0) ->
         temperature=0.8,
         repetition_penalty=1.3,
         seed=page.seed + seed_offset,
-        max_tokens=page.healthy_tokens,
+        max_tokens=config.max_tokens,
     )
 
 
 def looping_step(config: WorkloadConfig) -> PlanStep:
-    """Greedy decoding: the tiny model loops from its first tokens."""
+    """Greedy decoding: on a degenerate page the scripted server replays a loop shape."""
     return PlanStep(
         name="greedy",
         engine="vlm",
@@ -101,11 +162,10 @@ def looping_step(config: WorkloadConfig) -> PlanStep:
 def plan_for(page: PageSpec, arm: Arm, config: WorkloadConfig) -> list[PlanStep]:
     """The attempt plan of one page under one arm (`app.plan.next_step` walks it)."""
     if arm.counterfactual or not page.degenerate:
-        first = healthy_step(page)
+        first = healthy_step(config, page)
     else:
         first = looping_step(config)
     if not arm.retry:
         return [first]
-    # A retry re-reads the page with penalised sampling (another seed, so that a healthy page
-    # wrongly flagged does not repeat the same text).
-    return [first, healthy_step(page, name="retry-penalized", seed_offset=7919)]
+    # A retry re-reads the page with penalised sampling (another seed).
+    return [first, healthy_step(config, page, name="retry-penalized", seed_offset=7919)]

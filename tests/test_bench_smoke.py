@@ -12,7 +12,10 @@ from rich.console import Console
 
 from bench import detector, rasterize
 from bench.__main__ import BENCHES, summary_rows
-from bench.degeneration_tax import TaxConfig, parse_args, results_table, run_benchmark
+from bench.degeneration_tax import TaxConfig, parse_args, run_benchmark
+from bench.ocr_text import generated_pages
+from bench.scripted_loops import build_shapes, tail_period
+from bench.tax_tables import results_table, shape_table
 from bench.tax_workload import ARMS, WorkloadConfig, build_workload, plan_for
 from tests.vllm_cpu.server import VllmEndpoint
 
@@ -20,27 +23,45 @@ SMOKE = TaxConfig(
     workload=WorkloadConfig(pages=12, degenerate_share=0.2, max_tokens=256, median_tokens=32),
     repeats=1,
     concurrency=4,
+    arms=("A", "B", "E"),  # the shape sweep then runs E alone
 )
 
 
 def test_workload_is_seeded_and_has_the_asked_share_of_loops() -> None:
     config = WorkloadConfig(pages=400, degenerate_share=0.025)
-    pages = build_workload(config)
+    pages = build_workload(config, sources=30, shapes=4)
 
-    assert pages == build_workload(config)
+    assert pages == build_workload(config, sources=30, shapes=4)
     assert sum(p.degenerate for p in pages) == 10
     assert all(config.min_tokens <= p.healthy_tokens <= config.max_tokens // 2 for p in pages)
+    assert {p.shape for p in pages if p.degenerate} == {0, 1, 2, 3}  # every shape in turn
+    assert all(p.shape is None for p in pages if not p.degenerate)
     looping = next(p for p in pages if p.degenerate)
     assert [s.name for s in plan_for(looping, ARMS["A"], config)] == ["greedy"]
     assert [s.name for s in plan_for(looping, ARMS["B"], config)] == ["healthy"]
     assert [s.name for s in plan_for(looping, ARMS["C"], config)] == ["greedy", "retry-penalized"]
 
 
+def test_scripted_loops_span_short_and_long_periods_and_outlast_the_cap() -> None:
+    shapes = build_shapes(generated_pages(), [], min_chars=5000)
+    periods = {shape.name: shape.period_chars for shape in shapes}
+
+    assert periods["char-run"] == 1 and periods["block-digits"] >= 500
+    assert all(len(shape.text) >= 5000 for shape in shapes)
+    assert tail_period("intro " + "abc-" * 20) == 4
+    assert tail_period("Intro.\n" + "Happy birthday to you!!!\n" * 5) == 25  # not the '!' run
+    counter = next(shape for shape in shapes if shape.name == "line-counter").text
+    assert counter.count("\n") > 50 and len(set(counter.splitlines()[-20:])) == 20
+
+
 def test_cli_options_override_the_quick_preset() -> None:
-    config, url = parse_args(["--quick", "--pages", "30", "--arms", "ab", "--url", "http://x:1"])
+    argv = ["--quick", "--pages", "30", "--arms", "a,b,d16", "--url", "http://x:1"]
+    config, url = parse_args(argv)
 
     assert config.workload.pages == 30 and config.workload.max_tokens == 512
-    assert config.arms == ("A", "B") and url == "http://x:1"
+    assert config.arms == ("A", "B", "D16") and url == "http://x:1"
+    with pytest.raises(SystemExit):
+        parse_args(["--arms", "A,C"])  # no floor
 
 
 @pytest.mark.vllm
@@ -49,8 +70,9 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
     report = run_benchmark(SMOKE, vllm_endpoint.base_url, console)
     summary = report["summary"]
     console.print(results_table(summary))
+    console.print(shape_table(report["by_shape"]))
 
-    assert set(summary) == set("ABCDE")
+    assert set(summary) == {"A", "B", "E"}
     assert summary["B"]["inflation_over_b"] == 0
     for arm in summary.values():
         assert arm["pages"] == 12 and arm["degenerate_pages"] == 2
@@ -60,15 +82,17 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
         assert "report_inflation_estimate" in arm
     # A lets both loops run to the cap and recovers nothing; B never loops.
     assert summary["A"]["pages_recovered"] == 0
+    assert summary["A"]["loop_tokens_at_stop"] == 256
+    assert summary["A"]["loop_stops"] == {"none": 2}
     assert (
         summary["A"]["report_inflation_estimate"] > 0 == summary["B"]["report_inflation_estimate"]
     )
-    assert summary["A"]["loop_tokens_seen"] >= 2 * 256
     assert summary["B"]["healthy_with_loop"]["requests"] == 0
-    # Folio and the server-side stop both cut the loops short and recover the pages.
-    for key in "CDE":
-        assert summary[key]["pages_recovered"] == 2, key
-        assert summary[key]["loop_tokens_seen"] < summary["A"]["loop_tokens_seen"], key
+    assert summary["B"]["healthy_flagged"] == 0  # real healthy pages are not loops
+    # Client detector + server-side stop cut loops short; most shapes are caught.
+    assert summary["E"]["loop_tokens_at_stop"] < 256
+    sweep = report["by_shape"]
+    assert sum(sweep["arms"]["E"]["caught"]) > len(sweep["shapes"]) // 2
     assert summary_rows("tax", report)[0][0].startswith("tax arm A")
     assert "%" in summary_rows("tax", report)[0][1]
 

@@ -177,7 +177,9 @@ class VlmEngine:
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         client, slots = self._ensure_client()
         stops = await self._ensure_stops()
-        body = self.request_body(page, step, stops)
+        # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
+        # waits behind it (one loop thread serves them all).
+        body = await asyncio.to_thread(self.request_body, page, step, stops)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
         async with slots:

@@ -18,6 +18,26 @@ import_check() {
     "$VENV/bin/python" -c "import vllm, transformers, torchvision" >/dev/null 2>&1
 }
 
+# The test-only scripted-decoding logits processor (tests/vllm_cpu/scripted): an installed
+# package, because vLLM's worker process does not see a PYTHONPATH. Reinstalled when its
+# files change.
+SCRIPTED="$REPO/tests/vllm_cpu/scripted"
+SCRIPTED_STAMP="$VENV/.folio-scripted-stamp"
+install_scripted_decoding() {
+    local digest
+    digest="$(cat "$SCRIPTED/pyproject.toml" "$SCRIPTED"/*.py | sha256sum | cut -c1-16)"
+    if [[ -f "$SCRIPTED_STAMP" && "$(cat "$SCRIPTED_STAMP")" == "$digest" ]]; then
+        say "scripted-decoding test processor up to date"
+        return 0
+    fi
+    say "installing the scripted-decoding test processor ($SCRIPTED)"
+    rm -rf "$SCRIPTED/build" "$SCRIPTED"/*.egg-info
+    "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation "$SCRIPTED" \
+        || die "installing $SCRIPTED failed"
+    rm -rf "$SCRIPTED/build" "$SCRIPTED"/*.egg-info
+    echo "$digest" >"$SCRIPTED_STAMP"
+}
+
 # Folio's vLLM plugin (app/vllm_plugin, entry point group vllm.logits_processors): this
 # checkout, installed editable and without dependencies, so vLLM loads the plugin by itself
 # and the plugin's code is the code under test. Importing it pulls in only app.degeneration
@@ -46,6 +66,7 @@ ensure_plugin() {
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$RECIPE" ]] && import_check; then
     ensure_plugin
+    install_scripted_decoding
     say "venv ready at $VENV (stamp matches, imports work)"
     exit 0
 fi
@@ -107,4 +128,5 @@ say "checking imports"
 
 ensure_plugin
 echo "$RECIPE" >"$STAMP"
+install_scripted_decoding
 say "done: $VENV"

@@ -20,15 +20,16 @@ from tests.vllm_cpu.server import VllmEndpoint, metric_total
 
 pytestmark = pytest.mark.vllm
 
-# A block of 1-16 characters repeated at least 4 times in a row.
-_REPEATED_BLOCK = re.compile(r"(.{1,16}?)\1{3,}", re.S)
+# A block of 1-64 characters repeated at least 3 times in a row (the tiny model's tokens
+# run to 3-30 characters, so one looping token cycle spans tens of characters).
+_REPEATED_BLOCK = re.compile(r"(.{1,64}?)\1{2,}", re.S)
 
 
 def loop_coverage(text: str, window: int = 200) -> float:
     """Share of the last `window` characters that lie in runs of a repeated block.
 
-    Greedy output on the tiny model scores 0.4-1.0 (its loop pattern drifts now and
-    then as the context grows); sampled output with a repetition penalty about 0.02.
+    Greedy output on the tiny model scores about 0.8 (its loop pattern drifts now and
+    then as the context grows); sampled output with a repetition penalty 0.0-0.04.
     """
     tail = text[-window:]
     covered = sum(len(m.group(0)) for m in _REPEATED_BLOCK.finditer(tail))

@@ -1,0 +1,56 @@
+"""Which stop catches which loop shape, and after how many tokens.
+
+Every loop shape (bench.scripted_loops) is read once per arm, all shapes in one concurrent batch,
+as the first (greedy) read of a degenerate page; no retry. A shape that no stop catches runs
+to the token cap (at most SWEEP_MAX_TOKENS).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from app.domain import AttemptStatus
+from bench.scripted import ScriptedPage
+from bench.scripted_loops import LoopShape
+from bench.tax_run import engine_for, page_image, settled_tokens, stop_of
+from bench.tax_workload import ARMS, WorkloadConfig, looping_step
+
+# Each shape runs to this cap at most: enough for 3+ copies of a 500-character block, and the
+# shapes no stop catches cost no more than that per arm.
+SWEEP_MAX_TOKENS = 512
+
+
+def shape_sweep(
+    arm_keys: list[str],
+    shapes: list[LoopShape],
+    config: WorkloadConfig,
+    base_url: str,
+    concurrency: int,
+) -> dict[str, Any]:
+    """{"shapes": [...], "arms": {arm: {"caught", "tokens", "stops", "overshoot"}}}."""
+    image = page_image()
+    pages = [ScriptedPage(image, "", False, looping_text=shape.text) for shape in shapes]
+    config = replace(config, max_tokens=min(config.max_tokens, SWEEP_MAX_TOKENS))
+    step = looping_step(config)
+    arms: dict[str, Any] = {}
+    for key in arm_keys:
+        engine = engine_for(ARMS[key], base_url, concurrency)
+        before = settled_tokens(base_url)
+        try:
+            with ThreadPoolExecutor(concurrency) as pool:
+                results = list(pool.map(engine.transcribe, pages, [step] * len(pages)))
+        finally:
+            engine.close()
+        received = sum(r.completion_tokens or 0 for r in results)
+        arms[key] = {
+            "caught": [r.status is AttemptStatus.DEGENERATE for r in results],
+            "tokens": [r.completion_tokens for r in results],
+            "stops": [stop_of(r) for r in results],
+            "overshoot_tokens": round(settled_tokens(base_url) - before - received),
+        }
+    described = [
+        {"name": s.name, "source": s.source, "period_chars": s.period_chars} for s in shapes
+    ]
+    return {"max_tokens": config.max_tokens, "shapes": described, "arms": arms}
