@@ -3,7 +3,8 @@
 That wheel is a CUDA build: importing it raises "operator torchvision::nms does not exist",
 which breaks transformers' VLM processors. Registering the nms/qnms fakes only when the
 compiled ops exist lets it import; the image transforms work. Idempotent.
-(Same recipe as the inline patch in setup_env.sh; see shared/notes/vllm-on-cpu.md.)
+(setup_env.sh runs it on the vLLM venv, `make train-env` on the project venv; see
+shared/notes/vllm-on-cpu.md.)
 """
 
 from __future__ import annotations

@@ -94,33 +94,7 @@ say "removing torchaudio and torchcodec (CUDA builds)"
 "${PIP[@]}" uninstall --yes torchaudio torchcodec >/dev/null 2>&1 || true
 
 say "patching torchvision/_meta_registrations.py (fake nms ops only when C ops exist)"
-"$VENV/bin/python" - <<'PY' || die "torchvision patch failed"
-import importlib.util
-import pathlib
-import re
-
-spec = importlib.util.find_spec("torchvision")
-path = pathlib.Path(spec.origin).parent / "_meta_registrations.py"
-text = path.read_text()
-marker = "# folio-patch: nms fakes only with compiled ops"
-if marker in text:
-    print(f"  already patched: {path}")
-else:
-    pattern = re.compile(r'^@torch\.library\.register_fake\("torchvision::(nms|qnms)"\)$', re.M)
-    new, count = pattern.subn(
-        lambda m: (
-            f'@(torch.library.register_fake("torchvision::{m.group(1)}")'
-            " if torchvision.extension._has_ops() else (lambda f: f))"
-        ),
-        text,
-    )
-    if count != 2:
-        raise SystemExit(f"expected 2 nms/qnms decorators in {path}, found {count}")
-    if "import torchvision.extension" not in new:
-        raise SystemExit(f"{path} no longer imports torchvision.extension: patch needs review")
-    path.write_text(f"{marker}\n{new}")
-    print(f"  patched: {path}")
-PY
+"$VENV/bin/python" "$REPO/tests/vllm_cpu/patch_torchvision.py" || die "torchvision patch failed"
 
 say "checking imports"
 "$VENV/bin/python" -c "import vllm, transformers, torchvision; print('  vllm', vllm.__version__, 'transformers', transformers.__version__, 'torchvision', torchvision.__version__)" \
