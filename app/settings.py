@@ -97,7 +97,8 @@ class VlmEndpoint(_Strict):
     server_repetition_detection: bool | Literal["auto"] = Field(
         default="auto",
         description="Ask vLLM (>= 0.17) to stop exact token repeats server-side "
-        "(repetition_detection); auto: when the start-up probe finds it.",
+        "(repetition_detection); auto: when the start-up probe finds it and not Folio's "
+        "plugin (beside the plugin it mostly stops healthy table rules and leaders).",
     )
     engine_plugin: bool | Literal["auto"] = Field(
         default="auto",

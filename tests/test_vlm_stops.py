@@ -89,7 +89,14 @@ FOUND = EndpointStops(
 @pytest.mark.parametrize(
     ("found", "switches", "expected"),
     [
-        (FOUND, ("auto", "auto", "auto"), FOUND),
+        # Beside the plugin, vLLM's exact-repeat stop only adds false stops on healthy pages.
+        (FOUND, ("auto", "auto", "auto"), EndpointStops(True, "/inference/v1/abort_requests")),
+        (
+            EndpointStops(repetition_detection=True),
+            ("auto", "auto", "auto"),
+            EndpointStops(repetition_detection=True),
+        ),
+        (FOUND, ("auto", "auto", True), FOUND),
         (NONE, ("auto", "auto", "auto"), NONE),
         (FOUND, (False, False, False), NONE),
         (NONE, (True, True, True), EndpointStops(True, "/abort_requests", True)),
