@@ -102,9 +102,9 @@ ARMS = {
         ),
         Arm(
             "F",
-            "Folio's default (auto): plugin + abort call + repetition_detection 16 + close",
+            "Folio's default (auto): plugin + abort call + close (repetition_detection only "
+            "where the plugin is absent)",
             client_detector=True,
-            server_detection=16,
             engine_plugin=True,
             abort_call=True,
         ),
