@@ -19,6 +19,7 @@ from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, JobStatus
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
+from app.pipeline.periodic import PeriodicThread
 from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
 from app.queue import BrokerUnavailable, Enqueuer
 from app.settings import Settings
@@ -128,21 +129,14 @@ class FinalizeSweeper:
     def __init__(self, db: Database, enqueuer: Enqueuer, interval_s: float = 1.0) -> None:
         self.db = db
         self.enqueuer = enqueuer
-        self.interval_s = interval_s
         self._noted: set[str] = set()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._sweeps = PeriodicThread(self._sweep_logged, interval_s, "folio-finalize")
 
     def note(self, job_id: str) -> None:
         with self._lock:
             self._noted.add(job_id)
-            if self._thread is None:
-                self._stop.clear()
-                self._thread = threading.Thread(
-                    target=self._run, name="folio-finalize", daemon=True
-                )
-                self._thread.start()
+        self._sweeps.ensure_started()
 
     def sweep(self) -> list[str]:
         """Finalize the noted jobs that have no open page now; the job ids queued."""
@@ -163,16 +157,8 @@ class FinalizeSweeper:
         return done
 
     def close(self) -> None:
-        with self._lock:
-            thread, self._thread = self._thread, None
-        self._stop.set()
-        if thread is not None:
-            thread.join(timeout=5)
+        self._sweeps.stop()
         self._sweep_logged()  # a job left now is finalized by `folio recover`
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._sweep_logged()
 
     def _sweep_logged(self) -> None:
         try:

@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.db import page_path
 from app.db.engine import Database
+from app.pipeline.periodic import PeriodicThread
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +28,10 @@ class LeaseKeeper:
         self.db = db
         self.owner = owner
         self.lease_s = lease_s
-        self.interval_s = lease_s / BEATS_PER_LEASE
         self._held: set[int] = set()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        beat_s = lease_s / BEATS_PER_LEASE
+        self._beats = PeriodicThread(self._beat, beat_s, "folio-lease-heartbeat")
 
     def hold(self, page_id: int) -> bool:
         """Note the page as held; False when this process holds it already (a duplicate task)."""
@@ -39,13 +39,8 @@ class LeaseKeeper:
             if page_id in self._held:
                 return False
             self._held.add(page_id)
-            if self._thread is None:
-                self._stop.clear()
-                self._thread = threading.Thread(
-                    target=self._beat, name="folio-lease-heartbeat", daemon=True
-                )
-                self._thread.start()
-            return True
+        self._beats.ensure_started()
+        return True
 
     def release(self, page_id: int) -> None:
         with self._lock:
@@ -64,16 +59,11 @@ class LeaseKeeper:
             return page_path.renew_leases(conn, self.owner, pages, self.lease_s)
 
     def close(self) -> None:
-        with self._lock:
-            thread, self._thread = self._thread, None
-        self._stop.set()
-        if thread is not None:
-            thread.join(timeout=5)
+        self._beats.stop()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.renew()
-            except SQLAlchemyError as exc:
-                # The database is away: the next beat tries again; the lease may lapse meanwhile.
-                log.warning("lease heartbeat failed: %s", exc)
+        try:
+            self.renew()
+        except SQLAlchemyError as exc:
+            # The database is away: the next beat tries again; the lease may lapse meanwhile.
+            log.warning("lease heartbeat failed: %s", exc)
