@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from tests.vllm_cpu.images import page_image_data_url
 from tests.vllm_cpu.server import VllmEndpoint, metric_total
+from tests.vllm_cpu.streams import wait_until_stable
 
 pytestmark = pytest.mark.vllm
 
@@ -64,19 +64,6 @@ def complete(endpoint: VllmEndpoint, body: dict) -> dict:
     return response.json()
 
 
-def wait_until_stable(read: Callable[[], float], hold: float = 2.0, limit: float = 30.0) -> float:
-    """Poll until the value has not changed for `hold` seconds; return it."""
-    value, since, deadline = read(), time.monotonic(), time.monotonic() + limit
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        current = read()
-        if current != value:
-            value, since = current, time.monotonic()
-        elif time.monotonic() - since >= hold:
-            return value
-    raise AssertionError(f"value still changing after {limit} s (last {value})")
-
-
 def test_streaming_chat_with_page_image_reports_usage(vllm_endpoint: VllmEndpoint) -> None:
     body = chat_body(
         vllm_endpoint,
@@ -112,7 +99,7 @@ def test_greedy_output_loops_deterministically(vllm_endpoint: VllmEndpoint) -> N
 
 
 def test_closing_the_stream_stops_generation(vllm_endpoint: VllmEndpoint) -> None:
-    before = wait_until_stable(vllm_endpoint.generation_tokens_total, hold=1.0)
+    before = wait_until_stable(vllm_endpoint.generation_tokens_total, hold=1.0, limit=30.0)
     cap = 1900  # what the 2048-token context leaves after the <100-token prompt
     body = chat_body(vllm_endpoint, max_tokens=cap, temperature=0, stream=True)
     with (
@@ -127,7 +114,7 @@ def test_closing_the_stream_stops_generation(vllm_endpoint: VllmEndpoint) -> Non
                 break
     # Leaving both blocks closed the connection mid-stream.
 
-    after = wait_until_stable(vllm_endpoint.generation_tokens_total)
+    after = wait_until_stable(vllm_endpoint.generation_tokens_total, limit=30.0)
     # Idle, the server stops within ~100 tokens; on a loaded 2-core machine it notices the
     # closed connection later, but still well before the cap.
     assert 30 <= after - before < cap * 0.75, f"generated {after - before} of {cap} tokens"
