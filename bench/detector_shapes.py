@@ -54,8 +54,8 @@ def evaluate_healthy(
                 "id": item.id,
                 "origin": item.origin,
                 "online": _fires(package, item.text) is not None,
-                "offline": package.score_output(item.text).degenerate,
-                "cap": package.score_output(cut, finish_reason="length").degenerate,
+                "offline": _degenerate(package, item.text),
+                "cap": _degenerate(package, cut, finish_reason="length"),
             }
         )
     origins = sorted({o["origin"] for o in outcomes})
@@ -78,7 +78,7 @@ def _judge(package: ModuleType, sample: LoopSample) -> dict[str, Any]:
     fired_at = _fires(package, sample.text)
     latency = None if fired_at is None else fired_at - sample.onset
     bound = 3 * sample.period + 64
-    capped = package.score_output(sample.capped, finish_reason="length").degenerate
+    capped = _degenerate(package, sample.capped, finish_reason="length")
     return {
         "id": sample.id,
         "online": latency is not None and latency >= 0,
@@ -92,10 +92,22 @@ def _judge(package: ModuleType, sample: LoopSample) -> dict[str, Any]:
 def _fires(package: ModuleType, text: str) -> int | None:
     """Characters streamed (16-character chunks) when the first verdict came, else None."""
     detector = package.LoopDetector()
-    for start in range(0, len(text), CHUNK):
-        if detector.feed(text[start : start + CHUNK]) is not None:
-            return int(detector.text_length)
+    try:
+        for start in range(0, len(text), CHUNK):
+            if detector.feed(text[start : start + CHUNK]) is not None:
+                return int(detector.text_length)
+    except IndexError:
+        return None  # see `_degenerate`
     return None
+
+
+def _degenerate(package: ModuleType, text: str, finish_reason: str | None = None) -> bool:
+    try:
+        return bool(package.score_output(text, finish_reason=finish_reason).degenerate)
+    except IndexError:
+        # Baselines before branch i13b-detector index past the line tracker's history on a
+        # line that repeats the 16th line back (two chat-turn samples): read as not flagged.
+        return False
 
 
 def _share(flags: Any) -> float | None:

@@ -309,3 +309,12 @@ def test_verdict_is_sticky_until_reset() -> None:
 def test_config_rejects_a_window_too_small_for_the_periods() -> None:
     with pytest.raises(ValueError):
         DetectorConfig(max_period=2048, tail_window=4096)
+
+
+def test_a_block_of_as_many_lines_as_the_history_does_not_crash() -> None:
+    # A 16-line block coming back: each line's copy is the oldest line the tracker remembers.
+    lines = [" ".join(WORDS[index : index + 2 + index]) + ".\n" for index in range(16)]
+    detector = LoopDetector()
+    for line in lines * 3:
+        detector.feed(line)
+    assert detector.verdict is not None and detector.verdict.kind == "block"

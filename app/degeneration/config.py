@@ -29,6 +29,12 @@ class DetectorConfig:
     # Units of digits and separators (`0.00|`, `-3`, `0`) must repeat exactly over this much:
     # numeric tables repeat cells legitimately (and line breaks are not seen).
     numeric_min_covered: int = 256
+    # ... except a unit of at most `short_run_max_period` raw characters (`0`, `1 `, `-3 `)
+    # repeated `short_run_min_repeats` times over `short_run_min_chars` raw characters of one
+    # line, with no table bar: healthy numbers repeat across lines or cells (`short_runs`).
+    short_run_max_period: int = 4
+    short_run_min_chars: int = 64
+    short_run_min_repeats: int = 24
     # Units of empty markup (`<tr><td></td></tr>`) over this much: blank form rows exist.
     markup_min_covered: int = 512
     # Units of leaders and rules only (`.`, `_`, `|---`) over this much: TOC leaders, stacked

@@ -61,7 +61,8 @@ class LineRepeatTracker:
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
         self._line_start = 0
-        self._lines: deque[_Line] = deque(maxlen=max(config.line_window, config.line_history))
+        # One more than the history: a line repeating the oldest one in it still finds its copy.
+        self._lines: deque[_Line] = deque(maxlen=max(config.line_window, config.line_history + 1))
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
         """Scan the raw tail (`raw` starts at offset `raw_base`) from `piece_start` on."""
