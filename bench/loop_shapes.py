@@ -109,7 +109,10 @@ def _material(texts: list[HealthyText]) -> _Material:
         text = item.text
         tables.extend(_tables(text))
         sections.extend(_sections(text))
-        sentences.extend(s.strip() for s in _SENTENCE_RE.findall(text) if not _CJK_RE.search(s))
+        # Prose only: a "sentence" holding table bars is a row fragment (`| 22 | Easy | ... 0.`).
+        sentences.extend(
+            s.strip() for s in _SENTENCE_RE.findall(text) if not _CJK_RE.search(s) and "|" not in s
+        )
         cjk.extend(s.strip() for s in _CJK_SENTENCE_RE.findall(text) if _CJK_RE.search(s))
         cjk.extend(_korean_sentences(text))
         paragraphs = text.split("\n\n")

@@ -128,6 +128,11 @@ def classify_char(char: str) -> UnitClass:
     return classify_unit(char)
 
 
+def content_chars(text: str) -> int:
+    """Characters of `text` that are not fill (leaders, rules, bars): what a copy says."""
+    return len(text.translate(_FILL_DELETE_TABLE))
+
+
 def is_mostly_fill(text: str) -> bool:
     """Whether fill characters make up more than half of `text` (whitespace removed)."""
     return 2 * len(text.translate(_FILL_DELETE_TABLE)) < len(text)

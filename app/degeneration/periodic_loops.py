@@ -14,6 +14,7 @@ from app.degeneration.charclass import (
     UnitClass,
     classify_char,
     classify_unit,
+    content_chars,
     count_letters,
     unit_content,
 )
@@ -53,7 +54,7 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
         # (a heading, row labels, a sentence) coming back with other numbers is.
         if count_letters(unit) < max(config.drift_min_letters, config.min_unit_letters):
             return None
-        if unit.count("0") * config.drift_max_chars_per_number < period:
+        if unit.count("0") * config.drift_max_chars_per_number < content_chars(unit):
             return None
         need = max(need, config.drift_min_repeats * period)
         if is_table_row(unit):

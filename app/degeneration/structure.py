@@ -26,6 +26,7 @@ from app.degeneration.charclass import (
     EXACT_TABLE,
     LINE_KEY_TABLE,
     collapse_numbers,
+    content_chars,
     is_mostly_fill,
     strip_markup,
 )
@@ -84,7 +85,8 @@ def _starts_like(expected: Segment, partial: str) -> bool:
         return True
     # One word changed its length (`数据` / `data`): same start, and the end read so far
     # occurs in the expected segment.
-    return len(partial) >= 12 and partial[:4] == head[:4] and partial[-6:] in expected.key
+    # (A CJK word may change from the third character on: two characters are a word.)
+    return len(partial) >= 12 and partial[:2] == head[:2] and partial[-6:] in expected.key
 
 
 def near_repeat(first: str, second: str, min_chars: int) -> bool:
@@ -143,6 +145,12 @@ class StructureTracker:
                 return loop
         return None
 
+    def feed_all(self, raw: str, raw_base: int) -> None:
+        """Offline: complete every segment of `raw`; loops found on the way do not stop it."""
+        start = raw_base
+        while self.feed(raw, raw_base, start) is not None:
+            start = self._start
+
     def confirm(self, raw: str, raw_base: int) -> LineLoop | None:
         """A candidate is a loop once the pending segment starts like its expected copy."""
         candidate = self.candidate
@@ -168,6 +176,8 @@ class StructureTracker:
             return None
         if _CJK_RE.search(candidate.expected.key):
             min_period //= 2  # a CJK character carries about a word
+        if candidate.expected.diagram:
+            min_period = min(min_period, self._config.diagram_min_chars)
         if candidate.period < min_period:
             return None
         tail = raw[max(0, self._start - raw_base) :]
@@ -278,9 +288,13 @@ class StructureTracker:
         if not (allow_exact or self._drifts[step] or long_block):
             return False  # an exact repeat the periodic search judges
         if self._drifts[step] and not self._changed_words[step] and not long_block:
+            # Leader dots and rules say nothing: a number per 160 characters of the rest.
+            said = sum(content_chars(_exact(s)) for s in unit)
             numbers = sum(s.key.count("0") for s in unit)
-            if numbers * self._config.drift_max_chars_per_number < exact_chars:
-                return False  # only a heading number changes: a document's sections
+            if step > 1 and numbers * self._config.drift_max_chars_per_number < said:
+                # Only a heading number changes: a document's sections. A single line or
+                # sentence that carries its own counter (`Step 7: ...`) is a loop however long.
+                return False
             rows = all(_is_row(segment.key) for segment in unit)
             if rows and not self._row_repeats(self._runs[step], step):
                 return False  # rows of a real table may differ in numbers only

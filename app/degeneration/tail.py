@@ -81,7 +81,7 @@ def find_cap_loop(text: str, config: DetectorConfig = CAP_CONFIG) -> LoopVerdict
     raw = text[-4 * config.tail_window :]
     base = len(text) - len(raw)
     tracker = StructureTracker(config, min_repeats=config.min_repeats)
-    tracker.feed(raw, base, base)
+    tracker.feed_all(raw, base)
     line_loop = tracker.ends_in_loop(raw, base, CAP_MIN_PERIOD)
     return None if line_loop is None else _line_verdict(line_loop)
 
