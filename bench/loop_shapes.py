@@ -20,6 +20,7 @@ _NUMBER_RE = re.compile(r"\d+")
 _SENTENCE_RE = re.compile(r"[^.!?\n]{60,220}[.!?]")
 _CJK_SENTENCE_RE = re.compile(r"[^。\n]{12,90}。")
 _CJK_RE = re.compile(r"[\u4e00-\u9fff\uac00-\ud7af]")
+_NOT_PROSE_RE = re.compile(r"[\u4e00-\u9fff\uac00-\ud7af|<>]")  # CJK, table bars, tags
 _TRANSLATIONS = {
     "the": ("der", "le", "el"),
     "and": ("und", "et", "y"),
@@ -109,9 +110,9 @@ def _material(texts: list[HealthyText]) -> _Material:
         text = item.text
         tables.extend(_tables(text))
         sections.extend(_sections(text))
-        # Prose only: a "sentence" holding table bars is a row fragment (`| 22 | Easy | ... 0.`).
+        # Prose only: a "sentence" holding table bars or tags is a row fragment (`| 22 | ...`).
         sentences.extend(
-            s.strip() for s in _SENTENCE_RE.findall(text) if not _CJK_RE.search(s) and "|" not in s
+            s.strip() for s in _SENTENCE_RE.findall(text) if not _NOT_PROSE_RE.search(s)
         )
         cjk.extend(s.strip() for s in _CJK_SENTENCE_RE.findall(text) if _CJK_RE.search(s))
         cjk.extend(_korean_sentences(text))
