@@ -71,7 +71,50 @@ def cjk_word(k: int) -> str:
     return f"今天北门的{word}正常，泵站运行良好，请继续观察。\n"
 
 
+def wide_section(k: int) -> str:
+    """Rows with many number cells: cut inside one, the tail reads `0.0|0.0|0.0|`."""
+    rng = random.Random(k)
+    rows = "\n".join(
+        f"| {name} | "
+        + " | ".join(f"{rng.randint(1, 999)}.{rng.randint(1, 99)}" for _ in range(9))
+        + " |"
+        for name in ("North gate", "South gate", "East bank", "West bank")
+    )
+    return f"## Table 4: Flow by month\n\n| Station | Flow |\n|---|---|\n{rows}\n\n"
+
+
+def short_diagram_rows(k: int) -> str:
+    if k == 0:
+        return "```\n+--------+--------+\n| Gate   | Flow   |\n+--------+--------+\n"
+    return "|        |        |\n"
+
+
+def leader_section(k: int) -> str:
+    """A table of contents whose rows are mostly leader dots; one number changes per copy."""
+    rows = (("Notices", "vii"), ("Trademarks", "viii"), (f"Release {k + 2} notes", "ix"))
+    body = "\n".join(f"| {title} {'. ' * (40 - len(title) // 2)}| {page} |" for title, page in rows)
+    return f"## Contents\n\n| Chapter | Page |\n| - | - |\n{body}\n\n"
+
+
+def long_counter_sentence(k: int) -> str:
+    return (
+        f"Step {k + 3}: open the north gate, check the level of the river at the east bank, write "
+        "it in the log book of the pumping station and report any change to the duty officer "
+        "before the end of the night shift.\n"
+    )
+
+
+def cjk_early_word(k: int) -> str:
+    word = ("水位", "level", "水準", "niveau")[k % 4]
+    return f"今天{word}在北门正常，泵站运行良好，请继续观察。\n"
+
+
 SHAPES: dict[str, Callable[[int], str]] = {
+    "wide_section": wide_section,
+    "short_diagram_row": short_diagram_rows,
+    "leader_section": leader_section,
+    "long_counter_sentence": long_counter_sentence,
+    "cjk_early_word": cjk_early_word,
     "diagram_row": diagram_rows,
     "chat_turn": chat_turn,
     "section_numbers": section,
@@ -94,7 +137,10 @@ def build(make: Callable[[int], str], count: int) -> tuple[str, int, float]:
     """PREFIX plus `count` copies: the text, the onset and the mean raw period."""
     units = [make(k) for k in range(count)]
     lead = ""
-    if make is diagram_rows:  # the diagram head is the page so far; the row loops
+    if make in (
+        diagram_rows,
+        short_diagram_rows,
+    ):  # the diagram head is the page so far; the row loops
         lead, units = units[0], [*units[1:], make(count)]
     period = sum(map(len, units)) / len(units)
     return PREFIX + lead + "".join(units), len(PREFIX + lead), period
@@ -117,7 +163,7 @@ def test_shape_is_caught_online_within_three_periods_and_64_characters(name: str
 
 
 @pytest.mark.parametrize("name", SHAPES)
-@pytest.mark.parametrize("extra", [0.2, 0.7])
+@pytest.mark.parametrize("extra", [0.2, 0.7, 0.85])
 def test_shape_cut_at_the_cap_after_two_copies_is_degenerate(name: str, extra: float) -> None:
     text, onset, period = build(SHAPES[name], 4)
     capped = text[: int(onset + (2 + extra) * period)]
