@@ -28,6 +28,7 @@ from app.degeneration.offline import run_online_detector
 from bench import environment
 from bench.detector_baseline import DEFAULT_REF, BaselineUnavailable, load_baseline
 from bench.detector_shapes import evaluate_healthy, evaluate_shapes, healthy_table, shape_table
+from bench.detector_short_loops import evaluate_short_loops, short_loop_table
 from bench.devset_sources import healthy_texts, loop_prefixes
 from bench.loop_shapes import build_samples
 from bench.mixed_text import WORDS, chunks, mixed_text, prose
@@ -155,6 +156,8 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
     if devset is not None:
         console.print(shape_table(devset["shapes"], devset.get("baseline_shapes")))
         console.print(healthy_table(devset["healthy"], devset.get("baseline_healthy")))
+    if report.get("short_loops"):
+        console.print(short_loop_table(report["short_loops"]))
     speed = report["speed"]
     console.print(
         f"[bold]Speed[/]: {speed['chars']:,} chars in {speed['chunk_chars']}-char chunks: "
@@ -251,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if corpus_file.is_file():
         report["corpus"] = evaluate_corpus(corpus_file)
         report["devset"] = evaluate_devset(shared, per_shape, baseline)
+        report["short_loops"] = evaluate_short_loops(app.degeneration, baseline)
     else:
         report["corpus_skipped"] = f"{corpus_file} not found"
     report["speed"] = compare_speed(int(size_mb * 1_000_000), args.chunk, baseline)
