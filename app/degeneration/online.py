@@ -18,7 +18,7 @@ from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
 from app.degeneration.periodicity import candidate_periods, is_periodic
 from app.degeneration.raw_offsets import periodic_verdict
-from app.degeneration.short_runs import find_short_run
+from app.degeneration.short_runs import find_short_run, may_end_in_short_run
 from app.degeneration.structure import StructureTracker, only_table_rows
 
 _UNIT_EXCERPT_CHARS = 200
@@ -184,7 +184,9 @@ class LoopDetector:
         loop = find_char_run(exact, self._config) or find_exact_loop(exact, self._config)
         raw_base = self._length - len(self._raw)
         if loop is None:
-            return find_short_run(self._raw, raw_base, self._config)
+            if may_end_in_short_run(exact, self._config):
+                return find_short_run(self._raw, raw_base, self._config)
+            return None
         return periodic_verdict(self._raw, raw_base, loop)
 
     def _drift_check(self) -> LoopVerdict | None:

@@ -10,11 +10,31 @@ characters, numeric, with no table bar, repeated `short_run_min_repeats` times o
 `short_run_min_chars` characters without a line break, is a loop.
 """
 
+import re
+from functools import lru_cache
+from math import lcm
+
 from app.degeneration.charclass import EXACT_TABLE, UnitClass, classify_unit
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.periodicity import is_periodic, periodic_run
 
 _UNIT_EXCERPT_CHARS = 200
+_DIGIT_RE = re.compile(r"\d")
+
+
+@lru_cache(maxsize=8)
+def _common_period(max_period: int) -> int:
+    return lcm(*range(1, max_period + 1))
+
+
+def may_end_in_short_run(exact: str, config: DetectorConfig) -> bool:
+    """Cheap pre-test on the exact view: a tail with any period up to `short_run_max_period`
+    has their common multiple as a period too, so one slice comparison rules most tails out."""
+    period = _common_period(config.short_run_max_period)
+    end = len(exact)
+    if not is_periodic(exact, end, period, 3 * period):
+        return False
+    return _DIGIT_RE.search(exact, end - config.short_run_max_period) is not None  # not rules
 
 
 def find_short_run(raw: str, raw_base: int, config: DetectorConfig) -> LoopVerdict | None:
