@@ -4,6 +4,7 @@ rules, leader dots, form blanks, box drawing, `= = =`, page-number rows, repeate
 
 import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,22 @@ def test_real_number_loop_from_the_dev_corpus_is_caught_early() -> None:
         pytest.skip("deg-mlxvlm-549 not in this corpus")
     at = fired_at(row["text"])
     assert at is not None and at <= 128
+
+
+def test_exact_and_shape_views_of_ascii_match_the_unicode_tables() -> None:
+    from app.degeneration.charclass import (
+        EXACT_TABLE,
+        collapse_numbers,
+        exact_view,
+        shape_view,
+    )
+
+    rng = random.Random(4)
+    alphabet = [chr(code) for code in range(128)] + ["é", "０", "一", "\u200b", "\u3000"]
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        exact = text.translate(EXACT_TABLE)
+        assert exact_view(text) == exact
+        if exact.isascii():  # the byte-table path; other text keeps the dict tables
+            digits_to_zero = exact.translate({ord(d): ord("0") for d in "0123456789"})
+            assert shape_view(exact) == collapse_numbers(digits_to_zero)

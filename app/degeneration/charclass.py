@@ -44,6 +44,11 @@ def _build_exact_table() -> dict[int, int | None]:
 
 # Deletes whitespace/invisibles and lower-cases ASCII: the "exact" view of the text.
 EXACT_TABLE = _build_exact_table()
+# The same for ASCII text as byte tables: `bytes.translate` is a C table lookup, where
+# `str.translate` looks every character up in a dict (about three times slower on the hot path).
+_ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+_ASCII_DELETED = "".join(ch for ch in DELETED_CHARS if ch.isascii()).encode("ascii")
+_ASCII_DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 # Maps every digit to "0" (kept for callers that need equal lengths).
 SHAPE_TABLE: dict[int, int | None] = {ord(d): ord("0") for d in _DIGITS}
 # A run of digits (or of CJK numerals: `第三次`, `十二`) becomes one "0" in the *shape* view, in
@@ -143,9 +148,20 @@ def count_letters(unit: str) -> int:
     return len(_LETTER_RE.findall(unit_content(unit)))
 
 
+def exact_view(text: str) -> str:
+    """`text.translate(EXACT_TABLE)`, through byte tables when the text is ASCII."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_LOWER, _ASCII_DELETED).decode("ascii")
+    return text.translate(EXACT_TABLE)
+
+
 def shape_view(exact: str) -> str:
     """The shape view of exact-view text: every run of digits or numerals is one "0"."""
-    return collapse_numbers(exact.translate(_SHAPE_DIGIT_TABLE))
+    if exact.isascii():
+        shaped = exact.encode("ascii").translate(_ASCII_DIGITS_TO_ZERO).decode("ascii")
+    else:
+        shaped = exact.translate(_SHAPE_DIGIT_TABLE)
+    return collapse_numbers(shaped)
 
 
 def collapse_numbers(shaped: str) -> str:

@@ -12,7 +12,7 @@ into chunks; memory is bounded by `tail_window` (normalised) and eight times tha
 
 import re
 
-from app.degeneration.charclass import DELETED_CHARS, EXACT_TABLE, FILL_CHARS, shape_view
+from app.degeneration.charclass import DELETED_CHARS, FILL_CHARS, exact_view, shape_view
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
@@ -96,7 +96,7 @@ class LoopDetector:
         # The hot path: everything a 16-character chunk costs happens here, on locals.
         config = self._config
         start = self._length
-        kept = piece.translate(EXACT_TABLE)
+        kept = exact_view(piece)
         if kept:
             exact = self._exact  # rebinding through a local lets CPython grow it in place
             self._exact = ""
