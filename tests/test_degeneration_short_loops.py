@@ -165,3 +165,20 @@ def test_exact_and_shape_views_of_ascii_match_the_unicode_tables() -> None:
         if exact.isascii():  # the byte-table path; other text keeps the dict tables
             digits_to_zero = exact.translate({ord(d): ord("0") for d in "0123456789"})
             assert shape_view(exact) == collapse_numbers(digits_to_zero)
+
+
+def test_word_stutter_is_stopped_online_at_the_end_of_its_first_line() -> None:
+    words = "I see what you did there and the answer is still five no matter how".split()
+    line = " ".join(" ".join([word] * 4) for word in words) + "!\n"
+    text = "Me: what is 2+3\nAI: The answer is 5!\n\nAI: " + line * 6
+    at = fired_at(text)
+    assert at is not None and at <= len(text) - 5 * len(line) + 16
+
+
+def test_emphasis_and_reduplication_in_prose_are_not_stutter() -> None:
+    text = (
+        PREFIX
+        + "It was very very very cold, and we said no no no to the offer; the bye-bye song "
+        + "and the ha ha ha of the crowd went on. Then the board went home.\n"
+    ) * 3
+    assert fired_at(text) is None

@@ -32,6 +32,7 @@ from app.degeneration.charclass import (
 )
 from app.degeneration.config import DetectorConfig
 from app.degeneration.lines import LineLoop
+from app.degeneration.stutter import stutter_in_line
 
 # Line breaks, CJK full stops, Latin sentence ends (kept only after a word: `feed`), and
 # full stops right after a CJK or Hangul character (Korean and Japanese runs need no space).
@@ -199,6 +200,16 @@ class StructureTracker:
         segment = self._segment(raw, raw_base, start, end)
         if segment is None:
             return None
+        stutter = None if segment.diagram else stutter_in_line(segment.line)
+        if stutter is not None:
+            return LineLoop(
+                onset=start + stutter.onset,
+                end=end,
+                period=stutter.period,
+                distinct_lines=1,
+                unit=segment.line[stutter.onset : stutter.end],
+                drift=True,
+            )
         waiting = self.candidate
         continued = self._push(segment)
         if waiting is not None and self._runs[waiting.step] > (self._min_repeats - 1) * (

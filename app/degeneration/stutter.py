@@ -14,6 +14,13 @@ from app.degeneration.tokens import Token, tokenize
 
 _SELF_REPEATING_RE = re.compile(r"(.+?)\1{2,}")
 _MIN_RUN = 3
+# Online pre-tests on one completed line, cheapest first: 80+ characters (five words each said
+# three times fill that; most sentences are shorter, so most lines cost one `len`), 12+ words
+# of which at most half are distinct, and one word three times back to back. Only lines that
+# pass all three are tokenized.
+_LINE_MIN_CHARS = 80
+_LINE_MIN_WORDS = 12
+_THRICE_RE = re.compile(r"\b([^\W\d_]+)\s+\1\s+\1\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,18 @@ def find_stutter(text: str, window_tokens: int = 40, min_words: int = 5) -> Stut
                 period=copies[len(copies) // 2],
             )
     return best
+
+
+def stutter_in_line(line: str) -> Stutter | None:
+    """Online: the stutter in one completed line or sentence, if many words stutter in it."""
+    if len(line) < _LINE_MIN_CHARS:
+        return None
+    words = line.split()
+    if len(words) < _LINE_MIN_WORDS or 2 * len(set(words)) > len(words):
+        return None
+    if _THRICE_RE.search(line) is None:
+        return None
+    return find_stutter(line)
 
 
 def _stutter_events(tokens: list[Token]) -> list[tuple[int, str, int, int]]:
