@@ -168,8 +168,8 @@ def test_exact_and_shape_views_of_ascii_match_the_unicode_tables() -> None:
 
 
 def test_word_stutter_is_stopped_online_at_the_end_of_its_first_line() -> None:
-    words = "I see what you did there and the answer is still five no matter how".split()
-    line = " ".join(" ".join([word] * 4) for word in words) + "!\n"
+    sentence = "I see what you did there and the answer is still five no matter how"
+    line = " ".join(" ".join([word] * 4) for word in sentence.split(" ")) + "!\n"
     text = "Me: what is 2+3\nAI: The answer is 5!\n\nAI: " + line * 6
     at = fired_at(text)
     assert at is not None and at <= len(text) - 5 * len(line) + 16
