@@ -18,8 +18,9 @@ from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
 from app.degeneration.periodicity import candidate_periods, is_periodic
 from app.degeneration.raw_offsets import periodic_verdict
+from app.degeneration.segments import only_table_rows
 from app.degeneration.short_runs import find_short_run, may_end_in_short_run
-from app.degeneration.structure import StructureTracker, only_table_rows
+from app.degeneration.structure import StructureTracker
 
 _UNIT_EXCERPT_CHARS = 200
 _LETTER_RE = re.compile(r"[^\W\d_]")

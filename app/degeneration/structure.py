@@ -32,6 +32,14 @@ from app.degeneration.charclass import (
 )
 from app.degeneration.config import DetectorConfig
 from app.degeneration.lines import LineLoop
+from app.degeneration.segments import (
+    BARELY_STARTED,
+    WORD_CHARS,
+    Segment,
+    is_row,
+    near_repeat,
+    starts_like,
+)
 from app.degeneration.stutter import stutter_in_line
 
 # Line breaks, CJK full stops, Latin sentence ends (kept only after a word: `feed`), and
@@ -41,19 +49,6 @@ _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac0
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
 _NOT_SENTENCE_END = frozenset(". \t0123456789")
-# Characters one changed word may differ by (`水位` / `niveau`, `water` / `Wasser`).
-_WORD_CHARS = 6
-# Characters of a cut third copy too few to hold more than its first (maybe changed) word.
-_BARELY_STARTED = 12
-
-
-@dataclass(slots=True)
-class Segment:
-    key: str  # what is compared: the shape view, or the raw row of a diagram
-    line: str  # the raw line, to tell exact repeats from drifting ones (`exact_view`)
-    start: int  # raw offsets
-    end: int
-    diagram: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,53 +62,6 @@ class _Candidate:
 
 def _exact(segment: Segment) -> str:
     return segment.line.translate(EXACT_TABLE)
-
-
-def _is_row(key: str) -> bool:
-    return key.startswith("|") or key.startswith("<tr") or key.startswith("<td")
-
-
-def only_table_rows(unit: str) -> bool:
-    """Whether a raw unit (a rotation of one copy) is made of Markdown table rows only."""
-    lines = [line.strip() for line in unit.replace("\\n", "\n").split("\n") if line.strip()]
-    return bool(lines) and "|" in lines[0] and all(_is_row(line) for line in lines[1:])
-
-
-def _starts_like(expected: Segment, partial: str) -> bool:
-    """Whether a partial segment is the start of `expected`, up to one small change."""
-    head = expected.key[: len(partial)]
-    if head == partial or expected.diagram:
-        return head == partial
-    if near_repeat(head, partial, 0):
-        return True
-    # One word changed its length (`数据` / `data`): same start, and the end read so far
-    # occurs in the expected segment.
-    # (A CJK word may change from the third character on: two characters are a word.)
-    return len(partial) >= 12 and partial[:2] == head[:2] and partial[-6:] in expected.key
-
-
-def near_repeat(first: str, second: str, min_chars: int) -> bool:
-    """Two keys that differ in one place only, by at most a word (or a sixth of them)."""
-    size = max(len(first), len(second))
-    allowed = max(_WORD_CHARS, size // 6)
-    if min(len(first), len(second)) < min_chars or abs(len(first) - len(second)) > allowed:
-        return False
-    if first[:4] != second[:4] and first[-4:] != second[-4:]:
-        return False
-    prefix = _common_prefix(first, second)
-    suffix = _common_prefix(first[prefix:][::-1], second[prefix:][::-1])
-    return size - prefix - suffix <= allowed
-
-
-def _common_prefix(first: str, second: str) -> int:
-    low, high = 0, min(len(first), len(second))
-    while low < high:  # bisection on C-level slice comparisons
-        middle = (low + high + 1) // 2
-        if first[:middle] == second[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 class StructureTracker:
@@ -162,7 +110,7 @@ class StructureTracker:
         partial = self._key(raw[self._start - raw_base :], candidate.expected.diagram)
         confirm = self._config.confirm_chars // (2 if candidate.drift else 1)
         need = min(len(candidate.expected.key), confirm)
-        if len(partial) < need or not _starts_like(candidate.expected, partial):
+        if len(partial) < need or not starts_like(candidate.expected, partial):
             return None
         return self._loop(candidate, raw_base + len(raw))
 
@@ -187,10 +135,8 @@ class StructureTracker:
         partial = self._key(tail, candidate.expected.diagram)
         # The cap may cut a third copy inside its changed word (`Use le gra`): a few characters
         # starting like the copy do (two whole copies are the loop; these only must not differ).
-        barely_started = (
-            len(partial) < _BARELY_STARTED and partial[:2] == candidate.expected.key[:2]
-        )
-        if not (barely_started or _starts_like(candidate.expected, partial)):
+        barely_started = len(partial) < BARELY_STARTED and partial[:2] == candidate.expected.key[:2]
+        if not (barely_started or starts_like(candidate.expected, partial)):
             return None
         return self._loop(candidate, raw_base + len(raw))
 
@@ -246,7 +192,7 @@ class StructureTracker:
         """Append a segment; whether it continues any run (most segments continue none)."""
         segments, runs = self._segments, self._runs
         key = segment.key
-        size, slack = len(key), max(_WORD_CHARS, len(key) // 6)
+        size, slack = len(key), max(WORD_CHARS, len(key) // 6)
         continued = False
         for step in range(1, min(self._max_step, len(segments)) + 1):
             earlier = segments[-step]
@@ -313,7 +259,7 @@ class StructureTracker:
                 # Only a heading number changes: a document's sections. A single line or
                 # sentence that carries its own counter (`Step 7: ...`) is a loop however long.
                 return False
-            rows = all(_is_row(segment.key) for segment in unit)
+            rows = all(is_row(segment.key) for segment in unit)
             if rows and not self._row_repeats(self._runs[step], step):
                 return False  # rows of a real table may differ in numbers only
         return True
