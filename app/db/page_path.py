@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Attempt, Document, Job, Page
 from app.db.repo import PageWork
-from app.domain import OPEN_PAGE_STATUSES, PageStatus
+from app.domain import OPEN_PAGE_STATUSES, JobStatus, PageStatus
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,38 @@ def jobs_with_open_pages(conn: Connection, job_ids: Collection[str]) -> set[str]
     """Those of `job_ids` that still have an open page."""
     query = select(Page.job_id).where(Page.job_id.in_(list(job_ids)), is_open()).distinct()
     return set(conn.scalars(query))
+
+
+@dataclass(frozen=True)
+class UnleasedPage:
+    """An open page of a running job that no live worker holds."""
+
+    page_id: int
+    document_id: int
+    job_id: str
+    plan_name: str
+    options: dict[str, Any]
+
+
+def unleased_open_pages(conn: Connection, limit: int) -> list[UnleasedPage]:
+    """Open pages of running jobs with no live lease (queued, or their task was lost)."""
+    now = datetime.now(UTC)
+    query = (
+        select(Page.id, Page.document_id, Page.job_id, Job.plan_name, Job.options)
+        .join(Job, Job.id == Page.job_id)
+        .where(Job.status == JobStatus.RUNNING, is_open())
+        .where(or_(Page.lease_until.is_(None), Page.lease_until < now))
+        .order_by(Page.id)
+        .limit(limit)
+    )
+    return [UnleasedPage(p, d, j, plan, opts or {}) for p, d, j, plan, opts in conn.execute(query)]
+
+
+def running_jobs_without_open_pages(conn: Connection) -> list[str]:
+    """Jobs still `running` although none of their pages is open: their finalize is due."""
+    open_page = select(Page.id).where(Page.job_id == Job.id, is_open())
+    query = select(Job.id).where(Job.status == JobStatus.RUNNING, ~exists(open_page))
+    return list(conn.scalars(query.order_by(Job.id)))
 
 
 def page_status(conn: Connection | Session, page_id: int) -> PageStatus:
