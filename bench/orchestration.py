@@ -10,7 +10,10 @@ Two arms in one run, each on its own database and queue prefix: `current` (this 
 Their workers run `bench/count_worker.py`, which counts every statement, BEGIN, COMMIT and
 pool ping the workers send, with SQLAlchemy events: the per-page counts do not depend on load.
 
-Reported per arm: pages/s (job created to job done, workers already warm), the median
+Reported per arm: pages/s (job created to job done, workers already warm; the spread across
+`--repeats` too), CPU milliseconds per page of the worker processes and of the PostgreSQL
+backends serving the arm's database (from /proc: far less sensitive to the machine's load than
+any wall time, so the number to compare on a shared machine), the median
 in-worker overhead per page (a page's time in its worker, claim to close, minus rendering and
 engine time) and database round trips and commits per page (all worker traffic during the
 batch, split and finalize tasks included, divided by pages). Written to
