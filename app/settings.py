@@ -303,6 +303,13 @@ class Settings(BaseSettings):
         "while the page runs, so a page may run longer, and another worker takes it only one "
         "lease after its holder's last renewal (the holder died).",
     )
+    lost_task_check_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds between a worker's checks for page tasks the broker lost with a "
+        "killed worker (queued again once seen lost twice while the queues are drained); "
+        "0 turns the checks off.",
+    )
     worker_threads: int = Field(
         default=32,
         description="Pages one `folio worker` process runs at once when --concurrency is unset.",

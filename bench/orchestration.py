@@ -10,7 +10,10 @@ Two arms in one run, each on its own database and queue prefix: `current` (this 
 Their workers run `bench/count_worker.py`, which counts every statement, BEGIN, COMMIT and
 pool ping the workers send, with SQLAlchemy events: the per-page counts do not depend on load.
 
-Reported per arm: pages/s (job created to job done, workers already warm), the median
+Reported per arm: pages/s (job created to job done, workers already warm; the spread across
+`--repeats` too), CPU milliseconds per page of the worker processes and of the PostgreSQL
+backends serving the arm's database (from /proc: far less sensitive to the machine's load than
+any wall time, so the number to compare on a shared machine), the median
 in-worker overhead per page (a page's time in its worker, claim to close, minus rendering and
 engine time) and database round trips and commits per page (all worker traffic during the
 batch, split and finalize tasks included, divided by pages). Written to
@@ -82,6 +85,15 @@ def export_tree(revision: str, into: Path) -> Path:
     return tree
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc); 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Arm:
     """One side of the comparison: a source tree, its own database, queues and workers."""
 
@@ -142,6 +154,21 @@ class Arm:
 
         wait_until(done, 600, f"the {self.name} job")
         return job_id
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) used so far by this arm's worker processes and by the
+        PostgreSQL backends serving its database: far less sensitive to load than wall time."""
+        with self.engine.connect() as conn:
+            backends = list(
+                conn.scalars(
+                    text("SELECT pid FROM pg_stat_activity WHERE datname = :d"),
+                    {"d": self.database},
+                )
+            )
+        return {
+            "workers": sum(process_cpu_s(w.pid) for w in self.workers),
+            "postgres": sum(process_cpu_s(pid) for pid in backends),
+        }
 
     def counted(self) -> Counter[str]:
         """Database traffic of all this arm's workers so far."""
@@ -221,7 +248,9 @@ def measure_arm(arm: Arm, inputs: Path, workers: int, concurrency: int) -> dict[
         arm.start(workers, concurrency)
         arm.run_job(inputs / "warmup")
         before = arm.counted()
+        cpu_before = arm.cpu_seconds()  # backends that exit meanwhile are missed: pools keep them
         job_id = arm.run_job(inputs / "batch")
+        cpu_after = arm.cpu_seconds()
         traffic = arm.counted() - before
         seconds, overhead = arm.job_timings(job_id)
         single = arm.page_cost(inputs / "single")
@@ -238,6 +267,10 @@ def measure_arm(arm: Arm, inputs: Path, workers: int, concurrency: int) -> dict[
         "per_page": per_page,
         "round_trips_per_page": round(sum(per_page.values()), 2),
         "commits_per_page": per_page["commits"],
+        "cpu_ms_per_page": {
+            kind: round(1000 * (cpu_after[kind] - cpu_before[kind]) / pages, 2)
+            for kind in cpu_after
+        },
         "one_thread": single,
     }
 
@@ -277,7 +310,19 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             statistics.median(run["one_thread"]["overhead_ms_median"] for run in runs), 2
         ),
     }
-    return {**runs[-1], **middle, "one_thread": one_thread, "runs": len(runs)}
+    cpu = {
+        kind: round(statistics.median(run["cpu_ms_per_page"][kind] for run in runs), 2)
+        for kind in runs[-1]["cpu_ms_per_page"]
+    }
+    spread = [min(run["pages_per_s"] for run in runs), max(run["pages_per_s"] for run in runs)]
+    return {
+        **runs[-1],
+        **middle,
+        "cpu_ms_per_page": cpu,
+        "pages_per_s_range": spread,
+        "one_thread": one_thread,
+        "runs": len(runs),
+    }
 
 
 ROWS = (
@@ -289,6 +334,8 @@ ROWS = (
     ("  BEGINs/page", "begins", ""),
     ("  COMMITs/page", "commits", "<= {:g}"),
     ("  pool pings/page", "pings", ""),
+    ("CPU ms/page, worker processes", "cpu_workers", ""),
+    ("CPU ms/page, PostgreSQL backends", "cpu_postgres", ""),
 )
 
 
@@ -306,12 +353,14 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
     for name in arms:
         table.add_column(name, justify="right")
     table.add_column("target")
-    targets = {**TARGETS, "commits": TARGETS["commits_per_page"]}
+    targets: dict[str, float] = {**TARGETS, "commits": TARGETS["commits_per_page"]}
     for label, key, target in ROWS:
         values = []
         for name in arms:
             arm = result["arms"][name]
-            values.append(str(arm["per_page"][key] if key in arm["per_page"] else arm[key]))
+            cpu = {f"cpu_{k}": v for k, v in arm.get("cpu_ms_per_page", {}).items()}
+            flat = {**arm, **arm["per_page"], **cpu}
+            values.append(str(flat.get(key, "-")))
         table.add_row(label, *values, target.format(targets[key]) if target else "")
     console.print(table)
     single = Table(title="The same page path, one page at a time in one thread, no Celery")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import signal
 import subprocess
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +17,16 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from app.cli.main import app
+from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page
+from app.distributed import queue_job, recover
+from app.domain import JobStatus
+from app.jobs import JobRequest, create_job_from_folder
+from app.lost_tasks import LostTaskSweeper
+from app.queue import Enqueuer
+from app.queue_view import QueueView
+from app.settings import Settings
 from tests.conftest import REDIS_URL, unavailable
 from tests.distributed_support import (
     TcpProxy,
@@ -32,7 +41,11 @@ from tests.distributed_support import (
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 # Short enough that a dead worker's tasks come back within seconds.
-FAST_REDELIVERY = {"FOLIO_VISIBILITY_TIMEOUT_S": "4", "FOLIO_PAGE_LEASE_S": "3"}
+FAST_REDELIVERY = {
+    "FOLIO_VISIBILITY_TIMEOUT_S": "4",
+    "FOLIO_PAGE_LEASE_S": "3",
+    "FOLIO_LOST_TASK_CHECK_S": "1",
+}
 
 
 @pytest.fixture
@@ -126,22 +139,10 @@ def test_kill_9_of_a_worker_mid_batch_loses_nothing_and_repeats_nothing(
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         assert batch.count("pending", "running") > 0, "the batch ended before the kill"
-        try:
-            wait_until(batch.done, 90, "the job to finish after the kill", batch.describe)
-        except AssertionError:
-            # Known, open in issue 16: in about one clean run of three, one page's task dies
-            # with the killed worker before the page ever started (it stays `pending`, nothing
-            # runs). Cause not found; a message taken off the Redis list but not yet recorded
-            # as unacked when the worker dies would do it. `folio recover` is the documented
-            # remedy; the page must then be done once, like every other.
-            if batch.count("running") or not batch.count("pending"):
-                raise
-            warnings.warn(
-                f"a task was lost with the killed worker: {batch.describe()}", stacklevel=1
-            )
-            result = CliRunner().invoke(app, ["recover", batch.job_id])
-            assert result.exit_code == 0, result.output
-            wait_until(batch.done, 90, "the job to finish after recover", batch.describe)
+        # A task the victim had taken off Redis but not yet recorded as unacked dies with it
+        # (about one run in four): the lost-task check queues its page again once the queues
+        # are drained; no `folio recover`.
+        wait_until(batch.done, 120, "the job to finish after the kill", batch.describe)
     finally:
         stop_worker(victim)
         stop_worker(survivor)
@@ -216,7 +217,6 @@ def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
     pg_url: str, prefix: str, tmp_path: Path
 ) -> None:
     from app.api.runner import CeleryJobRunner, make_runner
-    from app.settings import Settings
     from tests.api_server import running_api, wait_for_job
 
     settings = Settings(
@@ -255,11 +255,6 @@ def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
 def test_higher_priority_jobs_are_worked_first(
     pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.distributed import queue_job
-    from app.jobs import JobRequest, create_job_from_folder
-    from app.queue import Enqueuer
-    from app.settings import Settings
-
     settings = Settings(
         database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
     )
@@ -291,3 +286,76 @@ def test_higher_priority_jobs_are_worked_first(
         }
     # One worker thread: all of the urgent job's pages ran before any of the other's.
     assert spans[7][1] <= spans[0][0], spans
+
+
+def queue_pages_without_split(settings: Settings, folder: Path) -> tuple[Database, str]:
+    """A running job whose page tasks wait in Redis (no worker has run yet)."""
+    db = Database(settings.database_url)
+    job_id = create_job_from_folder(settings, db, JobRequest(folder, None, "textlayer")).job_id
+    with db.session() as session:
+        repo.set_job_status(session, job_id, JobStatus.RUNNING)
+    recover(db, Enqueuer(settings), job_id)
+    return db, job_id
+
+
+def take_one_page_task(client: redis.Redis, prefix: str) -> int:
+    """RPOP one page task, as a worker's BRPOP does; the worker "dies" before recording it
+    as unacked, so the message is now in no list and in no unacked hash."""
+    raw = client.rpop(f"{prefix}:{prefix}.cpu:9")  # priority 0: the last level
+    assert raw is not None
+    message = json.loads(raw)
+    return int(json.loads(base64.b64decode(message["body"]))[0][0])
+
+
+def test_a_page_task_lost_with_a_killed_worker_is_queued_again(
+    pg_url: str, prefix: str, tmp_path: Path
+) -> None:
+    pages = write_text_pdfs(tmp_path / "in", documents=2, pages=10)
+    settings = Settings(
+        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
+    )
+    _, job_id = queue_pages_without_split(settings, tmp_path / "in")
+    lost_page = take_one_page_task(redis.Redis.from_url(REDIS_URL), prefix)
+    log = tmp_path / "worker.log"
+    worker = start_worker(
+        worker_env(pg_url, REDIS_URL, prefix, FOLIO_LOST_TASK_CHECK_S="1"), log=log
+    )
+    batch = Batch(pg_url, job_id, pages)
+    try:
+        # Without the lost-task check the lost page stays `pending` and this gives up.
+        wait_until(batch.done, 120, "the job to finish without recover", batch.describe)
+    finally:
+        stop_worker(worker)
+    assert f"queued again 1 page(s) of job {job_id}" in log.read_text(errors="replace")
+    batch.assert_every_page_done_once()
+    with batch.db.session() as session:
+        assert session.scalar(select(Page.status).where(Page.id == lost_page)) == "succeeded"
+
+
+def test_the_lost_task_check_spares_queued_and_unacked_tasks(
+    pg_url: str, prefix: str, tmp_path: Path
+) -> None:
+    write_text_pdfs(tmp_path / "in", documents=1, pages=3)
+    settings = Settings(
+        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
+    )
+    db, _ = queue_pages_without_split(settings, tmp_path / "in")
+    client = redis.Redis.from_url(REDIS_URL)
+    sweeper = LostTaskSweeper(db, Enqueuer(settings), QueueView(settings), interval_s=0.01)
+
+    def check() -> list[int]:
+        time.sleep(0.05)  # past the previous check's lead
+        return sweeper.check()
+
+    assert check() == [] and check() == []  # every task still queued
+    # A live worker has taken all three; it recorded two as unacked and is reading the third.
+    raw = [client.rpop(f"{prefix}:{prefix}.cpu:9") for _ in range(3)]
+    assert not client.rpop(f"{prefix}:{prefix}.cpu:9")
+    in_flight = [json.loads(m) for m in raw[:2] if m]
+    for n, message in enumerate(in_flight):
+        client.hset(f"{prefix}:unacked", f"tag{n}", json.dumps([message, "", "x"]))
+    reading = int(json.loads(base64.b64decode(json.loads(raw[2] or "")["body"]))[0][0])
+    assert check() == []  # seen once: it may still be in a live worker's socket
+    assert check() == [reading]  # seen twice: lost, queued again
+    assert client.llen(f"{prefix}:{prefix}.cpu:9") == 1
+    sweeper.close()

@@ -166,7 +166,7 @@ def test_the_last_two_pages_closing_together_still_finalize_the_job(
             page_path.claim(conn, page_id, "w:1", 600)
     done = PageClose(PageStatus.SUCCEEDED, text="x")
     # Both closes run before either commits: each sees the other page still open.
-    with db.session() as first, db.session() as second:
+    with db.transaction() as first, db.transaction() as second:
         closed = [page_path.close(first, pages[0], done), page_path.close(second, pages[1], done)]
     assert all(c is not None and c.others_open for c in closed)
     outcomes = [PageOutcome(PageStatus.SUCCEEDED, job_id(db), True, True) for _ in closed]

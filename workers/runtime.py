@@ -12,8 +12,10 @@ from app.db.engine import Database
 from app.distributed import FinalizeSweeper
 from app.engines.registry import EngineSet
 from app.jobs import worker_id
+from app.lost_tasks import LostTaskSweeper
 from app.pipeline.process_page import PageProcessor
 from app.queue import Enqueuer
+from app.queue_view import QueueView
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 
@@ -26,6 +28,7 @@ class WorkerRuntime:
     processor: PageProcessor
     enqueuer: Enqueuer
     sweeper: FinalizeSweeper
+    lost: LostTaskSweeper | None
 
 
 class RuntimeHolder:
@@ -48,15 +51,26 @@ class RuntimeHolder:
                     self.settings, db, engines, owner=worker_id(), sampler=sampler
                 )
                 sweeper = FinalizeSweeper(db, self.enqueuer)
+                lost = self._lost_task_sweeper(db)
                 self._runtime = WorkerRuntime(
-                    self.settings, db, engines, processor, self.enqueuer, sweeper
+                    self.settings, db, engines, processor, self.enqueuer, sweeper, lost
                 )
             return self._runtime
+
+    def _lost_task_sweeper(self, db: Database) -> LostTaskSweeper | None:
+        interval = self.settings.lost_task_check_s
+        if not interval:
+            return None
+        lost = LostTaskSweeper(db, self.enqueuer, QueueView(self.settings), interval)
+        lost.start()
+        return lost
 
     def close(self) -> None:
         with self._lock:
             if self._runtime is not None:
                 self._runtime.processor.close()
                 self._runtime.sweeper.close()
+                if self._runtime.lost is not None:
+                    self._runtime.lost.close()
                 self._runtime.engines.close()
                 self._runtime = None

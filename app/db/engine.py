@@ -107,6 +107,13 @@ class Database:
             yield session
 
     @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A Core connection in one transaction (commits at the end, rolls back on error):
+        the page path's statements without the ORM's unit of work."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
     def autocommit(self) -> Iterator[Connection]:
         """A connection where each statement commits alone: one round trip, no BEGIN/COMMIT."""
         with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

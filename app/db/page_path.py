@@ -12,14 +12,25 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exists, func, literal_column, or_, select, update
+from sqlalchemy import (
+    Connection,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Attempt, Document, Job, Page
 from app.db.repo import PageWork
-from app.domain import OPEN_PAGE_STATUSES, PageStatus
+from app.domain import OPEN_PAGE_STATUSES, JobStatus, PageStatus
 
 
 @dataclass(frozen=True)
@@ -70,35 +81,42 @@ def _open_values() -> Any:
     return bindparam("open", list(OPEN_PAGE_STATUSES), expanding=True, literal_execute=True)
 
 
-def _lease_free(owner: str, now: datetime) -> Any:
-    return or_(
-        Page.status == PageStatus.PENDING,
-        Page.lease_owner == owner,
-        Page.lease_until.is_(None),
-        Page.lease_until < now,
-    )
-
-
-def claim(conn: Connection, page_id: int, owner: str, lease_s: float) -> ClaimedPage | Refusal:
-    """Take the page for `owner` unless it is terminal or another live owner holds it."""
-    now = datetime.now(UTC)
+@cache
+def _claim_statement() -> Any:
+    """Built once, with bound parameters, so each claim skips building and compiling it."""
+    now = bindparam("now", type_=Page.lease_until.type)
+    owner = bindparam("owner", type_=Page.lease_owner.type)
     # SQLite renders RETURNING's columns unqualified, where `id` would mean the subquery's own.
     own: dict[str, Any] = {c: literal_column(f"pages.{c}") for c in ("id", "document_id", "job_id")}
     path = select(Document.path).where(Document.id == own["document_id"]).scalar_subquery()
     plan = select(Job.plan_name).where(Job.id == own["job_id"]).scalar_subquery()
     options = select(Job.options).where(Job.id == own["job_id"]).scalar_subquery()
     tried = select(func.count(Attempt.id)).where(Attempt.page_id == own["id"]).scalar_subquery()
-    row = conn.execute(
+    lease_free = or_(
+        Page.status == PageStatus.PENDING,
+        Page.lease_owner == owner,
+        Page.lease_until.is_(None),
+        Page.lease_until < now,
+    )
+    return (
         update(Page)
-        .where(Page.id == page_id, is_open(), _lease_free(owner, now))
+        .where(Page.id == bindparam("page_id", type_=Page.id.type), is_open(), lease_free)
         .values(
             status=PageStatus.RUNNING,
             lease_owner=owner,
-            lease_until=now + timedelta(seconds=lease_s),
+            lease_until=bindparam("lease_until", type_=Page.lease_until.type),
             started_at=func.coalesce(Page.started_at, now),
         )
         .returning(Page.job_id, Page.number, path, plan, options, tried)
-    ).first()
+    )
+
+
+def claim(conn: Connection, page_id: int, owner: str, lease_s: float) -> ClaimedPage | Refusal:
+    """Take the page for `owner` unless it is terminal or another live owner holds it."""
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=lease_s)
+    params = {"page_id": page_id, "owner": owner, "now": now, "lease_until": until}
+    row = conn.execute(_claim_statement(), params).first()
     if row is not None:
         job_id, number, doc_path, plan_name, job_options, attempts = row
         work = PageWork(page_id, job_id, number, doc_path, plan_name, job_options or {})
@@ -121,7 +139,36 @@ class Closed:
     others_open: bool
 
 
-def close(session: Session, page_id: int, outcome: PageClose) -> Closed | None:
+_CLOSE_COLUMNS: tuple[str, ...] = ("status", "text", "final_engine", "final_step", "error")
+_CLOSE_COLUMNS += ("failure_category", "finished_at", "lease_owner", "lease_until")
+_RENDER_COLUMNS = ("width", "height", "has_text_layer", "render_s")
+
+
+@cache
+def _close_statement(with_render_facts: bool) -> Any:
+    """Built once per shape, with bound parameters (`v_<column>`; a bare column name is
+    reserved for SET), so each close skips building and compiling it."""
+    columns = _CLOSE_COLUMNS + (_RENDER_COLUMNS if with_render_facts else ())
+    table = Page.__table__.c
+    values = {c: bindparam(f"v_{c}", type_=table[c].type) for c in columns}
+    own: dict[str, Any] = {c: literal_column(f"pages.{c}") for c in ("id", "job_id")}
+    other = aliased(Page, name="other")
+    others_open = exists(
+        select(other.id).where(
+            other.job_id == own["job_id"],
+            other.id != own["id"],
+            other.status.in_(_open_values()),
+        )
+    )
+    return (
+        update(Page)
+        .where(Page.id == bindparam("page_id", type_=Page.id.type), is_open())
+        .values(**values)
+        .returning(Page.status, others_open)
+    )
+
+
+def close(conn: Connection, page_id: int, outcome: PageClose) -> Closed | None:
     """Write the terminal outcome; None when the page was terminal already (it keeps its own)."""
     values: dict[str, Any] = {
         "status": outcome.status,
@@ -137,22 +184,20 @@ def close(session: Session, page_id: int, outcome: PageClose) -> Closed | None:
     if (facts := outcome.rendered) is not None:
         values.update(width=facts.size[0], height=facts.size[1])
         values.update(has_text_layer=facts.has_text_layer, render_s=facts.render_s)
-    own: dict[str, Any] = {c: literal_column(f"pages.{c}") for c in ("id", "job_id")}
-    other = aliased(Page, name="other")
-    others_open = exists(
-        select(other.id).where(
-            other.job_id == own["job_id"],
-            other.id != own["id"],
-            other.status.in_(_open_values()),
-        )
-    )
-    closed = session.execute(
-        update(Page)
-        .where(Page.id == page_id, is_open())
-        .values(**values)
-        .returning(Page.status, others_open)
-    ).first()
+    params = {f"v_{column}": value for column, value in values.items()}
+    statement = _close_statement(outcome.rendered is not None)
+    closed = conn.execute(statement, {"page_id": page_id, **params}).first()
     return Closed(PageStatus(closed[0]), bool(closed[1])) if closed else None
+
+
+@cache
+def _insert_attempt() -> Any:
+    return insert(Attempt)
+
+
+def record_attempt(conn: Connection, row: dict[str, Any]) -> None:
+    """One attempt row (`repo.attempt_row`) as a plain INSERT: no ORM unit of work."""
+    conn.execute(_insert_attempt(), row)
 
 
 def renew_leases(conn: Connection, owner: str, page_ids: Collection[int], lease_s: float) -> int:
@@ -178,6 +223,38 @@ def jobs_with_open_pages(conn: Connection, job_ids: Collection[str]) -> set[str]
     """Those of `job_ids` that still have an open page."""
     query = select(Page.job_id).where(Page.job_id.in_(list(job_ids)), is_open()).distinct()
     return set(conn.scalars(query))
+
+
+@dataclass(frozen=True)
+class UnleasedPage:
+    """An open page of a running job that no live worker holds."""
+
+    page_id: int
+    document_id: int
+    job_id: str
+    plan_name: str
+    options: dict[str, Any]
+
+
+def unleased_open_pages(conn: Connection, limit: int) -> list[UnleasedPage]:
+    """Open pages of running jobs with no live lease (queued, or their task was lost)."""
+    now = datetime.now(UTC)
+    query = (
+        select(Page.id, Page.document_id, Page.job_id, Job.plan_name, Job.options)
+        .join(Job, Job.id == Page.job_id)
+        .where(Job.status == JobStatus.RUNNING, is_open())
+        .where(or_(Page.lease_until.is_(None), Page.lease_until < now))
+        .order_by(Page.id)
+        .limit(limit)
+    )
+    return [UnleasedPage(p, d, j, plan, opts or {}) for p, d, j, plan, opts in conn.execute(query)]
+
+
+def running_jobs_without_open_pages(conn: Connection) -> list[str]:
+    """Jobs still `running` although none of their pages is open: their finalize is due."""
+    open_page = select(Page.id).where(Page.job_id == Job.id, is_open())
+    query = select(Job.id).where(Job.status == JobStatus.RUNNING, ~exists(open_page))
+    return list(conn.scalars(query.order_by(Job.id)))
 
 
 def page_status(conn: Connection | Session, page_id: int) -> PageStatus:

@@ -123,41 +123,48 @@ def attempt_output(session: Session, page_id: int, step_index: int) -> str | Non
     return session.scalars(query).first()
 
 
+def attempt_row(
+    work: PageWork, step_index: int, step: PlanStep, result: EngineResult
+) -> dict[str, Any]:
+    """An attempt's column values: one model call, its parameters, tokens, timings, verdict."""
+    verdict = result.verdict
+    return {
+        "job_id": work.job_id,
+        "page_id": work.page_id,
+        "step_index": step_index,
+        "step_name": step.name,
+        "engine": step.engine,
+        "model": result.model,
+        "endpoint": result.endpoint,
+        "params": result.params or step.sampling(),
+        "prompt_version": result.prompt_version,
+        "status": result.status,
+        "started_at": result.started_at,
+        "ended_at": result.ended_at,
+        "duration_s": result.duration_s,
+        "ttft_s": result.ttft_s,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "tokens_estimated": result.tokens_estimated,
+        "max_tokens": result.max_tokens,
+        "finish_reason": result.finish_reason,
+        "verdict_kind": verdict.kind if verdict else None,
+        "verdict_period": verdict.period if verdict else None,
+        "verdict_onset": verdict.onset if verdict else None,
+        "aborted": result.aborted,
+        "stop_mechanism": result.stop_mechanism,
+        "tokens_after_verdict": result.tokens_after_verdict,
+        "tokens_after_verdict_note": result.tokens_after_verdict_note,
+        "output": result.text,
+        "output_chars": len(result.text),
+        "error": result.error,
+    }
+
+
 def record_attempt(
     session: Session, work: PageWork, step_index: int, step: PlanStep, result: EngineResult
 ) -> Attempt:
-    verdict = result.verdict
-    attempt = Attempt(
-        job_id=work.job_id,
-        page_id=work.page_id,
-        step_index=step_index,
-        step_name=step.name,
-        engine=step.engine,
-        model=result.model,
-        endpoint=result.endpoint,
-        params=result.params or step.sampling(),
-        prompt_version=result.prompt_version,
-        status=result.status,
-        started_at=result.started_at,
-        ended_at=result.ended_at,
-        duration_s=result.duration_s,
-        ttft_s=result.ttft_s,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        tokens_estimated=result.tokens_estimated,
-        max_tokens=result.max_tokens,
-        finish_reason=result.finish_reason,
-        verdict_kind=verdict.kind if verdict else None,
-        verdict_period=verdict.period if verdict else None,
-        verdict_onset=verdict.onset if verdict else None,
-        aborted=result.aborted,
-        stop_mechanism=result.stop_mechanism,
-        tokens_after_verdict=result.tokens_after_verdict,
-        tokens_after_verdict_note=result.tokens_after_verdict_note,
-        output=result.text,
-        output_chars=len(result.text),
-        error=result.error,
-    )
+    attempt = Attempt(**attempt_row(work, step_index, step, result))
     session.add(attempt)
     session.flush()
     return attempt

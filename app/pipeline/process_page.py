@@ -182,12 +182,12 @@ class PageProcessor:
         attempt: tuple[int, PlanStep, EngineResult] | None = None,
     ) -> PageOutcome:
         """The page's last attempt and its terminal status, in one transaction."""
-        with self.db.session() as session:
+        with self.db.transaction() as conn:
             if attempt is not None:
-                repo.record_attempt(session, work, *attempt)
-            closed = page_path.close(session, work.page_id, outcome)
+                page_path.record_attempt(conn, repo.attempt_row(work, *attempt))
+            closed = page_path.close(conn, work.page_id, outcome)
             if closed is None:  # closed meanwhile (cancelled): it keeps that outcome
-                status = page_path.page_status(session, work.page_id)
+                status = page_path.page_status(conn, work.page_id)
         result = (
             PageOutcome(closed.status, work.job_id, True, closed.others_open)
             if closed
