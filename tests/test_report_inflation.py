@@ -98,12 +98,35 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_estimate_agrees_with_a_simulated_server_within_ten_points(case: str) -> None:
+def true_and_estimate(case: str, seed: int = 1) -> tuple[float, float]:
     lanes, server, pages, loops, loop_tokens, retry = CASES[case]
-    actual, floor = batch(pages, loops, loop_tokens, retry=retry)
+    actual, floor = batch(pages, loops, loop_tokens, retry=retry, seed=seed)
     rows = simulate(actual, lanes, server)
     true = wall(rows) / wall(simulate(floor, lanes, server)) - 1
     estimate = estimate_inflation(rows).inflation
     assert estimate is not None
+    return true, estimate
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_estimate_agrees_with_a_simulated_server_within_ten_points(case: str) -> None:
+    true, estimate = true_and_estimate(case)
     assert abs(estimate - true) <= 0.10, (estimate, true)
+
+
+# One lane is left out: there the floor's reading of the looping page is all of its cost,
+# and the mean healthy page stands in for a length nobody saw (+-10 points across seeds).
+@pytest.mark.parametrize("case", [case for case in CASES if case != "one lane"])
+@pytest.mark.parametrize("seed", [2, 3])
+def test_estimate_agrees_on_other_page_lengths_too(case: str, seed: int) -> None:
+    true, estimate = true_and_estimate(case, seed)
+    assert abs(estimate - true) <= 0.10, (estimate, true)
+
+
+def test_a_page_replaced_at_the_end_of_the_batch_costs_its_latency_not_its_share() -> None:
+    # A loop on page 78 of 80 runs alone at the end. The floor reads that page as the batch
+    # empties, where it takes its full latency, not a full batch's share of the step time;
+    # by the share alone the estimate was 6 to 7 points high on every seed.
+    for seed in (1, 2, 3):
+        true, estimate = true_and_estimate("a loop alone at the end", seed)
+        assert abs(estimate - true) <= 0.02, (seed, estimate, true)

@@ -59,6 +59,7 @@ class ResourceTime:
     healthy_mean: float | None  # seconds a healthy attempt cost it, on average
     replaced_pages: int  # pages with a degenerate attempt here and no healthy attempt at all
     lost_abort_share: float  # share of busy time that went to tokens no attempt received
+    latency_bound: float = 0.0  # seconds from the batch's start the last page needs at least
 
     def counterfactual(self, fallback_mean: float) -> float:
         """Busy time without the loops; a page to replace costs the resource's mean healthy
@@ -95,15 +96,16 @@ def estimate_inflation(
         return InflationEstimate(None, None, "the attempts span no time")
     unreceived = server_unreceived or {}
     healthy_pages = {a.page_id for a in attempts if a.status == HEALTHY}
+    began = min(a.start for a in attempts)
     times = {
-        resource: resource_time(group, healthy_pages, unreceived.get(resource))
+        resource: resource_time(group, healthy_pages, unreceived.get(resource), began)
         for resource, group in _by_resource(attempts).items()
     }
     means = [t.healthy_mean for t in times.values() if t.healthy_mean is not None]
     overall = sum(means) / len(means)
     busiest = max(t.busy for t in times.values())
     cf_busiest = max(t.counterfactual(overall) for t in times.values())
-    cf_wall = wall - (busiest - cf_busiest)
+    cf_wall = max(wall - (busiest - cf_busiest), *(t.latency_bound for t in times.values()))
     degenerate = sum(t.degenerate for t in times.values())
     if cf_wall <= 0:
         return InflationEstimate(None, None, "the counterfactual batch takes no time", degenerate)
@@ -111,7 +113,10 @@ def estimate_inflation(
 
 
 def resource_time(
-    attempts: Sequence[AttemptRow], healthy_pages: set[int], unreceived: float | None = None
+    attempts: Sequence[AttemptRow],
+    healthy_pages: set[int],
+    unreceived: float | None = None,
+    began: float | None = None,
 ) -> ResourceTime:
     """Busy time of one resource, shared out among its attempts by token rate."""
     shares, busy = attempt_seconds(attempts)
@@ -125,7 +130,82 @@ def resource_time(
         a.page_id for a in attempts if a.status == DEGENERATE and a.page_id not in healthy_pages
     }
     mean = sum(healthy) * (1 - lost) / len(healthy) if healthy else None
-    return ResourceTime(busy, degenerate, mean, len(replaced), lost)
+    start = min(a.start for a in attempts) if began is None else began
+    removed = [
+        s * (1 - lost) if a.status == DEGENERATE else 0.0
+        for a, s in zip(attempts, shares, strict=True)
+    ]
+    bound = latency_bound(attempts, removed, mean or 0.0, healthy_pages, start)
+    return ResourceTime(busy, degenerate, mean, len(replaced), lost, bound)
+
+
+def latency_bound(
+    attempts: Sequence[AttemptRow],
+    removed: Sequence[float],
+    mean_share: float,
+    healthy_pages: set[int],
+    began: float,
+) -> float:
+    """The counterfactual batch cannot end before its slowest page: each page's healthy read
+    starts where its first attempt started, on a clock with the loops' seconds taken out
+    before that moment (and a replaced page's mean share put in), and lasts as long as its
+    healthy attempt did (a page with none: the mean healthy attempt's duration). This binds
+    where reading a page is latency-bound: a loop near the end of the batch, retried or
+    replaced, while the batch is emptying."""
+    healthy = [a for a in attempts if a.status == HEALTHY]
+    if not healthy:
+        return 0.0
+    mean_duration = sum(a.end - a.start for a in healthy) / len(healthy)
+    duration = {a.page_id: a.end - a.start for a in healthy}
+    first: dict[int, float] = {}
+    for a in attempts:
+        first[a.page_id] = min(first.get(a.page_id, a.start), a.start)
+    replaced_pages: dict[int, float] = {}  # page: when its first loop began
+    for a in attempts:
+        if a.status == DEGENERATE and a.page_id not in healthy_pages:
+            replaced_pages[a.page_id] = min(replaced_pages.get(a.page_id, a.start), a.start)
+    replaced = list(replaced_pages.values())
+    pages = [page for page in first if page in duration or page in replaced_pages]
+    clock = shifted_clock(attempts, removed, replaced, mean_share, [first[p] for p in pages])
+    return max(
+        at - began + duration.get(page, mean_duration)
+        for page, at in zip(pages, clock, strict=True)
+    )
+
+
+def shifted_clock(
+    attempts: Sequence[AttemptRow],
+    removed: Sequence[float],
+    replaced_at: Sequence[float],
+    mean_share: float,
+    moments: Sequence[float],
+) -> list[float]:
+    """Each moment less the seconds `removed` from each attempt before it (spread evenly
+    over the attempt), plus `mean_share` for each replaced page begun before it: one sweep."""
+    events: list[tuple[float, int, float]] = []  # (time, kind, value): 0 rate change, 1 step
+    for a, seconds in zip(attempts, removed, strict=True):
+        if seconds > 0 and a.end > a.start:
+            rate = seconds / (a.end - a.start)
+            events += [(a.start, 0, rate), (a.end, 0, -rate)]
+    events += [(at, 1, mean_share) for at in replaced_at]
+    events.sort()
+    order = sorted(range(len(moments)), key=lambda i: moments[i])
+    shifted = [0.0] * len(moments)
+    offset, rate, previous, next_event = 0.0, 0.0, float("-inf"), 0
+    for i in order:
+        moment = moments[i]
+        while next_event < len(events) and events[next_event][0] < moment:
+            at, kind, value = events[next_event]
+            offset += rate * (at - previous) if rate else 0.0
+            previous = at
+            if kind == 0:
+                rate += value
+            else:
+                offset -= value
+            next_event += 1
+        taken = offset + (rate * (moment - previous) if rate else 0.0)
+        shifted[i] = moment - taken
+    return shifted
 
 
 def attempt_seconds(attempts: Sequence[AttemptRow]) -> tuple[list[float], float]:
