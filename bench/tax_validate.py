@@ -31,14 +31,19 @@ TARGET_POINTS = 10.0
 
 
 def validation_configs(
-    quick_runs: int, full: bool, floor_every: int, bench_argv: Sequence[str]
+    quick_runs: int,
+    full_repeats: int,
+    floor_every: int,
+    bench_argv: Sequence[str],
 ) -> list[tuple[str, TaxConfig]]:
-    """(run name, config) of every run: q1..qK from `--quick`, then `full`; bench options
-    (e.g. --pages for a smoke test) apply to all of them."""
+    """(run name, config) of every run: q1..qK from `--quick`, then `full` (the full
+    workload, `full_repeats` times; 0: none); bench options (e.g. --pages for a smoke test)
+    apply to all of them."""
     quick, _ = parse_args(["--quick", *bench_argv])
     runs = [(f"q{i + 1}", quick) for i in range(quick_runs)]
-    if full:
-        runs.append(("full", parse_args(list(bench_argv))[0]))
+    if full_repeats:
+        full, _ = parse_args([*bench_argv, "--repeats", str(full_repeats)])
+        runs.append(("full", full))
     return [
         (name, replace(config, floor_every=floor_every, shape_sweep=False)) for name, config in runs
     ]
@@ -91,13 +96,18 @@ def parse_validation_args(
         "as in `python -m bench tax`.",
     )
     parser.add_argument("--quick-runs", type=int, default=3, help="quick runs (default 3)")
-    parser.add_argument("--no-full", action="store_true", help="leave out the full run")
+    parser.add_argument(
+        "--full-repeats",
+        type=int,
+        default=1,
+        help="repeats of the full run (default 1, ~20 min on 2 cores; 0: no full run)",
+    )
     parser.add_argument(
         "--floor-every", type=int, default=3, help="run B again after every N arms (default 3)"
     )
     parser.add_argument("--url", help="use this running server (one regime: as found)")
     args, bench_argv = parser.parse_known_args(argv)
-    configs = validation_configs(args.quick_runs, not args.no_full, args.floor_every, bench_argv)
+    configs = validation_configs(args.quick_runs, args.full_repeats, args.floor_every, bench_argv)
     return configs, args.url
 
 

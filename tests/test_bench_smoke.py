@@ -115,10 +115,11 @@ def test_floor_runs_between_the_arms_and_each_arm_is_measured_against_its_neighb
 
 
 def test_validation_runs_quick_then_full_and_tables_every_arm() -> None:
-    configs = validation_configs(2, True, 3, ["--pages", "20", "--arms", "A,B,C"])
+    configs = validation_configs(2, 1, 3, ["--pages", "20", "--arms", "A,B,C"])
     assert [name for name, _ in configs] == ["q1", "q2", "full"]
     assert all(c.floor_every == 3 and not c.shape_sweep for _, c in configs)
-    assert configs[0][1].workload.max_tokens == 512 and configs[2][1].repeats == 2
+    assert configs[0][1].workload.max_tokens == 512 and configs[0][1].repeats == 1
+    assert configs[2][1].workload.max_tokens == 1024 and configs[2][1].repeats == 1
     assert {c.workload.pages for _, c in configs} == {20}
 
 
@@ -245,7 +246,7 @@ def test_orchestration_summary_shows_both_arms_side_by_side() -> None:
 def test_tax_validation_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
     tiny = ["--pages", "12", "--degenerate-share", "0.2", "--max-tokens", "256"]
     tiny += ["--median-tokens", "32", "--concurrency", "4", "--arms", "A,B,E"]
-    configs = validation_configs(1, False, 1, tiny)
+    configs = validation_configs(1, 0, 1, tiny)
     report = run_validation(configs, vllm_endpoint.base_url, Console(file=io.StringIO()))
 
     assert [(r["run"], r["arm"]) for r in report["rows"]] == [("q1", "A"), ("q1", "E")]
