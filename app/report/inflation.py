@@ -30,6 +30,7 @@ after the job's last attempt is counted although it did not lengthen the batch.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ INFLATION_METHOD = (
     "busiest counterfactual time); inflation_estimate = wall / counterfactual - 1."
 )
 
+NEARBY = 8  # healthy attempts whose duration stands in for a replaced page's
 DEGENERATE = AttemptStatus.DEGENERATE.value
 HEALTHY = AttemptStatus.OK.value
 
@@ -155,7 +157,6 @@ def latency_bound(
     healthy = [a for a in attempts if a.status == HEALTHY]
     if not healthy:
         return 0.0
-    mean_duration = sum(a.end - a.start for a in healthy) / len(healthy)
     duration = {a.page_id: a.end - a.start for a in healthy}
     first: dict[int, float] = {}
     for a in attempts:
@@ -167,10 +168,29 @@ def latency_bound(
     replaced = list(replaced_pages.values())
     pages = [page for page in first if page in duration or page in replaced_pages]
     clock = shifted_clock(attempts, removed, replaced, mean_share, [first[p] for p in pages])
+    by_start = sorted(healthy, key=lambda a: a.start)
+    starts = [a.start for a in by_start]
     return max(
-        at - began + duration.get(page, mean_duration)
+        at
+        - began
+        + (duration[page] if page in duration else _nearby(by_start, starts, first[page]))
         for page, at in zip(pages, clock, strict=True)
     )
+
+
+def _nearby(by_start: Sequence[AttemptRow], starts: list[float], moment: float) -> float:
+    """Mean duration of the NEARBY healthy attempts begun closest to `moment` (sorted by
+    start): how long reading a page took then; a page read as the batch empties is quicker
+    than one waiting for a slot in a full batch."""
+    at = bisect_left(starts, moment)
+    low, high = at, at
+    while high - low < NEARBY and (low > 0 or high < len(starts)):
+        if high >= len(starts) or (low > 0 and moment - starts[low - 1] <= starts[high] - moment):
+            low -= 1
+        else:
+            high += 1
+    nearest = by_start[low:high]
+    return sum(a.end - a.start for a in nearest) / len(nearest)
 
 
 def shifted_clock(
