@@ -148,25 +148,26 @@ def latency_bound(
     healthy_pages: set[int],
     began: float,
 ) -> float:
-    """The counterfactual batch cannot end before its slowest page: each page's healthy read
-    starts where its first attempt started, on a clock with the loops' seconds taken out
-    before that moment (and a replaced page's mean share put in), and lasts as long as its
-    healthy attempt did (a page with none: the mean healthy attempt's duration). This binds
-    where reading a page is latency-bound: a loop near the end of the batch, retried or
-    replaced, while the batch is emptying."""
+    """On a resource with loops, the counterfactual batch cannot end before its slowest page
+    is read: the floor reads each page once, healthily, from where its first attempt started,
+    on a clock with the loops' seconds taken out before that moment (and each replaced page's
+    mean share put in), for as long as its healthy attempt took (a page with none: the
+    healthy attempts begun nearest it). This binds where reading a page is latency-bound: a
+    loop near the end of the batch, retried or replaced, while the batch is emptying."""
     healthy = [a for a in attempts if a.status == HEALTHY]
-    if not healthy:
+    looped: dict[int, float] = {}  # page with a degenerate attempt: when its first began
+    for a in attempts:
+        if a.status == DEGENERATE:
+            looped[a.page_id] = min(looped.get(a.page_id, a.start), a.start)
+    if not healthy or not looped:
         return 0.0
     duration = {a.page_id: a.end - a.start for a in healthy}
+    replaced = [at for page, at in looped.items() if page not in healthy_pages]
     first: dict[int, float] = {}
     for a in attempts:
-        first[a.page_id] = min(first.get(a.page_id, a.start), a.start)
-    replaced_pages: dict[int, float] = {}  # page: when its first loop began
-    for a in attempts:
-        if a.status == DEGENERATE and a.page_id not in healthy_pages:
-            replaced_pages[a.page_id] = min(replaced_pages.get(a.page_id, a.start), a.start)
-    replaced = list(replaced_pages.values())
-    pages = [page for page in first if page in duration or page in replaced_pages]
+        if a.page_id in duration or a.page_id in looped:
+            first[a.page_id] = min(first.get(a.page_id, a.start), a.start)
+    pages = list(first)
     clock = shifted_clock(attempts, removed, replaced, mean_share, [first[p] for p in pages])
     by_start = sorted(healthy, key=lambda a: a.start)
     starts = [a.start for a in by_start]
