@@ -17,15 +17,30 @@ page left with no healthy attempt, the mean seconds of a healthy attempt on that
 floor transcribes that page once). Tokens the server generated that no attempt received are,
 up to the tokens aborted attempts left unused under their cap, lost aborts: their share of the
 busy time is degenerate too (needs the server's counters, `server_tokens`). Resources run side
-by side, so the batch is as long as its busiest one:
+by side, so the batch is as long as its busiest one (the work bound):
 
-    counterfactual_wall = wall - (max busy - max counterfactual busy)
+    work_bound = wall - (max busy - max counterfactual busy)
+
+Latency bound. Shares are right while the server has a queue; as the batch empties, a page's
+reading takes its whole latency, not a full batch's share. So on a resource with loops the
+floor also cannot end before its slowest page: each page starts where its first attempt
+started, on a clock with the loops' seconds taken out before that moment, and lasts as long
+as its healthy attempt did (a replaced page: as long as the healthy attempts begun nearest
+it). A loop retried or replaced near the end of the batch is thus not counted as saved time
+beyond what the page itself needs. (By the work bound alone the estimate was 6 to 12 points
+high on the simulator's "a loop alone at the end" and "loops hold batch slots" cases.)
+
+    counterfactual_wall = max(work_bound, latency bound)
     inflation_estimate = wall / counterfactual_wall - 1
 
 Where it fails: a batch limited by something other than the endpoint (client-side rendering,
-an idle endpoint waiting on a small queue) shrinks less than the model says; tokens of unequal
-cost (a long prompt's prefill, an image's encoder pass) are not weighed; a loop's overshoot
-after the job's last attempt is counted although it did not lengthen the batch.
+an idle endpoint waiting on a small queue, a client too slow to keep the server's batch full,
+as the benchmark's client is on a loaded 2-core machine) shrinks less than the model says;
+tokens of unequal cost (a long prompt's prefill, an image's encoder pass, a preempted request's
+recomputation under KV-cache pressure) are weighed by tokens alone; a page replaced where no
+healthy attempt shows its length costs the mean (one lane: +-10 points on the simulator); a
+loop's overshoot after the job's last attempt is counted although it did not lengthen the
+batch.
 """
 
 from __future__ import annotations
@@ -43,8 +58,11 @@ INFLATION_METHOD = (
     "moment in proportion to their token rate; degenerate attempts' shares (and the share of "
     "server-generated tokens no attempt received, as lost aborts, when the server's counters "
     "are known) are removed, and each page left without a healthy attempt gets its resource's "
-    "mean healthy share. counterfactual_wall_seconds = wall - (busiest resource's time - "
-    "busiest counterfactual time); inflation_estimate = wall / counterfactual - 1."
+    "mean healthy share. Work bound = wall - (busiest resource's time - busiest "
+    "counterfactual time); latency bound = the slowest page's healthy reading, started where "
+    "its first attempt started on a clock with the loops' seconds taken out. "
+    "counterfactual_wall_seconds = the larger of the two; inflation_estimate = wall / "
+    "counterfactual - 1."
 )
 
 NEARBY = 8  # healthy attempts whose duration stands in for a replaced page's
