@@ -69,6 +69,10 @@ class TaxConfig:
     concurrency: int = 16  # pages in flight from the client: twice the batch slots
     arms: tuple[str, ...] = DEFAULT_ARMS
     regimes: tuple[str, ...] = tuple(REGIMES)
+    # Run the floor B again after every this many other arms (0: once per repeat): each arm is
+    # then measured against the B runs next to it in time, and B's spread shows the noise.
+    floor_every: int = 0
+    shape_sweep: bool = True  # every loop shape against every stopping arm, once
 
 
 QUICK = TaxConfig(
@@ -77,9 +81,18 @@ QUICK = TaxConfig(
 )
 
 
-def arm_order(arms: Sequence[str], repeat: int) -> list[str]:
-    """Forward on even repeats, backward on odd ones, so slow drift hits every arm alike."""
-    return list(arms) if repeat % 2 == 0 else list(reversed(arms))
+def arm_order(arms: Sequence[str], repeat: int, floor_every: int = 0) -> list[str]:
+    """Forward on even repeats, backward on odd ones, so slow drift hits every arm alike;
+    with `floor_every`, B first and again after every `floor_every` other arms."""
+    order = list(arms) if repeat % 2 == 0 else list(reversed(arms))
+    if not floor_every or "B" not in order:
+        return order
+    others = [key for key in order if key != "B"]
+    interleaved = ["B"]
+    for at in range(0, len(others), floor_every):
+        interleaved += [*others[at : at + floor_every], "B"]
+    # A later repeat starts where the previous one's closing B left off.
+    return interleaved if repeat == 0 else interleaved[1:]
 
 
 def run_regime(
@@ -94,7 +107,7 @@ def run_regime(
     runs: list[ArmRun] = []
     loads = [os.getloadavg()[0]]
     for repeat in range(config.repeats):
-        for key in arm_order(arms, repeat):
+        for key in arm_order(arms, repeat, config.floor_every):
             task = progress.add_task(f"arm {key} run {repeat + 1}", total=len(pages))
             wall, tokens, page_runs, began, steps = run_arm(
                 ARMS[key],
@@ -131,7 +144,11 @@ def run_benchmark(
         if server:
             server.renice_engine(REGIMES[regimes[0]])
     sweep_arms = [key for key in arms if ARMS[key].retry and not ARMS[key].counterfactual]
-    sweep = shape_sweep(sweep_arms, scripts.shapes, config.workload, base_url, config.concurrency)
+    sweep = (
+        shape_sweep(sweep_arms, scripts.shapes, config.workload, base_url, config.concurrency)
+        if config.shape_sweep
+        else None
+    )
     return {
         "config": asdict(config),
         "arms": {key: ARMS[key].title for key in arms},
@@ -228,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for regime, result in report["regimes"].items():
         console.print(results_table(result["summary"], regime))
         console.print(f"load average (1 min) between arms: {result['load_average_1min']}")
-    console.print(shape_table(report["by_shape"]))
+    if report["by_shape"]:
+        console.print(shape_table(report["by_shape"]))
     path = write_results("degeneration_tax", report)
     console.print(f"Results written to {path}")
     return report

@@ -19,18 +19,40 @@ LOOP_STEP = "greedy"
 
 
 def summarize(runs: list[ArmRun]) -> dict[str, dict[str, Any]]:
-    """{arm: figures}, averaged over repeats; inflation is paired per repeat against arm B."""
+    """{arm: figures}, averaged over repeats. `runs` are in the order they ran: each run is
+    compared with the floor B run just before it and the one just after (their mean), so
+    slow drift in the machine's load cancels out; B's own spread is its noise floor."""
     arms = list(dict.fromkeys(run.arm for run in runs))
-    baseline = {run.repeat: run for run in runs if run.arm == "B"}
-    return {arm: _summarize_arm([r for r in runs if r.arm == arm], baseline) for arm in arms}
+    floors = [_neighbouring_floors(runs, index) for index in range(len(runs))]
+    summary = {}
+    for arm in arms:
+        mine = [(run, floors[i]) for i, run in enumerate(runs) if run.arm == arm]
+        summary[arm] = _summarize_arm(mine)
+    return summary
 
 
-def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str, Any]:
+def _neighbouring_floors(runs: list[ArmRun], index: int) -> list[ArmRun]:
+    """The B runs closest before and after `runs[index]` (a B run is its own floor)."""
+    if runs[index].arm == "B":
+        return [runs[index]]
+    before = [run for run in runs[:index] if run.arm == "B"][-1:]
+    after = [run for run in runs[index + 1 :] if run.arm == "B"][:1]
+    return before + after
+
+
+def _summarize_arm(with_floors: list[tuple[ArmRun, list[ArmRun]]]) -> dict[str, Any]:
+    runs = [run for run, _ in with_floors]
     walls = [run.wall_s for run in runs]
-    paired = [(run, baseline[run.repeat]) for run in runs if run.repeat in baseline]
-    inflations = [run.wall_s / floor.wall_s - 1 for run, floor in paired]
-    token_inflations = [run.server_tokens / floor.server_tokens - 1 for run, floor in paired]
-    steps = [run.server_steps / b.server_steps - 1 for run, b in paired if b.server_steps]
+    paired = [(run, floors) for run, floors in with_floors if floors]
+    inflations = [run.wall_s / _mean_of(floors, "wall_s") - 1 for run, floors in paired]
+    token_inflations = [
+        run.server_tokens / _mean_of(floors, "server_tokens") - 1 for run, floors in paired
+    ]
+    steps = [
+        run.server_steps / _mean_of(floors, "server_steps") - 1
+        for run, floors in paired
+        if _mean_of(floors, "server_steps")
+    ]
     pages = [page for run in runs for page in run.pages]
     degenerate = [page for page in pages if page.page.degenerate]
     loops = [page.attempts[0] for page in degenerate]
@@ -45,6 +67,7 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
         "wall_s_per_repeat": [round(w, 2) for w in walls],
         "inflation_over_b": round(mean(inflations), 4) if inflations else None,
         "inflation_per_repeat": [round(x, 4) for x in inflations],
+        "floor_wall_spread": _floor_spread(runs),
         # The same in engine steps: the batch's length were every step as long as B's. Other
         # load does not stretch steps as it stretches seconds, but a lagging client does leave
         # emptier batches and so more steps for the same tokens.
@@ -62,6 +85,7 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
         "attempts": round(_per_run(runs, lambda a: 1), 1),
         "pages_ok": round(mean(_ok_pages(run.pages) for run in runs), 1),
         "pages": len(runs[0].pages),
+        "runs": len(runs),
         "degenerate_pages": round(len(degenerate) / len(runs), 1),
         # Recovered: a later attempt read the page after its loop was caught.
         "pages_recovered": round(_recovered(degenerate) / len(runs), 1),
@@ -77,6 +101,18 @@ def _summarize_arm(runs: list[ArmRun], baseline: dict[int, ArmRun]) -> dict[str,
         "healthy_with_loop": _durations(with_loop),
         "healthy_without_loop": _durations(without_loop),
     }
+
+
+def _mean_of(runs: list[ArmRun], figure: str) -> float:
+    return mean(getattr(run, figure) for run in runs)
+
+
+def _floor_spread(runs: list[ArmRun]) -> float | None:
+    """(slowest - fastest) / mean wall of B's runs: how far apart the same work ran."""
+    if len(runs) < 2 or runs[0].arm != "B":
+        return None
+    walls = [run.wall_s for run in runs]
+    return round((max(walls) - min(walls)) / mean(walls), 4)
 
 
 def _per_run(runs: list[ArmRun], value: Any) -> float:

@@ -8,7 +8,7 @@ from rich.table import Table
 
 
 def results_table(summary: dict[str, dict[str, Any]], regime: str = "") -> Table:
-    title = "Degeneration tax (means over repeats; vs B paired per repeat)"
+    title = "Degeneration tax (means over repeats; vs the B runs before and after each)"
     table = Table(title=f"{title}: {regime}" if regime else title)
     headers = (
         "arm",

@@ -12,10 +12,14 @@ from rich.console import Console
 
 from bench import detector, rasterize
 from bench.__main__ import BENCHES, summary_rows
-from bench.degeneration_tax import TaxConfig, parse_args, run_benchmark
+from bench.degeneration_tax import TaxConfig, arm_order, parse_args, run_benchmark
 from bench.ocr_text import generated_pages
 from bench.scripted_loops import build_shapes, tail_period
+from bench.tax_run import ArmRun
+from bench.tax_summary import summarize
 from bench.tax_tables import results_table, shape_table
+from bench.tax_validate import run_validation, validation_configs
+from bench.tax_validation_tables import markdown
 from bench.tax_workload import ARMS, WorkloadConfig, build_workload, plan_for
 from tests.vllm_cpu.server import VllmEndpoint
 
@@ -95,6 +99,28 @@ def test_tax_bench_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
     assert sum(sweep["arms"]["E"]["caught"]) > len(sweep["shapes"]) // 2
     assert summary_rows("tax", report)[0][0].startswith("tax arm A")
     assert "%" in summary_rows("tax", report)[0][1]
+
+
+def test_floor_runs_between_the_arms_and_each_arm_is_measured_against_its_neighbours() -> None:
+    arms = ("A", "B", "C", "D16", "E")
+    assert arm_order(arms, 0) == list(arms)
+    assert arm_order(arms, 0, floor_every=2) == ["B", "A", "C", "B", "D16", "E", "B"]
+    assert arm_order(arms, 1, floor_every=2) == ["E", "D16", "B", "C", "A", "B"]
+    # B at 10 s and 12 s around A (15 s): A is measured against their mean, 11 s.
+    runs = [ArmRun(arm, 0, wall, 100.0, []) for arm, wall in (("B", 10), ("A", 15), ("B", 12))]
+    summary = summarize(runs)
+    assert summary["A"]["inflation_over_b"] == round(15 / 11 - 1, 4)
+    assert summary["B"]["inflation_over_b"] == 0
+    assert summary["B"]["floor_wall_spread"] == round(2 / 11, 4)
+
+
+def test_validation_runs_quick_then_full_and_tables_every_arm() -> None:
+    configs = validation_configs(2, 1, 3, ["--pages", "20", "--arms", "A,B,C"])
+    assert [name for name, _ in configs] == ["q1", "q2", "full"]
+    assert all(c.floor_every == 3 and not c.shape_sweep for _, c in configs)
+    assert configs[0][1].workload.max_tokens == 512 and configs[0][1].repeats == 1
+    assert configs[2][1].workload.max_tokens == 1024 and configs[2][1].repeats == 1
+    assert {c.workload.pages for _, c in configs} == {20}
 
 
 def test_rasterize_bench_on_generated_pages(tmp_path: Path) -> None:
@@ -214,3 +240,18 @@ def test_orchestration_summary_shows_both_arms_side_by_side() -> None:
     rows = summary_rows("orchestration", report)
     assert [what.split()[1] for what, _ in rows] == ["baseline", "current"]
     assert rows[0][1] == "1.0 / 2.0 / 3.0"
+
+
+@pytest.mark.vllm
+def test_tax_validation_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
+    tiny = ["--pages", "12", "--degenerate-share", "0.2", "--max-tokens", "256"]
+    tiny += ["--median-tokens", "32", "--concurrency", "4", "--arms", "A,B,E"]
+    configs = validation_configs(1, 0, 1, tiny)
+    report = run_validation(configs, vllm_endpoint.base_url, Console(file=io.StringIO()))
+
+    assert [(r["run"], r["arm"]) for r in report["rows"]] == [("q1", "A"), ("q1", "E")]
+    assert all(r["estimate"] is not None and r["measured"] is not None for r in report["rows"])
+    assert len(report["floor"][0]["walls_s"]) == 3  # B, A, B, E, B
+    assert {s["arm"] for s in report["by_arm"]} == {"A", "E"}
+    table = markdown(report)
+    assert "| q1 |" in table and "within 10" in table

@@ -98,12 +98,41 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_estimate_agrees_with_a_simulated_server_within_ten_points(case: str) -> None:
+def true_and_estimate(case: str, seed: int = 1) -> tuple[float, float]:
     lanes, server, pages, loops, loop_tokens, retry = CASES[case]
-    actual, floor = batch(pages, loops, loop_tokens, retry=retry)
+    actual, floor = batch(pages, loops, loop_tokens, retry=retry, seed=seed)
     rows = simulate(actual, lanes, server)
     true = wall(rows) / wall(simulate(floor, lanes, server)) - 1
     estimate = estimate_inflation(rows).inflation
     assert estimate is not None
+    return true, estimate
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_estimate_agrees_with_a_simulated_server_within_ten_points(case: str) -> None:
+    true, estimate = true_and_estimate(case)
     assert abs(estimate - true) <= 0.10, (estimate, true)
+
+
+# One lane is left out: there the floor's reading of the looping page is all of its cost,
+# and the mean healthy page stands in for a length nobody saw (+-10 points across seeds).
+KNOWN_HIGH = {  # where the share overstates a loop's cost as the batch empties (module doc)
+    ("loops hold batch slots", 2): "+10.0 points",
+    ("loops hold batch slots", 3): "+11.9 points",
+}
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case != "one lane"])
+@pytest.mark.parametrize("seed", [2, 3])
+def test_estimate_agrees_on_other_page_lengths_too(case: str, seed: int) -> None:
+    if (case, seed) in KNOWN_HIGH:
+        pytest.xfail(f"known: {KNOWN_HIGH[case, seed]} high")
+    true, estimate = true_and_estimate(case, seed)
+    assert abs(estimate - true) <= 0.10, (estimate, true)
+
+
+def test_the_estimate_errs_high_not_low_where_loops_hold_slots_as_the_batch_empties() -> None:
+    # The direction of the known error: a loop's share near the end is counted as saved time.
+    for seed in (1, 2, 3):
+        true, estimate = true_and_estimate("loops hold batch slots", seed)
+        assert 0.05 <= estimate - true <= 0.13, (seed, estimate, true)

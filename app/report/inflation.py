@@ -23,9 +23,17 @@ by side, so the batch is as long as its busiest one:
     inflation_estimate = wall / counterfactual_wall - 1
 
 Where it fails: a batch limited by something other than the endpoint (client-side rendering,
-an idle endpoint waiting on a small queue) shrinks less than the model says; tokens of unequal
-cost (a long prompt's prefill, an image's encoder pass) are not weighed; a loop's overshoot
-after the job's last attempt is counted although it did not lengthen the batch.
+an idle endpoint waiting on a small queue, a client too slow to keep the server's batch full)
+shrinks less than the model says; tokens of unequal cost (a long prompt's prefill, an image's
+encoder pass, a preempted request's recomputation) are not weighed; a loop's overshoot after
+the job's last attempt is counted although it did not lengthen the batch. As the batch
+empties, the floor reads a replaced page in its whole latency, not a full batch's share, so
+a loop near the end reads as more saved time than it is: 6 to 12 points high on the
+simulator's "a loop alone at the end" and "loops hold batch slots" cases (tests). Bounding the
+floor by its slowest page's latency fixed those but, on the benchmark, where six loops hold six
+of eight batch slots, healthy pages' latencies are themselves lengthened by the loops (they
+wait for a slot), and the estimate for arm A fell to +1 to +6% against +66% more tokens (load 8-17);
+without the wait (from the time to first token) it changed nothing; so it is not used.
 """
 
 from __future__ import annotations
