@@ -1,4 +1,4 @@
-"""`python -m bench stops [--quick] [--lagging] [--cost-only]`: what each loop stop lets
+"""`python -m bench stops [--quick] [--lagging] [--cost-only] [--pairs N]`: what each loop stop lets
 through, and what Folio's vLLM plugin costs.
 
 On one vLLM CPU test server (tiny model, VLLM_SERVER_DEV_MODE=1 for the abort route, Folio's
@@ -6,7 +6,8 @@ plugin installed by setup_env.sh), rounds interleave:
 - overshoot: 8 greedy looping streams at max_tokens 2000 (a busy batch), each stopped after
   256 tokens by closing the stream, or by POST /abort_requests (read on to the server's end);
   and 8 asking for the plugin (`vllm_xargs`), read to their end. Tokens generated after the
-  stop (close, abort) or after Folio's verdict on the client's text (plugin);
+  stop (close, abort: counted from what the server had sent when the client stopped, read or
+  not) or after Folio's verdict on the client's text (plugin);
 - plugin cost: loop-free batches of 8 sampled streams of 384 tokens, with and without the
   plugin asked for, in adjacent pairs whose order alternates (ABBA), so slow drifts of the
   machine's load hit both sides alike. Per pair: the ratio of server tokens/s
@@ -52,9 +53,10 @@ PLUGIN = {"folio_loop_stop": 1}
 
 
 def overshoot_close(endpoint: VllmEndpoint) -> int:
+    """Tokens generated after what the server had sent when each stream was closed."""
     return run_looping_batch(
         endpoint, streams=STREAMS, max_tokens=CAP, stop_after=STOP_AFTER
-    ).overshoot
+    ).after_stop
 
 
 def overshoot_abort(endpoint: VllmEndpoint, fresh_connections: bool = False) -> int:
@@ -72,7 +74,7 @@ def overshoot_abort(endpoint: VllmEndpoint, fresh_connections: bool = False) -> 
         control.get(f"{endpoint.root_url}/health")
         return run_looping_batch(
             endpoint, streams=STREAMS, max_tokens=CAP, stop_after=STOP_AFTER, stop=abort
-        ).overshoot
+        ).after_stop
 
 
 def overshoot_plugin(endpoint: VllmEndpoint) -> int:
