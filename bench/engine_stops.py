@@ -1,4 +1,4 @@
-"""`python -m bench stops [--quick] [--lagging] [--cost-only]`: what each loop stop lets
+"""`python -m bench stops [--quick] [--lagging] [--cost-only] [--pairs N]`: what each loop stop lets
 through, and what Folio's vLLM plugin costs.
 
 On one vLLM CPU test server (tiny model, VLLM_SERVER_DEV_MODE=1 for the abort route, Folio's
@@ -6,11 +6,17 @@ plugin installed by setup_env.sh), rounds interleave:
 - overshoot: 8 greedy looping streams at max_tokens 2000 (a busy batch), each stopped after
   256 tokens by closing the stream, or by POST /abort_requests (read on to the server's end);
   and 8 asking for the plugin (`vllm_xargs`), read to their end. Tokens generated after the
-  stop (close, abort) or after Folio's verdict on the client's text (plugin);
-- plugin cost: 8 sampled, loop-free streams of 384 tokens with and without the plugin asked
-  for; server tokens/s (vllm:generation_tokens_total over the batch's wall time) and the
-  engine processes' CPU time per generated token (/proc), which other work on a shared
-  machine disturbs far less than wall time.
+  stop (close, abort: counted from what the server had sent when the client stopped, read or
+  not) or after Folio's verdict on the client's text (plugin);
+- plugin cost: loop-free batches of 8 sampled streams of 384 tokens, with and without the
+  plugin asked for, in adjacent pairs whose order alternates (ABBA), so slow drifts of the
+  machine's load hit both sides alike. Per pair: the ratio of server tokens/s
+  (vllm:generation_tokens_total over the batch's wall time); reported as median and
+  interquartile range over the pairs, beside the engine processes' CPU time per token (/proc;
+  on an idle machine vLLM's busy-polling makes it track wall time). And, measured in one
+  process with the vLLM venv (bench.plugin_cpu), the plugin's own CPU time per token against
+  the engine's time per token without it: the figure that still resolves 2% where wall
+  times scatter.
 `--lagging` keeps the engine at the API server's priority (the "front end lagging" regime).
 Writes bench/results/engine_stops.json.
 """
@@ -21,6 +27,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -29,6 +36,7 @@ from typing import Any
 
 import httpx
 
+from bench.ocr_text import healthy_pages
 from tests.vllm_cpu.server import DEFAULT_ENGINE_NICE, VllmEndpoint, VllmServer
 from tests.vllm_cpu.streams import (
     looping_body,
@@ -40,13 +48,15 @@ from tests.vllm_cpu.streams import (
 
 RESULTS = Path(__file__).resolve().parent / "results" / "engine_stops.json"
 STREAMS, CAP, STOP_AFTER, COST_TOKENS = 8, 2000, 256, 384
+COST_PAIRS = 12  # with/without pairs per run of --cost-only (about 4 minutes on 2 idle cores)
 PLUGIN = {"folio_loop_stop": 1}
 
 
 def overshoot_close(endpoint: VllmEndpoint) -> int:
+    """Tokens generated after what the server had sent when each stream was closed."""
     return run_looping_batch(
         endpoint, streams=STREAMS, max_tokens=CAP, stop_after=STOP_AFTER
-    ).overshoot
+    ).after_stop
 
 
 def overshoot_abort(endpoint: VllmEndpoint, fresh_connections: bool = False) -> int:
@@ -64,7 +74,7 @@ def overshoot_abort(endpoint: VllmEndpoint, fresh_connections: bool = False) -> 
         control.get(f"{endpoint.root_url}/health")
         return run_looping_batch(
             endpoint, streams=STREAMS, max_tokens=CAP, stop_after=STOP_AFTER, stop=abort
-        ).overshoot
+        ).after_stop
 
 
 def overshoot_plugin(endpoint: VllmEndpoint) -> int:
@@ -120,41 +130,95 @@ def tokens_per_second(
     return tokens / wall, (engine_cpu_seconds(endpoint) - cpu) * 1000 / tokens
 
 
-def measure(endpoint: VllmEndpoint, rounds: int, cost_only: bool = False) -> dict[str, Any]:
+def measure(endpoint: VllmEndpoint, rounds: int) -> dict[str, Any]:
+    """Overshoot of each stop per batch of looping streams, `rounds` times."""
     over: dict[str, list[int]] = {
         "client_close": [],
         "abort_call": [],
         "abort_call_new_connection": [],
         "engine_plugin": [],
     }
-    speed: dict[str, list[float]] = {"without": [], "with": []}
-    cpu_ms: dict[str, list[float]] = {"without": [], "with": []}
-    for r in range(rounds):
-        if not cost_only:
-            over["client_close"].append(overshoot_close(endpoint))
-            over["abort_call"].append(overshoot_abort(endpoint))
-            over["abort_call_new_connection"].append(overshoot_abort(endpoint, True))
-            over["engine_plugin"].append(overshoot_plugin(endpoint))
-        order = (False, True) if r % 2 == 0 else (True, False)
-        for with_plugin in order:
-            key = "with" if with_plugin else "without"
-            rate, cpu = tokens_per_second(endpoint, with_plugin, r)
-            speed[key].append(rate)
-            cpu_ms[key].append(cpu)
-    cost = 1 - statistics.mean(speed["with"]) / statistics.mean(speed["without"])
-    cpu_cost = statistics.mean(cpu_ms["with"]) / statistics.mean(cpu_ms["without"]) - 1
+    for _ in range(rounds):
+        over["client_close"].append(overshoot_close(endpoint))
+        over["abort_call"].append(overshoot_abort(endpoint))
+        over["abort_call_new_connection"].append(overshoot_abort(endpoint, True))
+        over["engine_plugin"].append(overshoot_plugin(endpoint))
     return {
         "overshoot_tokens_per_batch": over,
         "overshoot_tokens_per_stream_mean": {
-            k: round(statistics.mean(v) / STREAMS, 1) for k, v in over.items() if v
-        },
-        "plugin_cost": {
-            "server_tokens_per_s": {k: [round(x) for x in v] for k, v in speed.items()},
-            "slowdown": round(cost, 4),
-            "engine_cpu_ms_per_token": {k: [round(x, 3) for x in v] for k, v in cpu_ms.items()},
-            "engine_cpu_increase": round(cpu_cost, 4),
+            k: round(statistics.mean(v) / STREAMS, 1) for k, v in over.items()
         },
     }
+
+
+def plugin_cost(endpoint: VllmEndpoint, pairs: int) -> dict[str, Any]:
+    """Loop-free batches with and without the plugin asked for, in ABBA-ordered pairs."""
+    speed: dict[str, list[float]] = {"without": [], "with": []}
+    cpu_ms: dict[str, list[float]] = {"without": [], "with": []}
+    for pair in range(pairs):
+        order = (False, True) if pair % 2 == 0 else (True, False)
+        for with_plugin in order:
+            key = "with" if with_plugin else "without"
+            rate, cpu = tokens_per_second(endpoint, with_plugin, pair)
+            speed[key].append(rate)
+            cpu_ms[key].append(cpu)
+    slowdowns = [1 - w / o for w, o in zip(speed["with"], speed["without"], strict=True)]
+    cpu_increases = [w / o - 1 for w, o in zip(cpu_ms["with"], cpu_ms["without"], strict=True)]
+    return {
+        "pairs": pairs,
+        "server_tokens_per_s": {k: [round(x) for x in v] for k, v in speed.items()},
+        "slowdown_per_pair": spread(slowdowns),
+        "engine_cpu_ms_per_token": {k: [round(x, 3) for x in v] for k, v in cpu_ms.items()},
+        "engine_cpu_increase_per_pair": spread(cpu_increases),
+        "engine_us_per_token_without": round(1e6 / statistics.median(speed["without"]), 1),
+    }
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """Median, interquartile range and extremes, as fractions."""
+    q1, median, q3 = (
+        statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
+    )
+    return {
+        "median": round(median, 4),
+        "q1": round(q1, 4),
+        "q3": round(q3, 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+    }
+
+
+def plugin_cpu_in_process(server: VllmServer, engine_us_per_token: float) -> dict[str, Any]:
+    """The plugin's own CPU time per token (bench.plugin_cpu, in the vLLM venv), and its
+    share of the engine's time per token measured on the live server without the plugin."""
+    pages = [page.text for page in healthy_pages()]
+    texts = []
+    for index in range(STREAMS):  # one long real text per request of the batch
+        parts: list[str] = []
+        size = 0
+        while size < 8 * COST_TOKENS:
+            parts.append(pages[(index + 3 * len(parts)) % len(pages)])
+            size += len(parts[-1])
+        texts.append("\n\n".join(parts))
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("VIRTUAL_ENV", None)
+    command = [str(server.venv / "bin" / "python"), "-m", "bench.plugin_cpu"]
+    done = subprocess.run(
+        [*command, str(server.model_dir), str(COST_TOKENS)],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found["share_of_engine_time_per_token"] = round(
+        found["us_per_token_asked"] / engine_us_per_token, 4
+    )
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -162,18 +226,32 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="2 rounds instead of 5")
     parser.add_argument("--lagging", action="store_true", help="engine not reniced")
     parser.add_argument("--cost-only", action="store_true", help="only the plugin's cost")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help=f"cost pairs (default {COST_PAIRS} with --cost-only, else one per round)",
+    )
     args = parser.parse_args(argv)
-    rounds = 2 if args.quick else 5
+    rounds = 0 if args.cost_only else (2 if args.quick else 5)
+    pairs = args.pairs or (COST_PAIRS if args.cost_only else rounds)
     nice = None if args.lagging else DEFAULT_ENGINE_NICE
+    began = time.monotonic()
     with VllmServer(env={"VLLM_SERVER_DEV_MODE": "1"}, engine_nice=nice) as server:
         endpoint = VllmEndpoint(root_url=server.root_url, server=server)
+        load_before = os.getloadavg()
+        overshoot = measure(endpoint, rounds) if rounds else {}
+        cost = plugin_cost(endpoint, pairs)
+        cost["in_process"] = plugin_cpu_in_process(server, cost["engine_us_per_token_without"])
         report = {
             "regime": "front end lagging" if args.lagging else "engine reniced",
             "rounds": rounds,
             "streams": STREAMS,
-            "load_average_before": os.getloadavg()[0],
-            **measure(endpoint, rounds, args.cost_only),
-            "load_average_after": os.getloadavg()[0],
+            "load_average_before": [round(x, 2) for x in load_before],
+            **overshoot,
+            "plugin_cost": cost,
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+            "seconds": round(time.monotonic() - began),
         }
     print(json.dumps(report, indent=2))
     # One entry per kind of run (regime, cost only or not), each replaced by its next run.

@@ -7,15 +7,20 @@ to the token cap (at most SWEEP_MAX_TOKENS).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+import httpx
+
 from app.domain import AttemptStatus
+from app.engines.vlm_stops import REPETITION_DETECTION
 from bench.scripted import ScriptedPage
 from bench.scripted_loops import LoopShape
 from bench.tax_run import engine_for, page_image, settled_tokens, stop_of
 from bench.tax_workload import ARMS, WorkloadConfig, looping_step
+from tests.vllm_cpu.server import SERVED_MODEL_NAME, root_url_of
 
 # Each shape runs to this cap at most: enough for 3+ copies of a 500-character block, and the
 # shapes no stop catches cost no more than that per arm.
@@ -51,6 +56,46 @@ def shape_sweep(
             "overshoot_tokens": round(settled_tokens(base_url) - before - received),
         }
     described = [
-        {"name": s.name, "source": s.source, "period_chars": s.period_chars} for s in shapes
+        {
+            "name": s.name,
+            "source": s.source,
+            "period_chars": s.period_chars,
+            "exact_repeat_at": exact_repeat_at(script_tokens(base_url, s.text), config.max_tokens),
+        }
+        for s in shapes
     ]
     return {"max_tokens": config.max_tokens, "shapes": described, "arms": arms}
+
+
+def script_tokens(base_url: str, text: str) -> list[int]:
+    """The token ids the scripted server emits for `text` (its own tokenizer, /tokenize)."""
+    response = httpx.post(
+        f"{root_url_of(base_url)}/tokenize",
+        json={"model": SERVED_MODEL_NAME, "prompt": text, "add_special_tokens": False},
+        timeout=60,
+    )
+    response.raise_for_status()
+    return [int(token) for token in response.json()["tokens"]]
+
+
+def exact_repeat_at(
+    token_ids: Sequence[int],
+    cap: int,
+    max_pattern: int = REPETITION_DETECTION["max_pattern_size"],
+    min_count: int = REPETITION_DETECTION["min_count"],
+) -> int | None:
+    """The output length at which vLLM's repetition_detection (the rule of
+    vllm/v1/core/sched/utils.py: the last L tokens, L <= max_pattern, repeated min_count times
+    in a row) stops this output, or None when it runs to `cap` unseen by it. Shapes with a
+    value are those any arm with repetition_detection must catch; the others (drifting
+    numbers, long periods, fewer copies than the cap holds) only a text detector can."""
+    for length in range(1, min(cap, len(token_ids)) + 1):
+        tail = token_ids[:length]
+        for period in range(1, max_pattern + 1):
+            if period * min_count > length:
+                break
+            unit = tail[length - period :]
+            copies = tail[length - period * min_count :]
+            if list(copies) == list(unit) * min_count:
+                return length
+    return None

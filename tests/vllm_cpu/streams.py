@@ -9,7 +9,10 @@ tokens were generated beyond those the client had when it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +21,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from tests.vllm_cpu.server import VllmEndpoint, metric_total
+
+_USAGE = re.compile(rb'"completion_tokens":(\d+)')
 
 # (stream index, its request id, the open response): called when a stream reaches stop_after.
 # Returns True to read the stream on to its end (the server stops it), else it is closed.
@@ -30,6 +35,10 @@ class StreamResult:
     tokens_at_stop: int = 0  # completion tokens the client had when it stopped the stream
     finish_reason: str | None = None  # set when the server ended the stream itself
     tokens_at_finish: int | None = None
+    # Completion tokens the server had already sent when the client stopped: the latest usage
+    # count in the bytes waiting unread in the client's socket (a lower bound: httpx holds up
+    # to 64 KiB more). What the server generated up to there was generated before the stop.
+    tokens_sent_at_stop: int | None = None
 
 
 @dataclass
@@ -42,9 +51,54 @@ class BatchRun:
         return sum(s.tokens_at_stop for s in self.streams)
 
     @property
+    def after_stop(self) -> int:
+        """Tokens the server generated after it had sent what the client held at its stop
+        (all streams): what the stop let through, whatever the reader's lag."""
+        return self.generated - sum(s.tokens_sent_at_stop or s.tokens_at_stop for s in self.streams)
+
+    @property
     def overshoot(self) -> int:
-        """Tokens the server generated after the client stopped (all streams)."""
+        """Tokens the server generated beyond those the client had read when it stopped
+        (all streams): after the stop, plus any already sent that the client had not read."""
         return self.generated - self.tokens_at_stop
+
+    def describe(self, server_log: str | None = None) -> str:
+        """One line per stream, to tell a late stop from a reader that lagged the server."""
+        lines = []
+        for s in self.streams:
+            aborted = (
+                "log n/a"
+                if server_log is None
+                else ("aborted" if _aborted_in_log(server_log, s.request_id) else "NOT aborted")
+            )
+            lines.append(
+                f"{s.request_id}: read {s.tokens_at_stop} at the stop, server had sent "
+                f">= {s.tokens_sent_at_stop}, finish {s.finish_reason} at "
+                f"{s.tokens_at_finish}, {aborted}"
+            )
+        return "\n".join(lines)
+
+
+def _aborted_in_log(log: str, request_id: str) -> bool:
+    """vLLM logs `Aborted request(s) <internal id>` (chatcmpl-<X-Request-Id>-<suffix>)."""
+    return (
+        re.search(rf"Aborted request\(s\) [^\n]*chatcmpl-{re.escape(request_id)}\b", log)
+        is not None
+    )
+
+
+def tokens_sent(response: httpx.Response, read: int) -> int:
+    """The latest completion-token count among the bytes waiting unread in the response's
+    socket (without consuming them), or `read` when there are none or no socket to look at."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if not isinstance(sock, socket.socket):
+        return read
+    with contextlib.suppress(OSError):
+        waiting = sock.recv(1 << 24, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        counts = _USAGE.findall(waiting)
+        return max([read, *(int(c) for c in counts)])
+    return read
 
 
 def sse_chunks(response: httpx.Response) -> Iterator[dict]:
@@ -102,17 +156,33 @@ def _run_stream(
         ) as response,
     ):
         response.raise_for_status()
-        for chunk in sse_chunks(response):
+        for chunk, received in _chunks_with_received(response):
             tokens = (chunk.get("usage") or {}).get("completion_tokens", 0)
             finish = chunk["choices"][0].get("finish_reason") if chunk["choices"] else None
             if finish:
                 result.finish_reason, result.tokens_at_finish = finish, tokens
             if tokens >= stop_after and not result.tokens_at_stop and not finish:
                 result.tokens_at_stop = tokens
+                result.tokens_sent_at_stop = max(received, tokens_sent(response, tokens))
                 if not stop(index, result.request_id, response):
                     return
         if not result.tokens_at_stop:
             result.tokens_at_stop = result.tokens_at_finish or 0
+
+
+def _chunks_with_received(response: httpx.Response) -> Iterator[tuple[dict, int]]:
+    """Each SSE chunk, with the latest completion-token count among all bytes received so far
+    (a network read holds up to 64 KiB, hundreds of chunks the reader has not reached yet)."""
+    pending, received = b"", 0
+    for block in response.iter_raw():
+        counts = _USAGE.findall(block)
+        received = max([received, *(int(c) for c in counts)])
+        *lines, pending = (pending + block).split(b"\n")
+        for line in lines:
+            if line.strip() == b"data: [DONE]":
+                return
+            if line.startswith(b"data: "):
+                yield json.loads(line[6:]), received
 
 
 def run_looping_batch(
