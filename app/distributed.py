@@ -15,7 +15,7 @@ from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from app.db import page_path, repo
 from app.db.engine import Database
 from app.db.models import Document, Job, Page
-from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, JobStatus
+from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
@@ -57,7 +57,7 @@ def submit_job(
 def queue_job(db: Database, enqueuer: Enqueuer, job_id: str) -> None:
     """Mark an ingested (committed) job running and queue one split task per open document."""
     with db.session() as session:
-        repo.set_job_status(session, job_id, JobStatus.RUNNING)
+        repo.mark_job_running(session, job_id, Executor.CELERY)
         options = session.scalar(select(Job.options).where(Job.id == job_id))
         documents = list(
             session.scalars(
@@ -184,6 +184,9 @@ def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict
             jid: (plan, job_priority(options), repo.open_pages(session, jid))
             for jid, plan, options in jobs
         }
+        for jid in open_by_job:
+            # Celery runs them from now on: the lost-task check watches them too.
+            repo.set_job_executor(session, jid, Executor.CELERY)
     queued: dict[str, int] = {}
     for jid, (plan, priority, pages) in open_by_job.items():
         queued[jid] = enqueuer.process_pages(pages, plan, priority) if pages else 0

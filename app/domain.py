@@ -41,6 +41,14 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class Executor(StrEnum):
+    """What runs a job's pages, recorded in `Job.options["executor"]` when the job starts
+    running: Celery workers through the broker, or threads of the process that started it."""
+
+    CELERY = "celery"
+    LOCAL = "local"
+
+
 class AttemptStatus(StrEnum):
     OK = "ok"
     DEGENERATE = "degenerate"

@@ -14,7 +14,7 @@ from sqlalchemy import func, select, update
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Document, Job, Page
-from app.domain import DocumentStatus, JobStatus, PageStatus
+from app.domain import DocumentStatus, Executor, JobStatus, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import ConfigError
 from app.metrics import FolioMetrics
@@ -100,11 +100,16 @@ def interrupted_run(settings: Settings, db: Database, request: JobRequest) -> st
             .where(Job.status.in_([JobStatus.PENDING, JobStatus.RUNNING]))
             .order_by(Job.created_at.desc())
         ).first()
-        if job is None or (job.options or {}) != options:
+        if job is None or _asked_options(job.options) != options:
             return None
         recorded = {(d.path, d.sha256) for d in job.documents}
     files = {(str(p.resolve()), sha256_of(p)) for p in discover_pdfs(request.source)}
     return job.id if files == recorded else None
+
+
+def _asked_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """A job's options as its request gave them, without what running it added."""
+    return {k: v for k, v in (options or {}).items() if k != "executor"}
 
 
 def interrupted_api_jobs(db: Database) -> list[str]:
@@ -160,7 +165,7 @@ def run_job_locally(
     if settings.concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
     with db.session() as session:
-        repo.set_job_status(session, job_id, JobStatus.RUNNING)
+        repo.mark_job_running(session, job_id, Executor.LOCAL)
         plan_name = repo.job_plan(session, job_id)
     engines = EngineSet(settings)
     sampler = sampler_from_settings(settings, db, worker_id())

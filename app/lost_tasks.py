@@ -10,6 +10,11 @@ sighting only keeps a message in flight on a live worker from being sent twice, 
 
 Jobs still `running` with no open page (their finalize task was lost) are finalized the same
 way. While the queues are not drained nothing is done: a lost page then waits until they are.
+
+Only jobs marked as run by Celery (`Job.options["executor"]`, set when a job is queued) are
+looked at: a job the embedded executor runs (`folio run`, `folio serve` without a broker) on
+the same database holds its open pages in its own process. Jobs started before the marker
+existed are left alone too, since they may be local; `folio recover` takes those up.
 """
 
 from __future__ import annotations

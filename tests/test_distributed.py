@@ -22,7 +22,7 @@ from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page
 from app.distributed import queue_job, recover
 from app.domain import JobStatus
-from app.jobs import JobRequest, create_job_from_folder
+from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.lost_tasks import LostTaskSweeper
 from app.queue import Enqueuer
 from app.queue_view import QueueView
@@ -359,3 +359,28 @@ def test_the_lost_task_check_spares_queued_and_unacked_tasks(
     assert check() == [reading]  # seen twice: lost, queued again
     assert client.llen(f"{prefix}:{prefix}.cpu:9") == 1
     sweeper.close()
+
+
+def test_the_lost_task_check_leaves_a_local_run_on_the_same_database_alone(
+    pg_url: str, prefix: str, tmp_path: Path
+) -> None:
+    pages = write_text_pdfs(tmp_path / "in", documents=1, pages=4)
+    settings = Settings(
+        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
+    )
+    db = Database(pg_url)
+    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
+    first, rest = ingested.page_ids[:1], ingested.page_ids[1:]
+    # A `folio run` one page into its job (or killed there): running, three pages open, unleased.
+    run_job_locally(settings, db, ingested.job_id, first)
+    sweeper = LostTaskSweeper(db, Enqueuer(settings), QueueView(settings), interval_s=0.01)
+    for _ in range(3):
+        time.sleep(0.05)  # past the previous check's lead
+        assert sweeper.check() == [], "pages of a local run were sent to Celery"
+    sweeper.close()
+    client = redis.Redis.from_url(REDIS_URL)
+    assert [client.llen(q) for q in client.scan_iter(f"{prefix}:{prefix}.*")] in ([], [0])
+    run_job_locally(settings, db, ingested.job_id, rest)  # the run goes on, or is run again
+    batch = Batch(pg_url, ingested.job_id, pages)
+    assert batch.done()
+    batch.assert_every_page_done_once()

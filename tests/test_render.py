@@ -8,8 +8,9 @@ import pytest
 
 from app import samples
 from app.errors import DocumentError
-from app.pdf.render import DocumentLimits, inspect_document, render_page
+from app.pdf.render import DocumentLimits, close_documents, inspect_document, render_page
 from app.pdf.textlayer import text_layer_is_usable
+from tests.textlayer_pdfs import running_head_pdf
 
 LIMITS = DocumentLimits(max_bytes=50 * 2**20, max_pages=100)
 
@@ -64,3 +65,28 @@ def test_mojibake_text_layer_is_not_usable() -> None:
     assert text_layer_is_usable("A real sentence with plenty of letters in it.", 25)
     assert not text_layer_is_usable("\ufffd" * 40 + "abc" * 10, 25)
     assert not text_layer_is_usable("12", 25)
+
+
+def test_neighbour_edges_are_the_same_whether_a_page_runs_alone_or_after_others(
+    tmp_path: Path,
+) -> None:
+    # Edge lines are kept per open document: a page on a fresh worker reads its own.
+    bodies = [f"Body text of page {n}, long enough to be the page's body." for n in range(1, 7)]
+    path = tmp_path / "running.pdf"
+    path.write_bytes(running_head_pdf("The Annual Report", bodies))
+
+    def edges(number: int) -> list[list[str]]:
+        layout = render_page(path, number, 36, 400).layout
+        assert layout is not None
+        return layout.neighbour_edges
+
+    for number in range(1, 7):
+        close_documents()
+        alone = edges(number)
+        close_documents()
+        for other in (6, 5, 4, 3, 2, 1):
+            edges(other)  # every page's edges read once, in another order
+        assert edges(number) == alone
+        assert len(alone) == len([n for n in (-2, -1, 1, 2) if 1 <= number + n <= 6])
+        assert all("The Annual Report" in page for page in alone)
+    close_documents()

@@ -132,7 +132,8 @@ def recover(
     database_url: DatabaseUrl = None,
     broker_url: BrokerUrl = None,
 ) -> None:
-    """Queue again every page left open, e.g. after Redis lost its queue."""
+    """Queue again every page left open, e.g. after Redis lost its queue; Celery runs those
+    jobs from then on."""
     settings = _settings(database_url=database_url, broker_url=broker_url)
     enqueuer = _enqueuer(settings)
     try:

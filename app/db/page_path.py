@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Attempt, Document, Job, Page
 from app.db.repo import PageWork
-from app.domain import OPEN_PAGE_STATUSES, JobStatus, PageStatus
+from app.domain import OPEN_PAGE_STATUSES, Executor, JobStatus, PageStatus
 
 
 @dataclass(frozen=True)
@@ -236,13 +236,20 @@ class UnleasedPage:
     options: dict[str, Any]
 
 
+def run_by_celery() -> Any:
+    """Jobs marked as run by Celery workers (`Executor`). A job the embedded executor runs is
+    not theirs to take up; nor is a job started before the marker existed, since it may be
+    one (`folio recover` takes those, and marks them)."""
+    return Job.options["executor"].as_string() == Executor.CELERY.value
+
+
 def unleased_open_pages(conn: Connection, limit: int) -> list[UnleasedPage]:
-    """Open pages of running jobs with no live lease (queued, or their task was lost)."""
+    """Open pages of running Celery jobs with no live lease (queued, or their task was lost)."""
     now = datetime.now(UTC)
     query = (
         select(Page.id, Page.document_id, Page.job_id, Job.plan_name, Job.options)
         .join(Job, Job.id == Page.job_id)
-        .where(Job.status == JobStatus.RUNNING, is_open())
+        .where(Job.status == JobStatus.RUNNING, run_by_celery(), is_open())
         .where(or_(Page.lease_until.is_(None), Page.lease_until < now))
         .order_by(Page.id)
         .limit(limit)
@@ -251,9 +258,11 @@ def unleased_open_pages(conn: Connection, limit: int) -> list[UnleasedPage]:
 
 
 def running_jobs_without_open_pages(conn: Connection) -> list[str]:
-    """Jobs still `running` although none of their pages is open: their finalize is due."""
+    """Celery jobs still `running` although none of their pages is open: their finalize is
+    due (a local job's own process settles it)."""
     open_page = select(Page.id).where(Page.job_id == Job.id, is_open())
-    query = select(Job.id).where(Job.status == JobStatus.RUNNING, ~exists(open_page))
+    query = select(Job.id).where(Job.status == JobStatus.RUNNING, run_by_celery())
+    query = query.where(~exists(open_page))
     return list(conn.scalars(query.order_by(Job.id)))
 
 

@@ -15,6 +15,7 @@ from app.domain import (
     AttemptStatus,
     DocumentStatus,
     EngineResult,
+    Executor,
     JobStatus,
     PageStatus,
 )
@@ -244,6 +245,19 @@ def job_plan(session: Session, job_id: str) -> str:
     if plan is None:
         raise KeyError(f"no job {job_id!r}")
     return plan
+
+
+def mark_job_running(session: Session, job_id: str, executor: Executor) -> None:
+    """The job runs now, on `executor` (kept in its options, so no schema change: the
+    lost-task check must know which jobs Celery runs)."""
+    set_job_status(session, job_id, JobStatus.RUNNING)
+    set_job_executor(session, job_id, executor)
+
+
+def set_job_executor(session: Session, job_id: str, executor: Executor) -> None:
+    options = session.scalar(select(Job.options).where(Job.id == job_id)) or {}
+    executed = {**options, "executor": executor.value}
+    session.execute(update(Job).where(Job.id == job_id).values(options=executed))
 
 
 def set_job_status(session: Session, job_id: str, status: JobStatus) -> None:

@@ -16,20 +16,27 @@ _TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 _WORD_GAP = 0.11  # a gap between glyphs wider than this share of the font size parts two words
 
 
-def read_layout(doc: pymupdf.Document, index: int) -> PageLayout:
+def read_layout(
+    doc: pymupdf.Document, index: int, edges_read: dict[int, list[str]] | None = None
+) -> PageLayout:
     """The layout of page `index` (0-based), with the edge lines of its neighbours.
 
+    `edges_read` (page index -> edge lines) keeps the edges read for earlier pages of the same
+    document, so each page's edges are read once, not once per neighbour; it starts empty.
     Tables are left for `read_tables`: the finder is the costly part, run on accepted layers.
     """
     page = doc[index]
+    known = {} if edges_read is None else edges_read
+    neighbours = [n for n in (index + d for d in NEIGHBOURS) if 0 <= n < len(doc)]
+    for n in neighbours:
+        if n not in known:
+            known[n] = _edge_texts(doc[n])
     return PageLayout(
         width=page.rect.width,
         height=page.rect.height,
         lines=_lines(page),
         images=_images(page),
-        neighbour_edges=[
-            _edge_texts(doc[n]) for n in (index + d for d in NEIGHBOURS) if 0 <= n < len(doc)
-        ],
+        neighbour_edges=[known[n] for n in neighbours],
     )
 
 

@@ -20,6 +20,10 @@ from app.textlayer.model import PageLayout, TableGrid
 log = logging.getLogger(__name__)
 _MUPDF_LOCK = threading.Lock()
 _OPEN_DOCS: OrderedDict[str, pymupdf.Document] = OrderedDict()
+# The edge lines read from each open document's pages (running headers are looked for on the
+# neighbours): a page's edges are read once per process, not once per neighbouring page. Each
+# page still reads whatever it lacks, so a page runs alone on any worker; dropped with its doc.
+_EDGES_READ: dict[str, dict[int, list[str]]] = {}
 _MAX_OPEN_DOCS = 8
 _SNIFF_BYTES = 1024
 
@@ -103,16 +107,16 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
             image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
             text = page.get_text()
-            layout = _layout_or_none(doc, number) if text.strip() else None
+            layout = _layout_or_none(doc, number, path) if text.strip() else None
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
     return RenderedPage(image=image, text_layer=text, layout=layout)
 
 
-def _layout_or_none(doc: pymupdf.Document, number: int) -> PageLayout | None:
+def _layout_or_none(doc: pymupdf.Document, number: int, path: Path) -> PageLayout | None:
     """The page's layout; None (the plain text layer is used as it is) when MuPDF balks."""
     try:
-        return read_layout(doc, number - 1)
+        return read_layout(doc, number - 1, _EDGES_READ.setdefault(str(path), {}))
     except Exception as exc:  # structure is a bonus: a page whose layout fails keeps its text
         log.warning("page %d: text layout unreadable (%s); plain text layer used", number, exc)
         return None
@@ -144,7 +148,9 @@ def _open(path: Path) -> pymupdf.Document:
         doc = pymupdf.open(path, filetype="pdf")
         _OPEN_DOCS[key] = doc
         if len(_OPEN_DOCS) > _MAX_OPEN_DOCS:
-            _OPEN_DOCS.popitem(last=False)[1].close()
+            evicted, closing = _OPEN_DOCS.popitem(last=False)
+            closing.close()
+            _EDGES_READ.pop(evicted, None)
     _OPEN_DOCS.move_to_end(key)
     return doc
 
@@ -154,3 +160,4 @@ def close_documents() -> None:
     with _MUPDF_LOCK:
         while _OPEN_DOCS:
             _OPEN_DOCS.popitem()[1].close()
+        _EDGES_READ.clear()
