@@ -65,7 +65,26 @@ LINE_KEY_TABLE: dict[int, int | None] = {
     **{ord(ch): None for ch in "*_#>`"},
 }
 
+
+def _ascii_byte_tables(table: dict[int, int | None]) -> tuple[bytes, bytes]:
+    """`table` on ASCII text as `bytes.translate` arguments (it maps ASCII to ASCII). A dict
+    table raises and catches a KeyError per distinct unmapped character of every call."""
+    mapping, deleted = bytearray(range(256)), bytearray()
+    for code in range(128):
+        out = chr(code).translate(table)
+        if not out:
+            deleted.append(code)
+        elif len(out) == 1 and out.isascii():
+            mapping[code] = ord(out)
+        else:
+            raise ValueError(f"{chr(code)!r} does not map to one ASCII character")
+    return bytes(mapping), bytes(deleted)
+
+
+_ASCII_LINE_KEY = _ascii_byte_tables(LINE_KEY_TABLE)
+
 _FILL_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in FILL_CHARS}
+_ASCII_FILL_DELETE = _ascii_byte_tables(_FILL_DELETE_TABLE)
 # Symbols that accompany numbers in tables: a unit of digits and these is numeric.
 _NUMERIC_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in _DIGITS + "%$€£¥°()[]"}
 _LETTER_RE = re.compile(r"[^\W\d_]")
@@ -140,7 +159,11 @@ def content_chars(text: str) -> int:
 
 def is_mostly_fill(text: str) -> bool:
     """Whether fill characters make up more than half of `text` (whitespace removed)."""
-    return 2 * len(text.translate(_FILL_DELETE_TABLE)) < len(text)
+    if text.isascii():
+        kept = len(text.encode("ascii").translate(*_ASCII_FILL_DELETE))
+    else:
+        kept = len(text.translate(_FILL_DELETE_TABLE))
+    return 2 * kept < len(text)
 
 
 def count_letters(unit: str) -> int:
@@ -153,6 +176,26 @@ def exact_view(text: str) -> str:
     if text.isascii():
         return text.encode("ascii").translate(_ASCII_LOWER, _ASCII_DELETED).decode("ascii")
     return text.translate(EXACT_TABLE)
+
+
+def line_key_chars(text: str) -> str:
+    """`text.translate(LINE_KEY_TABLE)`, through byte tables when the text is ASCII."""
+    if text.isascii():
+        return text.encode("ascii").translate(*_ASCII_LINE_KEY).decode("ascii")
+    return text.translate(LINE_KEY_TABLE)
+
+
+def exact_and_shape_views(text: str) -> tuple[str, str]:
+    """`(exact_view(text), shape_view(exact_view(text)))`: one encode for ASCII text, which
+    the online detector normalises once per fed chunk."""
+    if not text.isascii():
+        exact = text.translate(EXACT_TABLE)
+        return exact, collapse_numbers(exact.translate(_SHAPE_DIGIT_TABLE))
+    kept = text.encode("ascii").translate(_ASCII_LOWER, _ASCII_DELETED)
+    shaped = kept.translate(_ASCII_DIGITS_TO_ZERO).decode("ascii")
+    if "00" in shaped:
+        shaped = _ZERO_RUN_RE.sub("0", shaped)
+    return kept.decode("ascii"), shaped
 
 
 def shape_view(exact: str) -> str:

@@ -12,11 +12,12 @@ from collections import deque
 from dataclasses import dataclass
 from operator import ne
 
-from app.degeneration.charclass import EXACT_TABLE, is_mostly_fill, strip_markup
+from app.degeneration.charclass import exact_view, is_mostly_fill, strip_markup
 from app.degeneration.config import DetectorConfig
 
 # Markdown emphasis, quotes and list bullets do not change what a line says.
 EMPHASIS_TABLE: dict[int, int | None] = {ord(ch): None for ch in "*_#>`"}
+_ASCII_EMPHASIS = b"*_#>`"
 _LETTER_RE = re.compile(r"[^\W\d_]")
 # Edit-tolerant comparison is for short lines only: it is the costly path, and a loop of
 # long lines is caught by character periodicity anyway.
@@ -85,8 +86,8 @@ class LineRepeatTracker:
         if end - start > self._config.line_max_chars or start < raw_base:
             self._lines.append(_Line(key="", start=start, end=end, repeat_of=0))  # not compared
             return None
-        visible = raw[start - raw_base : end - raw_base].translate(EXACT_TABLE)
-        key = strip_markup(visible).translate(EMPHASIS_TABLE)
+        visible = exact_view(raw[start - raw_base : end - raw_base])
+        key = _without_emphasis(strip_markup(visible))
         if not _LETTER_RE.search(key) or is_mostly_fill(visible):
             # Numbers, rules, blank lines, bare markup (`<!-- image -->`) and form blanks
             # (`Name: ______`) are neutral: they neither repeat nor break a loop.
@@ -133,3 +134,10 @@ class LineRepeatTracker:
             unit="\n".join(line.key for line in lines[-last.repeat_of :]),
             drift=not all(line.exact for line in in_step),
         )
+
+
+def _without_emphasis(text: str) -> str:
+    """`text.translate(EMPHASIS_TABLE)`, through a byte table when the text is ASCII."""
+    if text.isascii():
+        return text.encode("ascii").translate(None, _ASCII_EMPHASIS).decode("ascii")
+    return text.translate(EMPHASIS_TABLE)

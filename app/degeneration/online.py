@@ -12,7 +12,7 @@ into chunks; memory is bounded by `tail_window` (normalised) and eight times tha
 
 import re
 
-from app.degeneration.charclass import DELETED_CHARS, FILL_CHARS, exact_view, shape_view
+from app.degeneration.charclass import DELETED_CHARS, FILL_CHARS, exact_and_shape_views
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
@@ -97,15 +97,23 @@ class LoopDetector:
         # The hot path: everything a 16-character chunk costs happens here, on locals.
         config = self._config
         start = self._length
-        kept = exact_view(piece)
+        kept, shaped = exact_and_shape_views(piece)
         if kept:
+            window = config.tail_window
             exact = self._exact  # rebinding through a local lets CPython grow it in place
             self._exact = ""
             exact += kept
-            if len(exact) > 2 * config.tail_window:
-                exact = exact[-config.tail_window :]
+            if len(exact) > 2 * window:
+                exact = exact[-window:]
             self._exact = exact
-            self._append_shape(kept)
+            shape = self._shape
+            self._shape = ""
+            if shaped[:1] == "0" and shape[-1:] == "0":
+                shaped = shaped[1:]  # a number cut by the chunk boundary is still one number
+            shape += shaped
+            if len(shape) > 2 * window:
+                shape = shape[-window:]
+            self._shape = shape
             self._kept_piece = piece
             self._kept_piece_end = start + len(piece)
         raw = self._raw
@@ -131,17 +139,6 @@ class LoopDetector:
             self._next_check += config.check_stride
             self._verdict = self._check_now(length)
 
-    def _append_shape(self, kept: str) -> None:
-        shaped = shape_view(kept)
-        shape = self._shape
-        self._shape = ""
-        if shaped[:1] == "0" and shape[-1:] == "0":
-            shaped = shaped[1:]  # a number cut by the chunk boundary is still one number
-        shape += shaped
-        if len(shape) > 2 * self._config.tail_window:
-            shape = shape[-self._config.tail_window :]
-        self._shape = shape
-
     def _check_now(self, length: int) -> LoopVerdict | None:
         if self._structure.candidate is not None:
             line_loop = self._structure.confirm(self._raw, length - len(self._raw))
@@ -162,16 +159,15 @@ class LoopDetector:
 
     def _tail_recurs(self, exact: str) -> bool:
         """Cheap pre-test: could the tail be a loop at all? Settles most checks."""
+        config = self._config
         end = len(exact)
-        anchor_chars = self._config.anchor_chars
+        anchor_chars = config.anchor_chars
         if end <= anchor_chars:
             return end > 1
-        if self._length - self._kept_piece_end + self._config.check_stride >= (
-            self._config.blank_run_min
-        ):
+        if self._length - self._kept_piece_end + config.check_stride >= config.blank_run_min:
             return True
-        lowest = max(0, end - anchor_chars - self._config.max_period)
-        if exact.rfind(exact[end - anchor_chars :], lowest, end - 1) >= 0:
+        lowest = end - anchor_chars - config.max_period
+        if exact.rfind(exact[end - anchor_chars :], lowest if lowest > 0 else 0, end - 1) >= 0:
             return True
         # Only a run of one symbol (`!!!`) can be a loop shorter than the anchor: runs of
         # letters, digits or fill need more characters than the anchor holds.

@@ -23,11 +23,11 @@ from collections import deque
 from dataclasses import dataclass
 
 from app.degeneration.charclass import (
-    EXACT_TABLE,
-    LINE_KEY_TABLE,
     collapse_numbers,
     content_chars,
+    exact_view,
     is_mostly_fill,
+    line_key_chars,
     strip_markup,
 )
 from app.degeneration.config import DetectorConfig
@@ -61,7 +61,7 @@ class _Candidate:
 
 
 def _exact(segment: Segment) -> str:
-    return segment.line.translate(EXACT_TABLE)
+    return exact_view(segment.line)
 
 
 class StructureTracker:
@@ -173,7 +173,7 @@ class StructureTracker:
             self._in_fence = not self._in_fence
             return None
         if self._in_fence:
-            exact = line.translate(EXACT_TABLE)
+            exact = exact_view(line)
             if is_mostly_fill(exact):
                 row = self._key(line, diagram=True)
                 if len(row) < self._config.diagram_min_chars or len(exact) < 3:
@@ -186,18 +186,24 @@ class StructureTracker:
     def _key(line: str, diagram: bool) -> str:
         if diagram:
             return line.expandtabs().strip("\n").rstrip()
-        return collapse_numbers(strip_markup(line).translate(LINE_KEY_TABLE))
+        return collapse_numbers(line_key_chars(strip_markup(line)))
 
     def _push(self, segment: Segment) -> bool:
         """Append a segment; whether it continues any run (most segments continue none)."""
         segments, runs = self._segments, self._runs
         key = segment.key
         size, slack = len(key), max(WORD_CHARS, len(key) // 6)
+        head, tail = key[:4], key[-4:]
         continued = False
         for step in range(1, min(self._max_step, len(segments)) + 1):
             earlier = segments[-step]
             other = earlier.key
-            if other == key or (abs(size - len(other)) <= slack and self._near(segment, earlier)):
+            alike = other == key or (
+                abs(size - len(other)) <= slack
+                and (other[:4] == head or other[-4:] == tail)  # `_near`'s cheap test, inline
+                and self._near(segment, earlier)
+            )
+            if alike:
                 if not runs[step]:
                     self._onsets[step] = earlier.start
                 runs[step] += 1
