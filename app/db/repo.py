@@ -162,15 +162,6 @@ def attempt_row(
     }
 
 
-def record_attempt(
-    session: Session, work: PageWork, step_index: int, step: PlanStep, result: EngineResult
-) -> Attempt:
-    attempt = Attempt(**attempt_row(work, step_index, step, result))
-    session.add(attempt)
-    session.flush()
-    return attempt
-
-
 def finish_page(
     session: Session,
     page_id: int,

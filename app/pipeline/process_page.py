@@ -155,8 +155,8 @@ class PageProcessor:
                 return self._close(work, _answer(step, len(past), result.text, facts), attempt)
             index = next_step(plan, past, applies, limits)
             if index is not None:  # a later step follows: this attempt is recorded now
-                with self.db.session() as session:
-                    repo.record_attempt(session, work, *attempt)
+                with self.db.transaction() as conn:
+                    page_path.record_attempt(conn, repo.attempt_row(work, *attempt))
                 attempt = None
         category, error = _failure(past)
         outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
