@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymupdf
@@ -19,11 +19,6 @@ from app.textlayer.model import PageLayout, TableGrid
 # it goes through this lock. Rendering is fast next to OCR, which runs outside it.
 log = logging.getLogger(__name__)
 _MUPDF_LOCK = threading.Lock()
-_OPEN_DOCS: OrderedDict[str, pymupdf.Document] = OrderedDict()
-# The edge lines read from each open document's pages (running headers are looked for on the
-# neighbours): a page's edges are read once per process, not once per neighbouring page. Each
-# page still reads whatever it lacks, so a page runs alone on any worker; dropped with its doc.
-_EDGES_READ: dict[str, dict[int, list[str]]] = {}
 _MAX_OPEN_DOCS = 8
 _SNIFF_BYTES = 1024
 
@@ -94,12 +89,26 @@ def _refuse_image_bombs(doc: pymupdf.Document, max_pixels: int) -> None:
             )
 
 
+@dataclass
+class _OpenDocument:
+    """A document kept open, with the edge lines read from its pages so far (running headers
+    are looked for on the neighbours): a page's edges are read once per process, not once per
+    neighbouring page. Each page still reads whatever it lacks, so a page runs alone on any
+    worker; the edges go with the document."""
+
+    doc: pymupdf.Document
+    edges_read: dict[int, list[str]] = field(default_factory=dict)
+
+
+_OPEN_DOCS: OrderedDict[str, _OpenDocument] = OrderedDict()
+
+
 def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPage:
     """Rasterise page `number` (1-based) at `dpi`, shrunk so its longest side fits `max_side`."""
     with _MUPDF_LOCK:
         try:
-            doc = _open(path)
-            page = doc[number - 1]
+            opened = _open(path)
+            page = opened.doc[number - 1]
             zoom = dpi / 72
             longest = max(page.rect.width, page.rect.height) * zoom
             if longest > max_side:
@@ -107,16 +116,16 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
             image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
             text = page.get_text()
-            layout = _layout_or_none(doc, number, path) if text.strip() else None
+            layout = _layout_or_none(opened, number) if text.strip() else None
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
     return RenderedPage(image=image, text_layer=text, layout=layout)
 
 
-def _layout_or_none(doc: pymupdf.Document, number: int, path: Path) -> PageLayout | None:
+def _layout_or_none(opened: _OpenDocument, number: int) -> PageLayout | None:
     """The page's layout; None (the plain text layer is used as it is) when MuPDF balks."""
     try:
-        return read_layout(doc, number - 1, _EDGES_READ.setdefault(str(path), {}))
+        return read_layout(opened.doc, number - 1, opened.edges_read)
     except Exception as exc:  # structure is a bonus: a page whose layout fails keeps its text
         log.warning("page %d: text layout unreadable (%s); plain text layer used", number, exc)
         return None
@@ -126,7 +135,7 @@ def read_page_tables(path: Path, number: int) -> list[TableGrid]:
     """The tables of page `number` (1-based) that PyMuPDF's table finder outlines."""
     with _MUPDF_LOCK:
         try:
-            return read_tables(_open(path)[number - 1])
+            return read_tables(_open(path).doc[number - 1])
         except Exception as exc:  # the finder failing on odd drawings costs the tables only
             log.warning("page %d of %s: table finder failed (%s); no tables", number, path, exc)
             return []
@@ -136,28 +145,25 @@ def read_text_layer(path: Path, number: int) -> str:
     """The PDF's own text for page `number` (1-based), without rendering."""
     with _MUPDF_LOCK:
         try:
-            return str(_open(path)[number - 1].get_text())
+            return str(_open(path).doc[number - 1].get_text())
         except Exception as exc:
             raise RenderError(f"page {number} text layer unreadable: {exc}") from exc
 
 
-def _open(path: Path) -> pymupdf.Document:
+def _open(path: Path) -> _OpenDocument:
     key = str(path)
-    doc = _OPEN_DOCS.get(key)
-    if doc is None:
-        doc = pymupdf.open(path, filetype="pdf")
-        _OPEN_DOCS[key] = doc
+    opened = _OPEN_DOCS.get(key)
+    if opened is None:
+        opened = _OpenDocument(pymupdf.open(path, filetype="pdf"))
+        _OPEN_DOCS[key] = opened
         if len(_OPEN_DOCS) > _MAX_OPEN_DOCS:
-            evicted, closing = _OPEN_DOCS.popitem(last=False)
-            closing.close()
-            _EDGES_READ.pop(evicted, None)
+            _OPEN_DOCS.popitem(last=False)[1].doc.close()
     _OPEN_DOCS.move_to_end(key)
-    return doc
+    return opened
 
 
 def close_documents() -> None:
     """Close every cached document (before a file is rewritten, or at exit)."""
     with _MUPDF_LOCK:
         while _OPEN_DOCS:
-            _OPEN_DOCS.popitem()[1].close()
-        _EDGES_READ.clear()
+            _OPEN_DOCS.popitem()[1].doc.close()
