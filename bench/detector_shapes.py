@@ -91,11 +91,18 @@ def _judge(package: ModuleType, sample: LoopSample) -> dict[str, Any]:
 
 def _fires(package: ModuleType, text: str) -> int | None:
     """Characters streamed (16-character chunks) when the first verdict came, else None."""
+    fired = first_verdict(package, text)
+    return None if fired is None else fired[0]
+
+
+def first_verdict(package: ModuleType, text: str) -> tuple[int, Any] | None:
+    """`text` streamed in 16-character chunks: the characters streamed when the first verdict
+    came, and that verdict; None if none came."""
     detector = package.LoopDetector()
     try:
         for start in range(0, len(text), CHUNK):
             if detector.feed(text[start : start + CHUNK]) is not None:
-                return int(detector.text_length)
+                return int(detector.text_length), detector.verdict
     except IndexError:
         return None  # see `_degenerate`
     return None

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-from bench.detector_shapes import CHUNK
+from bench.detector_shapes import first_verdict
 from bench.ocr_text import degenerate_tails, healthy_pages
 from bench.scripted_loops import LoopShape, build_shapes
 
@@ -38,20 +38,13 @@ def evaluate_short_loops(package: ModuleType, baseline: ModuleType | None) -> li
 
 
 def _stop(package: ModuleType, shape: LoopShape) -> dict[str, Any]:
-    detector = package.LoopDetector()
-    text = shape.text
-    try:
-        for start in range(0, len(text), CHUNK):
-            if detector.feed(text[start : start + CHUNK]) is not None:
-                break
-    except IndexError:
-        return {"at": None}  # the line tracker bug fixed in i13b (`detector_shapes._degenerate`)
-    verdict = detector.verdict
-    if verdict is None:
+    fired = first_verdict(package, shape.text)
+    if fired is None:
         return {"at": None}
-    after_onset = int(detector.text_length) - verdict.onset
+    at, verdict = fired
+    after_onset = at - verdict.onset
     return {
-        "at": int(detector.text_length),
+        "at": at,
         "after_onset": after_onset,
         "periods": round(after_onset / max(1, shape.period_chars), 2),
     }
