@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -219,13 +220,7 @@ def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
     from app.api.runner import CeleryJobRunner, make_runner
     from tests.api_server import running_api, wait_for_job
 
-    settings = Settings(
-        database_url=pg_url,
-        broker_url=REDIS_URL,
-        queue_prefix=prefix,
-        engine="textlayer",
-        upload_dir=tmp_path / "uploads",
-    )
+    settings = textlayer_settings(pg_url, prefix, upload_dir=tmp_path / "uploads")
     write_text_pdfs(tmp_path / "in", documents=2, pages=3)
     files = [
         ("files", (pdf.name, pdf.read_bytes(), "application/pdf"))
@@ -237,7 +232,7 @@ def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
         answer = client.post("/v1/jobs", files=files)
         assert answer.status_code == 202, answer.text
         # Before any worker runs, the job waits in the broker: one split task per document.
-        assert queued.llen(f"{prefix}:{prefix}.cpu:9") == 2  # priority 0: the last level
+        assert queued.llen(last_level(prefix)) == 2
         worker = start_worker(worker_env(pg_url, REDIS_URL, prefix), log=tmp_path / "w.log")
         try:
             job = wait_for_job(client, answer.json()["id"])
@@ -255,9 +250,7 @@ def test_api_jobs_go_to_celery_workers_when_a_broker_is_set(
 def test_higher_priority_jobs_are_worked_first(
     pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = Settings(
-        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
-    )
+    settings = textlayer_settings(pg_url, prefix)
     db = Database(pg_url)
     enqueuer = Enqueuer(settings)
     jobs = {}
@@ -298,22 +291,37 @@ def queue_pages_without_split(settings: Settings, folder: Path) -> tuple[Databas
     return db, job_id
 
 
+def textlayer_settings(pg_url: str, prefix: str, **extra: Any) -> Settings:
+    """Settings of a distributed test: Postgres, the test's Redis queues, the text layer."""
+    return Settings(
+        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer", **extra
+    )
+
+
+def last_level(prefix: str) -> str:
+    """The Redis list of the CPU queue's priority 0 (the last level), where these tests' tasks
+    wait."""
+    return f"{prefix}:{prefix}.cpu:9"
+
+
+def page_id_of(raw: bytes | str) -> int:
+    """The page id a queued task message carries (its first argument)."""
+    return int(json.loads(base64.b64decode(json.loads(raw)["body"]))[0][0])
+
+
 def take_one_page_task(client: redis.Redis, prefix: str) -> int:
     """RPOP one page task, as a worker's BRPOP does; the worker "dies" before recording it
     as unacked, so the message is now in no list and in no unacked hash."""
-    raw = client.rpop(f"{prefix}:{prefix}.cpu:9")  # priority 0: the last level
+    raw = client.rpop(last_level(prefix))
     assert raw is not None
-    message = json.loads(raw)
-    return int(json.loads(base64.b64decode(message["body"]))[0][0])
+    return page_id_of(raw)
 
 
 def test_a_page_task_lost_with_a_killed_worker_is_queued_again(
     pg_url: str, prefix: str, tmp_path: Path
 ) -> None:
     pages = write_text_pdfs(tmp_path / "in", documents=2, pages=10)
-    settings = Settings(
-        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
-    )
+    settings = textlayer_settings(pg_url, prefix)
     _, job_id = queue_pages_without_split(settings, tmp_path / "in")
     lost_page = take_one_page_task(redis.Redis.from_url(REDIS_URL), prefix)
     log = tmp_path / "worker.log"
@@ -336,9 +344,7 @@ def test_the_lost_task_check_spares_queued_and_unacked_tasks(
     pg_url: str, prefix: str, tmp_path: Path
 ) -> None:
     write_text_pdfs(tmp_path / "in", documents=1, pages=3)
-    settings = Settings(
-        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
-    )
+    settings = textlayer_settings(pg_url, prefix)
     db, _ = queue_pages_without_split(settings, tmp_path / "in")
     client = redis.Redis.from_url(REDIS_URL)
     sweeper = LostTaskSweeper(db, Enqueuer(settings), QueueView(settings), interval_s=0.01)
@@ -349,15 +355,15 @@ def test_the_lost_task_check_spares_queued_and_unacked_tasks(
 
     assert check() == [] and check() == []  # every task still queued
     # A live worker has taken all three; it recorded two as unacked and is reading the third.
-    raw = [client.rpop(f"{prefix}:{prefix}.cpu:9") for _ in range(3)]
-    assert not client.rpop(f"{prefix}:{prefix}.cpu:9")
+    raw = [client.rpop(last_level(prefix)) for _ in range(3)]
+    assert not client.rpop(last_level(prefix))
     in_flight = [json.loads(m) for m in raw[:2] if m]
     for n, message in enumerate(in_flight):
         client.hset(f"{prefix}:unacked", f"tag{n}", json.dumps([message, "", "x"]))
-    reading = int(json.loads(base64.b64decode(json.loads(raw[2] or "")["body"]))[0][0])
+    reading = page_id_of(raw[2] or "")
     assert check() == []  # seen once: it may still be in a live worker's socket
     assert check() == [reading]  # seen twice: lost, queued again
-    assert client.llen(f"{prefix}:{prefix}.cpu:9") == 1
+    assert client.llen(last_level(prefix)) == 1
     sweeper.close()
 
 
@@ -365,9 +371,7 @@ def test_the_lost_task_check_leaves_a_local_run_on_the_same_database_alone(
     pg_url: str, prefix: str, tmp_path: Path
 ) -> None:
     pages = write_text_pdfs(tmp_path / "in", documents=1, pages=4)
-    settings = Settings(
-        database_url=pg_url, broker_url=REDIS_URL, queue_prefix=prefix, engine="textlayer"
-    )
+    settings = textlayer_settings(pg_url, prefix)
     db = Database(pg_url)
     ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
     first, rest = ingested.page_ids[:1], ingested.page_ids[1:]
