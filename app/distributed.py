@@ -10,24 +10,20 @@ import threading
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from app.db import page_path, repo
-from app.db.engine import Database
+from app.db.engine import DATABASE_DOWN, Database
 from app.db.models import Document, Job, Page
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
 from app.pipeline.periodic import PeriodicThread
-from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
+from app.pipeline.process_page import BatchOutcome, PageBusy, PageOutcome, PageProcessor
 from app.queue import BrokerUnavailable, Enqueuer
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
-
-# The database is unreachable for now: retry later, never blame the page for it.
-DATABASE_DOWN = (OperationalError, InterfaceError, DisconnectionError)
 
 
 @dataclass(frozen=True)
@@ -106,6 +102,17 @@ def run_queued_page(processor: PageProcessor, page_id: int) -> PageOutcome:
             job_id = session.scalar(select(Page.job_id).where(Page.id == page_id))
         # It may have been the job's last open page: let the sweep look.
         return PageOutcome(status, job_id, closed=True, others_open=True)
+
+
+def run_queued_pages(processor: PageProcessor, page_ids: list[int]) -> BatchOutcome:
+    """`run_queued_page` for a task's group of pages: pages other workers hold come back in
+    `busy` for a retry; a page that fails unexpectedly ends failed, the others go on."""
+
+    def crashed(page_id: int, job_id: str, exc: Exception) -> PageOutcome:
+        status = record_crash(processor.db, page_id, exc)
+        return PageOutcome(status, job_id, closed=True, others_open=True)
+
+    return processor.run_many(page_ids, crashed)
 
 
 def job_to_finalize(outcome: PageOutcome) -> str | None:

@@ -6,7 +6,9 @@ built by the same `make_celery` so client and workers always agree on queues and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+import math
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from celery import Celery
@@ -18,6 +20,7 @@ from app.settings import Settings
 QueueKind = Literal["cpu", "gpu"]
 SPLIT_DOCUMENT = "folio.split_document"
 PROCESS_PAGE = "folio.process_page"
+PROCESS_PAGES = "folio.process_pages"  # several pages of the CPU queue in one task
 FINALIZE_JOB = "folio.finalize_job"
 
 
@@ -81,6 +84,22 @@ def page_queue(settings: Settings, plan_name: str) -> str:
     return queue_name(settings, "gpu" if uses_vlm else "cpu")
 
 
+# A document's pages spread over at least this many tasks, so a short document still runs on
+# as many threads as a worker pair has (2 x 4) when pages are grouped.
+MIN_TASKS_PER_BATCH = 8
+
+
+def page_groups(page_ids: Sequence[int], most: int) -> list[list[int]]:
+    """`page_ids` in consecutive groups of at most `most`, as even as can be, and at least
+    MIN_TASKS_PER_BATCH groups while there are that many pages."""
+    if not page_ids:
+        return []
+    count = max(math.ceil(len(page_ids) / most), min(len(page_ids), MIN_TASKS_PER_BATCH))
+    size, larger = divmod(len(page_ids), count)  # the first `larger` groups take one more
+    bounds = [i * size + min(i, larger) for i in range(count + 1)]
+    return [list(page_ids[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
 def broker_priority(priority: int) -> int:
     """Folio's job priority (0-9, higher first) as the Redis transport's level (0 first)."""
     return 9 - max(0, min(9, priority))
@@ -97,13 +116,21 @@ class Enqueuer:
         return self._send(SPLIT_DOCUMENT, document_ids, queue_name(self.settings, "cpu"), priority)
 
     def process_pages(self, page_ids: Iterable[int], plan_name: str, priority: int = 0) -> int:
-        return self._send(PROCESS_PAGE, page_ids, page_queue(self.settings, plan_name), priority)
+        """Queue the pages' tasks: one page each on the GPU queue, groups on the CPU queue
+        (`pages_per_task`). Returns the number of pages queued."""
+        queue = page_queue(self.settings, plan_name)
+        most = self.settings.pages_per_task
+        if queue == queue_name(self.settings, "gpu") or most == 1:
+            return self._send(PROCESS_PAGE, page_ids, queue, priority)
+        groups = page_groups(list(page_ids), most)
+        self._send(PROCESS_PAGES, groups, queue, priority)
+        return sum(len(group) for group in groups)
 
     def finalize_job(self, job_id: str) -> None:
         # Cheap and the job's last step: ahead of every page task.
         self._publish(FINALIZE_JOB, job_id, queue_name(self.settings, "cpu"))
 
-    def _send(self, task: str, ids: Iterable[int], queue: str, priority: int) -> int:
+    def _send(self, task: str, ids: Iterable[int | list[int]], queue: str, priority: int) -> int:
         sent = 0
         level = broker_priority(priority)
         try:

@@ -17,7 +17,7 @@ from typing import Any
 
 import redis
 
-from app.queue import PROCESS_PAGE, SPLIT_DOCUMENT, queue_name
+from app.queue import PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT, queue_name
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -60,11 +60,11 @@ class QueueView:
         an ETA, or left by a dead worker until `visibility_timeout` restores them)."""
         found = InFlight()
         for raw in self.client.hvals(self.prefix + "unacked"):
-            task, arg = _task_and_arg(raw)
-            if task == PROCESS_PAGE:
-                found.pages.add(arg)
+            task, ids = _task_and_ids(raw)
+            if task in (PROCESS_PAGE, PROCESS_PAGES):
+                found.pages.update(ids)
             elif task == SPLIT_DOCUMENT:
-                found.documents.add(arg)
+                found.documents.update(ids)
         return found
 
     def lead(self, name: str, seconds: float) -> bool:
@@ -85,16 +85,21 @@ class QueueView:
         self.client.close()
 
 
-def _task_and_arg(raw: bytes | str) -> tuple[str | None, int]:
-    """The task name and first argument of one unacked entry (`[message, exchange, key]`)."""
+def task_ids(message: dict[str, Any]) -> tuple[str, list[int]]:
+    """The task name of one Celery message (protocol 2) and the ids its first argument names:
+    one id, or a list of them (`folio.process_pages`)."""
+    task = message["headers"]["task"]
+    body = message["body"]
+    if message.get("properties", {}).get("body_encoding") == "base64":
+        body = base64.b64decode(body)
+    first = json.loads(body)[0][0]  # [args, kwargs, embed]
+    return task, [int(i) for i in first] if isinstance(first, list) else [int(first)]
+
+
+def _task_and_ids(raw: bytes | str) -> tuple[str | None, list[int]]:
+    """The task name and ids of one unacked entry (`[message, exchange, key]`)."""
     try:
-        message: dict[str, Any] = json.loads(raw)[0]
-        task = message["headers"]["task"]
-        body = message["body"]
-        if message.get("properties", {}).get("body_encoding") == "base64":
-            body = base64.b64decode(body)
-        args = json.loads(body)[0]  # Celery's message protocol 2: [args, kwargs, embed]
-        return task, int(args[0])
+        return task_ids(json.loads(raw)[0])
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         log.warning("an unacked message Folio cannot read: %s", exc)
-        return None, 0
+        return None, []

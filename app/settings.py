@@ -310,6 +310,15 @@ class Settings(BaseSettings):
         "killed worker (queued again once seen lost twice while the queues are drained); "
         "0 turns the checks off.",
     )
+    pages_per_task: int = Field(
+        default=8,
+        ge=1,
+        description="Most pages one Celery task carries on the CPU queue (text layer, "
+        "Tesseract): claimed in one statement and closed in one transaction, so the broker's "
+        "and the database's cost per task is shared. A document's pages still spread over at "
+        "least 8 tasks. VLM pages go one per task (each runs for seconds; their threads, "
+        "not the queue, set the batch the server sees).",
+    )
     worker_threads: int = Field(
         default=32,
         description="Pages one `folio worker` process runs at once when --concurrency is unset.",

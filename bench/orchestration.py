@@ -5,18 +5,20 @@ from the repository root with the local PostgreSQL and Redis up (FOLIO_TEST_POST
 FOLIO_TEST_REDIS_URL). The engine is the PDF text layer on tiny text pages rendered at 36 dpi,
 so nearly all the time measured is Folio's own: queueing, claiming, recording, finalizing.
 
-Two arms in one run, each on its own database and queue prefix: `current` (this tree) and
-`baseline` (the page path before issue 16, commit --baseline, exported with `git archive`).
+Three arms in one run, each on its own database and queue prefix: `current` (this tree, the
+CPU queue's pages in groups of `pages_per_task`), `one_per_task` (this tree with
+FOLIO_PAGES_PER_TASK=1: one page a task, as the GPU queue runs) and `baseline` (the page path
+before issue 16, commit --baseline, exported with `git archive`).
 Their workers run `bench/count_worker.py`, which counts every statement, BEGIN, COMMIT and
 pool ping the workers send, with SQLAlchemy events: the per-page counts do not depend on load.
 
 Reported per arm: pages/s (job created to job done, workers already warm; the spread across
 `--repeats` too), CPU milliseconds per page of the worker processes and of the PostgreSQL
 backends serving the arm's database (from /proc: far less sensitive to the machine's load than
-any wall time, so the number to compare on a shared machine), the median
-in-worker overhead per page (a page's time in its worker, claim to close, minus rendering and
-engine time) and database round trips and commits per page (all worker traffic during the
-batch, split and finalize tasks included, divided by pages). Written to
+any wall time, so the number to compare on a shared machine), the median in-worker overhead per
+page (a task's time in its worker, claim to last close, minus its pages' rendering and engine
+time, shared equally by its pages) and database round trips and commits per page (all worker
+traffic during the batch, split and finalize tasks included, divided by pages). Written to
 `bench/results/orchestration.json`.
 """
 
@@ -58,6 +60,7 @@ TARGETS = {
     "commits_per_page": 2.0,
 }
 ROUND_TRIP_KINDS = ("statements", "begins", "commits", "pings")
+ARM_ORDER = ("baseline", "one_per_task", "current")
 
 
 def versions() -> dict[str, str]:
@@ -97,7 +100,9 @@ def process_cpu_s(pid: int) -> float:
 class Arm:
     """One side of the comparison: a source tree, its own database, queues and workers."""
 
-    def __init__(self, name: str, tree: Path, scratch: Path) -> None:
+    def __init__(
+        self, name: str, tree: Path, scratch: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.tree = tree
         self.scratch = scratch
@@ -106,6 +111,7 @@ class Arm:
         self.url = make_url(POSTGRES_URL).set(database=self.database)
         self.url_text = self.url.render_as_string(hide_password=False)
         self.env = {**worker_env(self.url_text, REDIS_URL, self.prefix), "PYTHONPATH": str(tree)}
+        self.env.update(env or {})
         self.workers: list[subprocess.Popen[bytes]] = []
         self.counts = [scratch / f"{self.name}-{i}.json" for i in range(64)]
         self._engine: Engine | None = None
@@ -180,7 +186,12 @@ class Arm:
         return total
 
     def job_timings(self, job_id: str) -> tuple[float, list[float]]:
-        """(seconds from job created to done, per-page in-worker overhead in ms)."""
+        """(seconds from job created to done, per-page in-worker overhead in ms).
+
+        A task's overhead is its time in the worker, claim to last close, minus the rendering
+        and engine time of its pages; each of its pages is given an equal share. Pages of one
+        task were claimed together: same document, same `started_at`. A task of one page (the
+        baseline's, the GPU queue's) is just that page's claim-to-close time minus its own."""
         with self.engine.connect() as conn:
             seconds = conn.scalar(
                 text("SELECT EXTRACT(EPOCH FROM finished_at - created_at) FROM jobs WHERE id = :j"),
@@ -188,15 +199,17 @@ class Arm:
             )
             rows = conn.execute(
                 text(
-                    "SELECT EXTRACT(EPOCH FROM p.finished_at - p.started_at), p.render_s,"
-                    " (SELECT sum(a.duration_s) FROM attempts a WHERE a.page_id = p.id)"
-                    " FROM pages p WHERE p.job_id = :j"
+                    "SELECT count(*), EXTRACT(EPOCH FROM max(p.finished_at) - p.started_at),"
+                    " sum(p.render_s),"
+                    " sum((SELECT sum(a.duration_s) FROM attempts a WHERE a.page_id = p.id))"
+                    " FROM pages p WHERE p.job_id = :j GROUP BY p.document_id, p.started_at"
                 ),
                 {"j": job_id},
             ).all()
         overhead = [
-            (float(span) - (render or 0.0) - (engine or 0.0)) * 1000
-            for span, render, engine in rows
+            (float(span) - (render or 0.0) - (engine or 0.0)) * 1000 / pages
+            for pages, span, render, engine in rows
+            for _ in range(pages)
         ]
         return float(seconds), overhead
 
@@ -285,13 +298,18 @@ def measure(
         write_text_pdfs(scratch / "in" / "warmup", 1, workers * concurrency)
         write_text_pdfs(scratch / "in" / "batch", documents, pages)
         write_text_pdfs(scratch / "in" / "single", 1, 101)
-        trees = {"current": REPO}
+        # The current tree twice: one page a task (as the GPU queue runs), and in groups.
+        arms: dict[str, tuple[Path, dict[str, str]]] = {
+            "one_per_task": (REPO, {"FOLIO_PAGES_PER_TASK": "1"}),
+            "current": (REPO, {}),
+        }
         if baseline:
-            trees = {"baseline": export_tree(baseline, scratch), **trees}
+            arms = {"baseline": (export_tree(baseline, scratch), {}), **arms}
         for repeat in range(repeats):
-            names = list(trees) if repeat % 2 == 0 else list(reversed(trees))
+            names = list(arms) if repeat % 2 == 0 else list(reversed(arms))
             for name in names:
-                arm = Arm(name, trees[name], scratch)
+                tree, env = arms[name]
+                arm = Arm(name, tree, scratch, env)
                 results.setdefault(name, []).append(
                     measure_arm(arm, scratch / "in", workers, concurrency)
                 )
@@ -349,7 +367,7 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         f"{setup['concurrency_per_worker']} threads (Celery + Redis + PostgreSQL, no-op engine)"
     )
     table.add_column("metric")
-    arms = [name for name in ("baseline", "current") if name in result["arms"]]
+    arms = [name for name in ARM_ORDER if name in result["arms"]]
     for name in arms:
         table.add_column(name, justify="right")
     table.add_column("target")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import signal
 import subprocess
@@ -25,8 +24,8 @@ from app.distributed import queue_job, recover
 from app.domain import JobStatus
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.lost_tasks import LostTaskSweeper
-from app.queue import Enqueuer
-from app.queue_view import QueueView
+from app.queue import PROCESS_PAGE, PROCESS_PAGES, Enqueuer
+from app.queue_view import QueueView, task_ids
 from app.settings import Settings
 from tests.conftest import REDIS_URL, unavailable
 from tests.distributed_support import (
@@ -304,17 +303,19 @@ def last_level(prefix: str) -> str:
     return f"{prefix}:{prefix}.cpu:9"
 
 
-def page_id_of(raw: bytes | str) -> int:
-    """The page id a queued task message carries (its first argument)."""
-    return int(json.loads(base64.b64decode(json.loads(raw)["body"]))[0][0])
+def page_ids_of(raw: bytes | str) -> list[int]:
+    """The page ids a queued task message carries (a group of the CPU queue's pages)."""
+    task, ids = task_ids(json.loads(raw))
+    assert task == PROCESS_PAGES
+    return ids
 
 
-def take_one_page_task(client: redis.Redis, prefix: str) -> int:
+def take_one_page_task(client: redis.Redis, prefix: str) -> list[int]:
     """RPOP one page task, as a worker's BRPOP does; the worker "dies" before recording it
     as unacked, so the message is now in no list and in no unacked hash."""
     raw = client.rpop(last_level(prefix))
     assert raw is not None
-    return page_id_of(raw)
+    return page_ids_of(raw)
 
 
 def test_a_page_task_lost_with_a_killed_worker_is_queued_again(
@@ -323,7 +324,8 @@ def test_a_page_task_lost_with_a_killed_worker_is_queued_again(
     pages = write_text_pdfs(tmp_path / "in", documents=2, pages=10)
     settings = textlayer_settings(pg_url, prefix)
     _, job_id = queue_pages_without_split(settings, tmp_path / "in")
-    lost_page = take_one_page_task(redis.Redis.from_url(REDIS_URL), prefix)
+    lost_pages = take_one_page_task(redis.Redis.from_url(REDIS_URL), prefix)
+    assert len(lost_pages) > 1  # 20 pages in groups: the task carried several
     log = tmp_path / "worker.log"
     worker = start_worker(
         worker_env(pg_url, REDIS_URL, prefix, FOLIO_LOST_TASK_CHECK_S="1"), log=log
@@ -334,10 +336,12 @@ def test_a_page_task_lost_with_a_killed_worker_is_queued_again(
         wait_until(batch.done, 120, "the job to finish without recover", batch.describe)
     finally:
         stop_worker(worker)
-    assert f"queued again 1 page(s) of job {job_id}" in log.read_text(errors="replace")
+    expected = f"queued again {len(lost_pages)} page(s) of job {job_id}"
+    assert expected in log.read_text(errors="replace")
     batch.assert_every_page_done_once()
     with batch.db.session() as session:
-        assert session.scalar(select(Page.status).where(Page.id == lost_page)) == "succeeded"
+        lost = select(Page.status).where(Page.id.in_(lost_pages))
+        assert set(session.scalars(lost)) == {"succeeded"}
 
 
 def test_the_lost_task_check_spares_queued_and_unacked_tasks(
@@ -360,9 +364,9 @@ def test_the_lost_task_check_spares_queued_and_unacked_tasks(
     in_flight = [json.loads(m) for m in raw[:2] if m]
     for n, message in enumerate(in_flight):
         client.hset(f"{prefix}:unacked", f"tag{n}", json.dumps([message, "", "x"]))
-    reading = page_id_of(raw[2] or "")
+    reading = page_ids_of(raw[2] or "")  # 3 pages, 3 groups of one
     assert check() == []  # seen once: it may still be in a live worker's socket
-    assert check() == [reading]  # seen twice: lost, queued again
+    assert check() == reading  # seen twice: lost, queued again
     assert client.llen(last_level(prefix)) == 1
     sweeper.close()
 
@@ -388,3 +392,18 @@ def test_the_lost_task_check_leaves_a_local_run_on_the_same_database_alone(
     batch = Batch(pg_url, ingested.job_id, pages)
     assert batch.done()
     batch.assert_every_page_done_once()
+
+
+def test_cpu_pages_go_in_groups_and_vlm_pages_one_per_task(prefix: str) -> None:
+    settings = Settings(broker_url=REDIS_URL, queue_prefix=prefix, pages_per_task=8)
+    client = redis.Redis.from_url(REDIS_URL)
+    enqueuer = Enqueuer(settings)
+    assert enqueuer.process_pages(range(1, 101), "textlayer") == 100
+    assert enqueuer.process_pages(range(201, 211), "vlm") == 10
+    cpu = [task_ids(json.loads(m)) for m in client.lrange(last_level(prefix), 0, -1)]
+    gpu = [task_ids(json.loads(m)) for m in client.lrange(f"{prefix}:{prefix}.gpu:9", 0, -1)]
+    assert {task for task, _ in cpu} == {PROCESS_PAGES}
+    assert sorted(p for _, ids in cpu for p in ids) == list(range(1, 101))
+    assert max(len(ids) for _, ids in cpu) == 8
+    assert gpu and {task for task, _ in gpu} == {PROCESS_PAGE}
+    assert sorted(p for _, ids in gpu for p in ids) == list(range(201, 211))

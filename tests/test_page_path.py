@@ -30,7 +30,7 @@ from app.jobs import JobRequest, create_job_from_folder, release_dead_leases, wo
 from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
 from app.queue import Enqueuer
 from app.settings import PlanStep, Settings
-from tests.distributed_support import write_text_pdfs
+from tests.distributed_support import page_text, write_text_pdfs
 
 
 def make_job(db_url: str, folder: Path, pages: int, **extra: Any) -> tuple[Settings, list[int]]:
@@ -75,6 +75,84 @@ def test_a_page_costs_three_statements_and_one_commit(db_url: str, tmp_path: Pat
         assert session.scalar(select(func.count()).select_from(Attempt)) == 3
         rendered = session.scalars(select(Page.width).where(Page.id.in_(pages))).all()
     assert all(width for width in rendered)  # render facts are written with the status
+
+
+def test_a_group_of_pages_costs_one_claim_and_one_commit(db_url: str, tmp_path: Path) -> None:
+    settings, pages = make_job(db_url, tmp_path / "in", 8)
+    db = Database(db_url)
+    processor = PageProcessor(settings, db, EngineSet(settings), owner=worker_id())
+    with counted(db) as counts:
+        batch = processor.run_many(pages, crashed=never_crashes)
+    assert batch.busy == [] and list(batch.outcomes) == pages
+    assert {o.status for o in batch.outcomes.values()} == {PageStatus.SUCCEEDED}
+    # One claim for all, one INSERT of the 8 attempt rows, a close per page, one COMMIT.
+    assert counts == {"statements": 2 + len(pages), "commits": 1}, counts
+    assert batch.outcomes[pages[-1]].others_open is False  # the job can be finalized
+    with db.session() as session:
+        attempts = session.scalars(select(Attempt.page_id).order_by(Attempt.page_id)).all()
+        texts = session.scalars(select(Page.text).where(Page.id.in_(pages))).all()
+    assert attempts == pages and all(texts)
+
+
+def never_crashes(page_id: int, job_id: str, exc: Exception) -> PageOutcome:
+    raise AssertionError(f"page {page_id} crashed: {exc!r}")
+
+
+class CrashingTextLayer(TextLayerEngine):
+    """The real text-layer engine, raising an unexpected error on one page."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
+        result = super().transcribe(page, step)
+        if self.marker in result.text:
+            raise RuntimeError("a bug in an engine")
+        return result
+
+
+class OneEngine(EngineSet):
+    def __init__(self, settings: Settings, engine: TextLayerEngine) -> None:
+        super().__init__(settings)
+        self.engine = engine
+
+    def for_step(self, step: PlanStep) -> TextLayerEngine:
+        return self.engine
+
+
+def test_a_group_passes_over_done_and_held_pages_and_outlives_a_crash(
+    db_url: str, tmp_path: Path
+) -> None:
+    settings, pages = make_job(db_url, tmp_path / "in", 5)
+    db = Database(db_url)
+    plain = PageProcessor(settings, db, EngineSet(settings), owner="first:1")
+    assert plain.run(pages[0]).status is PageStatus.SUCCEEDED  # done before the group
+    with db.autocommit() as conn:  # another live worker holds the second page
+        assert isinstance(page_path.claim(conn, pages[1], "other:2", 600), page_path.ClaimedPage)
+    crash_on = page_text(1, 3).split(":")[0] + ":"  # the third page's own words
+    processor = PageProcessor(
+        settings, db, OneEngine(settings, CrashingTextLayer(crash_on)), owner="group:3"
+    )
+    crashes: list[int] = []
+
+    def crashed(page_id: int, job_id: str, exc: Exception) -> PageOutcome:
+        crashes.append(page_id)
+        return PageOutcome(PageStatus.FAILED, job_id, closed=True)
+
+    batch = processor.run_many(pages, crashed)
+    assert batch.busy == [pages[1]]
+    assert crashes == [pages[2]]
+    statuses = {p: o.status for p, o in batch.outcomes.items()}
+    assert statuses == {
+        pages[0]: PageStatus.SUCCEEDED,  # terminal already: left as it was, not closed again
+        pages[2]: PageStatus.FAILED,
+        pages[3]: PageStatus.SUCCEEDED,
+        pages[4]: PageStatus.SUCCEEDED,
+    }
+    assert not batch.outcomes[pages[0]].closed
+    with db.session() as session:
+        attempts = session.scalars(select(Attempt.page_id).order_by(Attempt.page_id)).all()
+    assert attempts == [pages[0], pages[3], pages[4]]  # one per engine call that returned
 
 
 class GatedTextLayer(TextLayerEngine):

@@ -13,9 +13,9 @@ import random
 from celery import Celery, Task
 
 from app import distributed
-from app.pipeline.process_page import PageBusy
-from app.queue import FINALIZE_JOB, PROCESS_PAGE, SPLIT_DOCUMENT
-from workers.runtime import RuntimeHolder
+from app.pipeline.process_page import PageBusy, PageOutcome
+from app.queue import FINALIZE_JOB, PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT
+from workers.runtime import RuntimeHolder, WorkerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,33 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
         except distributed.DATABASE_DOWN as exc:
             _retry_database_down(self, holder, exc)
             raise
-        job_id = distributed.job_to_finalize(outcome)
-        if job_id is not None:
-            runtime.enqueuer.finalize_job(job_id)
-        elif outcome.closed and outcome.job_id is not None:
-            runtime.sweeper.note(outcome.job_id)
+        _settle([outcome], runtime)
         return outcome.status.value
+
+    @app.task(bind=True, name=PROCESS_PAGES, max_retries=None)
+    def process_pages(self: Task, page_ids: list[int]) -> dict[str, str]:
+        try:
+            runtime = holder.get()
+            batch = distributed.run_queued_pages(runtime.processor, page_ids)
+        except distributed.DATABASE_DOWN as exc:
+            _retry_database_down(self, holder, exc)
+            raise
+        _settle(list(batch.outcomes.values()), runtime)
+        if batch.busy:
+            # Other workers hold these; their leases end at the latest in page_lease_s.
+            delay = min(holder.settings.page_lease_s, 30.0)
+            busy = PageBusy(f"pages {batch.busy} are held by other workers")
+            raise self.retry(args=[batch.busy], exc=busy, countdown=delay, max_retries=None)
+        return {str(page_id): o.status.value for page_id, o in batch.outcomes.items()}
+
+    def _settle(outcomes: list[PageOutcome], runtime: WorkerRuntime) -> None:
+        """Finalize the jobs whose last open page one of `outcomes` closed; note the others."""
+        finalize = {job for o in outcomes if (job := distributed.job_to_finalize(o))}
+        for job_id in sorted(finalize):
+            runtime.enqueuer.finalize_job(job_id)
+        for outcome in outcomes:
+            if outcome.closed and outcome.job_id is not None and outcome.job_id not in finalize:
+                runtime.sweeper.note(outcome.job_id)
 
     @app.task(bind=True, name=FINALIZE_JOB, max_retries=None)
     def finalize_job(self: Task, job_id: str) -> bool:

@@ -24,6 +24,10 @@ _engines: dict[str, Engine] = {}
 IDLE_PING_S = 10.0
 
 
+# The database is unreachable for now: retry later, never blame the page for it.
+DATABASE_DOWN = (exc.OperationalError, exc.InterfaceError, exc.DisconnectionError)
+
+
 def alembic_config(url: str) -> Config:
     config = Config()
     config.set_main_option("script_location", str(Path(migrations.__file__).parent))

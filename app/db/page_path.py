@@ -82,8 +82,9 @@ def _open_values() -> Any:
 
 
 @cache
-def _claim_statement() -> Any:
-    """Built once, with bound parameters, so each claim skips building and compiling it."""
+def _claim_statement(many: bool = False) -> Any:
+    """Built once per shape, with bound parameters, so each claim skips building and compiling
+    it; `many`: the pages `page_ids` (an expanding list), each row led by its page id."""
     now = bindparam("now", type_=Page.lease_until.type)
     owner = bindparam("owner", type_=Page.lease_owner.type)
     # SQLite renders RETURNING's columns unqualified, where `id` would mean the subquery's own.
@@ -98,16 +99,22 @@ def _claim_statement() -> Any:
         Page.lease_until.is_(None),
         Page.lease_until < now,
     )
+    which = (
+        Page.id.in_(bindparam("page_ids", expanding=True))
+        if many
+        else Page.id == bindparam("page_id", type_=Page.id.type)
+    )
+    returned = (Page.job_id, Page.number, path, plan, options, tried)
     return (
         update(Page)
-        .where(Page.id == bindparam("page_id", type_=Page.id.type), is_open(), lease_free)
+        .where(which, is_open(), lease_free)
         .values(
             status=PageStatus.RUNNING,
             lease_owner=owner,
             lease_until=bindparam("lease_until", type_=Page.lease_until.type),
             started_at=func.coalesce(Page.started_at, now),
         )
-        .returning(Page.job_id, Page.number, path, plan, options, tried)
+        .returning(*((Page.id, *returned) if many else returned))
     )
 
 
@@ -125,6 +132,28 @@ def claim(conn: Connection, page_id: int, owner: str, lease_s: float) -> Claimed
     if held is None:
         raise KeyError(f"no page {page_id}")
     return Refusal(PageStatus(held[0]), held[1])
+
+
+def claim_many(
+    conn: Connection, page_ids: Collection[int], owner: str, lease_s: float
+) -> dict[int, ClaimedPage | Refusal]:
+    """`claim` for several pages in one statement (a second one only when some are refused):
+    each page id to its claim or its refusal; an id with no page row is left out."""
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=lease_s)
+    params = {"page_ids": list(page_ids), "owner": owner, "now": now, "lease_until": until}
+    found: dict[int, ClaimedPage | Refusal] = {}
+    for page_id, job_id, number, doc_path, plan_name, options, attempts in conn.execute(
+        _claim_statement(many=True), params
+    ):
+        work = PageWork(page_id, job_id, number, doc_path, plan_name, options or {})
+        found[page_id] = ClaimedPage(work, int(attempts))
+    refused = [p for p in page_ids if p not in found]
+    if refused:
+        query = select(Page.id, Page.status, Page.lease_owner).where(Page.id.in_(refused))
+        for page_id, status, lease_owner in conn.execute(query):
+            found[page_id] = Refusal(PageStatus(status), lease_owner)
+    return found
 
 
 @dataclass(frozen=True)
@@ -198,6 +227,12 @@ def _insert_attempt() -> Any:
 def record_attempt(conn: Connection, row: dict[str, Any]) -> None:
     """One attempt row (`repo.attempt_row`) as a plain INSERT: no ORM unit of work."""
     conn.execute(_insert_attempt(), row)
+
+
+def record_attempts(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Several attempt rows in one INSERT (SQLAlchemy's insertmanyvalues batches them)."""
+    if rows:
+        conn.execute(_insert_attempt(), rows)
 
 
 def renew_leases(conn: Connection, owner: str, page_ids: Collection[int], lease_s: float) -> int:

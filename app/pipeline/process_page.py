@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from app.db import page_path, repo
-from app.db.engine import Database
+from app.db.engine import DATABASE_DOWN, Database
 from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
 from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
@@ -24,11 +26,37 @@ from app.settings import PlanStep, Settings
 from app.textlayer import GateConfig
 from app.textlayer.words import languages_for
 
+log = logging.getLogger(__name__)
+
 
 class PageBusy(FolioError):
     """Another live worker holds the page; try again after its lease."""
 
     category = "busy"
+
+
+Attempt = tuple[int, PlanStep, EngineResult]
+
+
+@dataclass(frozen=True)
+class Closing:
+    """A page's processing done, not yet written: its terminal outcome and last attempt."""
+
+    work: repo.PageWork
+    outcome: PageClose
+    attempt: Attempt | None = None
+
+
+# Ends a page whose processing raised: (page id, job id, error) -> its outcome.
+CrashHandler = Callable[[int, str, Exception], "PageOutcome"]
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """`run_many`'s result: each page's outcome, and the pages another worker holds."""
+
+    outcomes: dict[int, PageOutcome]
+    busy: list[int]
 
 
 @dataclass(frozen=True)
@@ -46,7 +74,8 @@ class PageProcessor:
 
     A page whose first attempt is accepted costs two transactions: the claim (one UPDATE that
     returns the page's work) and the close (its attempt row and terminal status together). An
-    attempt that a later step follows is recorded on its own as soon as it ends.
+    attempt that a later step follows is recorded on its own as soon as it ends. `run_many`
+    shares both among several pages: one claim for all, one closing transaction for all.
     """
 
     def __init__(
@@ -83,15 +112,52 @@ class PageProcessor:
                 if claimed.status.terminal:
                     return PageOutcome(claimed.status)
                 raise PageBusy(f"page {page_id} is held by {claimed.lease_owner}")
-            return self._work(claimed)
+            return self._write([self._work(claimed)])[page_id]
         finally:
             self.leases.release(page_id)
+
+    def run_many(self, page_ids: list[int], crashed: CrashHandler) -> BatchOutcome:
+        """`run` for several pages, one after another, with one claim statement and one
+        closing transaction for them all. A page another worker (or thread) holds is in
+        `busy`; a page whose processing raises is handed to `crashed`, which must end it; a
+        page id with no row is skipped. Database outages propagate: nothing is closed then,
+        and the pages, still leased to this owner, are taken again by the retry."""
+        mine = [p for p in dict.fromkeys(page_ids) if self.leases.hold(p)]
+        busy = [p for p in page_ids if p not in mine]
+        outcomes: dict[int, PageOutcome] = {}
+        try:
+            with self.db.autocommit() as conn:
+                claims = page_path.claim_many(conn, mine, self.owner, self.lease_s)
+            closings: list[Closing] = []
+            for page_id in mine:
+                claimed = claims.get(page_id)
+                if claimed is None:
+                    log.warning("page %s is gone; skipped", page_id)
+                elif isinstance(claimed, Refusal):
+                    if claimed.status.terminal:
+                        outcomes[page_id] = PageOutcome(claimed.status)
+                    else:
+                        busy.append(page_id)
+                else:
+                    try:
+                        closings.append(self._work(claimed))
+                    except DATABASE_DOWN:
+                        raise
+                    except Exception as exc:
+                        log.exception("page %s failed unexpectedly", page_id)
+                        outcomes[page_id] = crashed(page_id, claimed.work.job_id, exc)
+            outcomes.update(self._write(closings))
+        finally:
+            for page_id in mine:
+                self.leases.release(page_id)
+        return BatchOutcome(outcomes, busy)
 
     def close(self) -> None:
         """Stop the lease heartbeat (the engines belong to the caller)."""
         self.leases.close()
 
-    def _work(self, claimed: ClaimedPage) -> PageOutcome:
+    def _work(self, claimed: ClaimedPage) -> Closing:
+        """Process a claimed page up to its terminal outcome, which is returned, not written."""
         work = claimed.work
         past: list[PastAttempt] = []
         if claimed.attempts:
@@ -106,12 +172,12 @@ class PageProcessor:
                 )
             if answer is not None:
                 step = self.settings.plan(work.plan_name)[answer.step_index]
-                return self._close(work, _answer(step, len(past), text or ""))
+                return Closing(work, _answer(step, len(past), text or ""))
         try:
             page, facts = self._render(work)
         except RenderError as exc:
             failed = PageClose(PageStatus.FAILED, failure_category="render", error=str(exc))
-            return self._close(work, failed)
+            return Closing(work, failed)
         endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
         if self.sampler:
             self.sampler.before_page(work.job_id, endpoints)
@@ -138,12 +204,12 @@ class PageProcessor:
 
     def _walk_plan(
         self, work: repo.PageWork, page: PageInput, facts: RenderFacts, past: list[PastAttempt]
-    ) -> PageOutcome:
+    ) -> Closing:
         plan = self.settings.plan(work.plan_name)
         applies = PageFacts(page.text_layer_usable, frozenset(self.settings.vlm_endpoints))
         limits = Limits(self.settings.max_attempts_per_page, self.settings.page_token_budget)
         index = next_step(plan, past, applies, limits)
-        attempt: tuple[int, PlanStep, EngineResult] | None = None
+        attempt: Attempt | None = None
         while index is not None:
             step = plan[index]
             result = self._attempt(page, step)
@@ -152,7 +218,7 @@ class PageProcessor:
             past.append(PastAttempt(index, result.status, result.completion_tokens or 0))
             attempt = (index, step, result)
             if is_accepted(step, result.status):
-                return self._close(work, _answer(step, len(past), result.text, facts), attempt)
+                return Closing(work, _answer(step, len(past), result.text, facts), attempt)
             index = next_step(plan, past, applies, limits)
             if index is not None:  # a later step follows: this attempt is recorded now
                 with self.db.transaction() as conn:
@@ -160,7 +226,7 @@ class PageProcessor:
                 attempt = None
         category, error = _failure(past)
         outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
-        return self._close(work, replace(outcome, rendered=facts), attempt)
+        return Closing(work, replace(outcome, rendered=facts), attempt)
 
     def _attempt(self, page: PageInput, step: PlanStep) -> EngineResult:
         started = datetime.now(UTC)
@@ -175,27 +241,32 @@ class PageProcessor:
                 error=str(exc),
             )
 
-    def _close(
-        self,
-        work: repo.PageWork,
-        outcome: PageClose,
-        attempt: tuple[int, PlanStep, EngineResult] | None = None,
-    ) -> PageOutcome:
-        """The page's last attempt and its terminal status, in one transaction."""
+    def _write(self, closings: list[Closing]) -> dict[int, PageOutcome]:
+        """The pages' last attempts and terminal statuses, in one transaction."""
+        if not closings:
+            return {}
+        closed: dict[int, page_path.Closed | None] = {}
         with self.db.transaction() as conn:
-            if attempt is not None:
-                page_path.record_attempt(conn, repo.attempt_row(work, *attempt))
-            closed = page_path.close(conn, work.page_id, outcome)
-            if closed is None:  # closed meanwhile (cancelled): it keeps that outcome
-                status = page_path.page_status(conn, work.page_id)
-        result = (
-            PageOutcome(closed.status, work.job_id, True, closed.others_open)
-            if closed
-            else PageOutcome(status, work.job_id)
-        )
-        if self.metrics:
-            self.metrics.observe_page(result.status)
-        return result
+            rows = [repo.attempt_row(c.work, *c.attempt) for c in closings if c.attempt]
+            page_path.record_attempts(conn, rows)
+            for closing in closings:
+                closed[closing.work.page_id] = page_path.close(
+                    conn, closing.work.page_id, closing.outcome
+                )
+            # Closed meanwhile (cancelled): such a page keeps that outcome.
+            kept = {p: page_path.page_status(conn, p) for p, c in closed.items() if c is None}
+        outcomes: dict[int, PageOutcome] = {}
+        for closing in closings:
+            page_id, job_id = closing.work.page_id, closing.work.job_id
+            done = closed[page_id]
+            outcomes[page_id] = (
+                PageOutcome(done.status, job_id, True, done.others_open)
+                if done
+                else PageOutcome(kept[page_id], job_id)
+            )
+            if self.metrics:
+                self.metrics.observe_page(outcomes[page_id].status)
+        return outcomes
 
 
 def _answer(
