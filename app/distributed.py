@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, func, select
 
 from app.db import page_path, repo
 from app.db.engine import DATABASE_DOWN, Database
@@ -180,10 +181,17 @@ def finalize_job(db: Database, job_id: str) -> bool:
 
 
 def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict[str, int]:
-    """Queue again every page left open (e.g. the broker lost its queue); pages per job."""
+    """Queue again every page left open (e.g. the broker lost its queue); pages per job.
+
+    Without `job_id`, jobs marked as run by the embedded executor are left alone: their
+    `folio run` or `folio serve` holds or resumes them (`local_jobs_left` counts them); named,
+    any job is taken, and Celery runs it from then on."""
     with db.session() as session:
         query = select(Job.id, Job.plan_name, Job.options)
-        query = query.where(Job.status != JobStatus.DONE if job_id is None else Job.id == job_id)
+        if job_id is None:
+            query = query.where(Job.status != JobStatus.DONE, ~run_locally())
+        else:
+            query = query.where(Job.id == job_id)
         jobs = list(session.execute(query))
         if job_id is not None and not jobs:
             raise KeyError(f"no job {job_id!r}")
@@ -200,6 +208,19 @@ def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict
         if not pages:
             enqueuer.finalize_job(jid)
     return queued
+
+
+def run_locally() -> Any:
+    """Jobs marked as run by the embedded executor (`Executor.LOCAL`)."""
+    executor = Job.options["executor"].as_string()
+    return and_(executor.is_not(None), executor == Executor.LOCAL.value)
+
+
+def local_jobs_left(db: Database) -> int:
+    """Open jobs that the embedded executor runs: `recover` without a job leaves them alone."""
+    with db.session() as session:
+        query = select(func.count(Job.id)).where(Job.status != JobStatus.DONE, run_locally())
+        return int(session.scalar(query) or 0)
 
 
 def job_progress(db: Database, job_id: str) -> JobProgress:

@@ -61,6 +61,19 @@ def start_worker(
     return subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
 
+def start_slow_worker(
+    env: dict[str, str], delay_s: float, concurrency: int, log: Path
+) -> subprocess.Popen[bytes]:
+    """A real worker whose text-layer engine sleeps `delay_s` a page (tests/slow_worker.py)."""
+    command = [sys.executable, str(ROOT / "tests" / "slow_worker.py"), "worker"]
+    command += ["-Q", f"{env['FOLIO_QUEUE_PREFIX']}.cpu", "-P", "threads", "-c", str(concurrency)]
+    command += ["-l", "INFO", "-n", f"slow-{uuid.uuid4().hex[:6]}@%h"]
+    command += ["--without-gossip", "--without-mingle"]
+    out = log.open("ab")
+    env = {**env, "FOLIO_TEST_ENGINE_DELAY_S": str(delay_s)}
+    return subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+
 def stop_worker(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)

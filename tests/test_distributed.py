@@ -31,6 +31,7 @@ from tests.conftest import REDIS_URL, unavailable
 from tests.distributed_support import (
     TcpProxy,
     page_text,
+    start_slow_worker,
     start_worker,
     stop_worker,
     unique_prefix,
@@ -155,7 +156,8 @@ def test_recover_requeues_pages_after_redis_lost_the_queue(
     pages = write_text_pdfs(tmp_path / "in", documents=2, pages=30)
     env = worker_env(pg_url, REDIS_URL, prefix)
     batch = Batch(pg_url, submit(tmp_path / "in", env, monkeypatch), pages)
-    worker = start_worker(env, concurrency=2, log=tmp_path / "worker.log")
+    # 50 ms a page: a task of ~4 pages outlasts the polls below, so tasks are still queued.
+    worker = start_slow_worker(env, 0.05, concurrency=2, log=tmp_path / "worker.log")
     try:
         wait_until(lambda: batch.count("succeeded") >= 10, 120, "10 pages done")
         client = redis.Redis.from_url(REDIS_URL)
@@ -407,3 +409,32 @@ def test_cpu_pages_go_in_groups_and_vlm_pages_one_per_task(prefix: str) -> None:
     assert max(len(ids) for _, ids in cpu) == 8
     assert gpu and {task for task, _ in gpu} == {PROCESS_PAGE}
     assert sorted(p for _, ids in gpu for p in ids) == list(range(201, 211))
+
+
+def test_recover_without_a_job_leaves_a_local_run_alone(
+    pg_url: str, prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_text_pdfs(tmp_path / "local", documents=1, pages=4)
+    write_text_pdfs(tmp_path / "celery", documents=1, pages=3)
+    settings = textlayer_settings(pg_url, prefix)
+    db = Database(pg_url)
+    request = JobRequest(tmp_path / "local", None, "textlayer")
+    local = create_job_from_folder(settings, db, request)
+    run_job_locally(settings, db, local.job_id, local.page_ids[:1])  # a `folio run`, one page in
+    _, celery_job = queue_pages_without_split(settings, tmp_path / "celery")
+    client = redis.Redis.from_url(REDIS_URL)
+    client.delete(last_level(prefix))  # the broker lost the Celery job's tasks
+
+    for key, value in worker_env(pg_url, REDIS_URL, prefix).items():
+        if key.startswith("FOLIO_"):
+            monkeypatch.setenv(key, value)
+    result = CliRunner().invoke(app, ["recover"])
+
+    assert result.exit_code == 0, result.output
+    assert "Left alone: 1 open job" in result.output
+    queued = [p for m in client.lrange(last_level(prefix), 0, -1) for p in page_ids_of(m)]
+    with db.session() as session:
+        celery_pages = set(session.scalars(select(Page.id).where(Page.job_id == celery_job)))
+        executor = session.scalar(select(Job.options).where(Job.id == local.job_id))["executor"]
+    assert set(queued) == celery_pages
+    assert executor == "local"

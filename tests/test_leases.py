@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
-import uuid
 from datetime import datetime
 from pathlib import Path
 
@@ -18,8 +16,8 @@ from app.db.engine import Database
 from app.db.models import Attempt, Page
 from tests.conftest import REDIS_URL
 from tests.distributed_support import (
-    ROOT,
     page_text,
+    start_slow_worker,
     start_worker,
     stop_worker,
     wait_until,
@@ -31,18 +29,6 @@ from tests.test_distributed import Batch, pg_url, prefix, submit
 __all__ = ["pg_url", "prefix"]  # fixtures shared with the other distributed tests
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 LEASE = {"FOLIO_PAGE_LEASE_S": "1.5", "FOLIO_VISIBILITY_TIMEOUT_S": "2"}
-
-
-def start_slow_worker(
-    env: dict[str, str], delay_s: float, concurrency: int, log: Path
-) -> subprocess.Popen[bytes]:
-    command = [sys.executable, str(ROOT / "tests" / "slow_worker.py"), "worker"]
-    command += ["-Q", f"{env['FOLIO_QUEUE_PREFIX']}.cpu", "-P", "threads", "-c", str(concurrency)]
-    command += ["-l", "INFO", "-n", f"slow-{uuid.uuid4().hex[:6]}@%h"]
-    command += ["--without-gossip", "--without-mingle"]
-    out = log.open("ab")
-    env = {**env, "FOLIO_TEST_ENGINE_DELAY_S": str(delay_s)}
-    return subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
 
 def lease_of(db: Database, page_id: int) -> tuple[str | None, datetime | None]:

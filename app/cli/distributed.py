@@ -149,6 +149,12 @@ def recover(
     for jid, n in queued.items():
         table.add_row(jid, str(n))
     Console().print(FittedTable(table, keep_whole=("job",)))
+    local = distributed.local_jobs_left(Database(settings.database_url)) if not job_id else 0
+    if local:
+        console.print(
+            f"Left alone: {local} open job(s) run by `folio run` or `folio serve` without a "
+            "broker (they resume there); name a JOB to hand one to Celery."
+        )
 
 
 def _wait(db: Database, job_id: str, poll_s: float = 0.5) -> None:
