@@ -122,8 +122,9 @@ class PageProcessor:
         `busy`; a page whose processing raises is handed to `crashed`, which must end it; a
         page id with no row is skipped. Database outages propagate: nothing is closed then,
         and the pages, still leased to this owner, are taken again by the retry."""
-        mine = [p for p in dict.fromkeys(page_ids) if self.leases.hold(p)]
-        busy = [p for p in page_ids if p not in mine]
+        asked = list(dict.fromkeys(page_ids))
+        mine = [p for p in asked if self.leases.hold(p)]
+        busy = [p for p in asked if p not in mine]
         outcomes: dict[int, PageOutcome] = {}
         try:
             with self.db.autocommit() as conn:
