@@ -156,14 +156,20 @@ def _run_stream(
         ) as response,
     ):
         response.raise_for_status()
+        cap = int(body.get("max_tokens") or 0)
         for chunk, received in _chunks_with_received(response):
             tokens = (chunk.get("usage") or {}).get("completion_tokens", 0)
             finish = chunk["choices"][0].get("finish_reason") if chunk["choices"] else None
             if finish:
                 result.finish_reason, result.tokens_at_finish = finish, tokens
-            if tokens >= stop_after and not result.tokens_at_stop and not finish:
-                result.tokens_at_stop = tokens
-                result.tokens_sent_at_stop = max(received, tokens_sent(response, tokens))
+            # Decided on what has arrived, not on what has been parsed: a reader that parses
+            # behind the server by the whole loop would stop a request that has ended already.
+            # A stream whose bytes show the cap has ended: read on, its finish tells.
+            if received >= stop_after and not result.tokens_at_stop and not finish:
+                if cap and received >= cap:
+                    continue
+                result.tokens_at_stop = received
+                result.tokens_sent_at_stop = max(received, tokens_sent(response, received))
                 if not stop(index, result.request_id, response):
                     return
         if not result.tokens_at_stop:
