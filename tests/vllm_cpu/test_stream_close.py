@@ -10,7 +10,9 @@ Counting tokens from the client cannot judge the close: once the server is warm,
 tokens reach the client seconds after the engine made them (2026-11-23, idle machine: first
 bytes 2.5 s after the headers), so vLLM has sent the whole loop, or far more than the client can
 see, before the client has 256 tokens to close on, and that front-end lag reads as tokens after
-the close (1 to 3 batches of 5 did so). The trace tells the two apart per request.
+the close (1 to 3 batches of 5 did so). The trace tells the two apart per request. (A single
+stream closed after 30 tokens was once judged the same way, in test_vllm_server.py; it failed
+in a clean-clone CI run with all 1,900 tokens generated, the same signature, and is gone.)
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ import httpx
 import pytest
 
 from tests.vllm_cpu.images import page_image_data_url
-from tests.vllm_cpu.server import VllmEndpoint, metric_total
-from tests.vllm_cpu.streams import wait_until_stable
+from tests.vllm_cpu.server import VllmEndpoint
 
 pytestmark = pytest.mark.vllm
 
@@ -96,33 +95,6 @@ def test_greedy_output_loops_deterministically(vllm_endpoint: VllmEndpoint) -> N
 
     assert first == second
     assert loop_coverage(first) >= 0.5, repr(first[-200:])
-
-
-def test_closing_the_stream_stops_generation(vllm_endpoint: VllmEndpoint) -> None:
-    before = wait_until_stable(vllm_endpoint.generation_tokens_total, hold=1.0, limit=30.0)
-    cap = 1900  # what the 2048-token context leaves after the <100-token prompt
-    body = chat_body(vllm_endpoint, max_tokens=cap, temperature=0, stream=True)
-    with (
-        httpx.Client(timeout=120) as client,
-        client.stream("POST", f"{vllm_endpoint.base_url}/chat/completions", json=body) as response,
-    ):
-        assert response.status_code == 200
-        read = 0
-        for chunk in sse_chunks(response):
-            read += bool(chunk["choices"] and chunk["choices"][0]["delta"].get("content"))
-            if read == 30:
-                break
-    # Leaving both blocks closed the connection mid-stream.
-
-    after = wait_until_stable(vllm_endpoint.generation_tokens_total, limit=30.0)
-    # Idle, the server stops within ~100 tokens; on a loaded 2-core machine it notices the
-    # closed connection later, but still well before the cap.
-    assert 30 <= after - before < cap * 0.75, f"generated {after - before} of {cap} tokens"
-    running = metric_total(vllm_endpoint.metrics(), "vllm:num_requests_running")
-    assert running == 0
-    log = vllm_endpoint.log_text()
-    if log is not None:
-        assert "Aborted request" in log
 
 
 def test_repetition_detection_ends_request_with_repetition(vllm_endpoint: VllmEndpoint) -> None:
