@@ -112,6 +112,8 @@ class CrashingTextLayer(TextLayerEngine):
 
 
 class OneEngine(EngineSet):
+    """Every step of the plan runs on the one engine given."""
+
     def __init__(self, settings: Settings, engine: TextLayerEngine) -> None:
         super().__init__(settings)
         self.engine = engine
@@ -168,20 +170,11 @@ class GatedTextLayer(TextLayerEngine):
         return super().transcribe(page, step)
 
 
-class GatedEngines(EngineSet):
-    def __init__(self, settings: Settings, engine: GatedTextLayer) -> None:
-        super().__init__(settings)
-        self.engine = engine
-
-    def for_step(self, step: PlanStep) -> GatedTextLayer:
-        return self.engine
-
-
 def test_the_heartbeat_keeps_a_slow_page_from_a_second_worker(db_url: str, tmp_path: Path) -> None:
     settings, pages = make_job(db_url, tmp_path / "in", 1, page_lease_s=1.0)
     db = Database(db_url)
     engine = GatedTextLayer()
-    holder = PageProcessor(settings, db, GatedEngines(settings, engine), owner="holder:1")
+    holder = PageProcessor(settings, db, OneEngine(settings, engine), owner="holder:1")
     other = PageProcessor(settings, db, EngineSet(settings), owner="other:2")
     outcome: list[PageOutcome] = []
     thread = threading.Thread(target=lambda: outcome.append(holder.run(pages[0])))
