@@ -109,7 +109,18 @@ def cjk_early_word(k: int) -> str:
     return f"今天{word}在北门正常，泵站运行良好，请继续观察。\n"
 
 
+def wordy_row(k: int) -> str:
+    """One table row re-emitted with other numbers; its words are too many for a real table's
+    next row (real rows change their labels), so 3 copies are enough, as for sentences."""
+    rng = random.Random(k)
+    return (
+        f"| Disaster benefit for hospital stays | covered diseases ({rng.randint(1, 9)} kinds) "
+        f"| new infection syndrome, code U{rng.randint(10, 99)} |\n"
+    )
+
+
 SHAPES: dict[str, Callable[[int], str]] = {
+    "wordy_row": wordy_row,
     "wide_section": wide_section,
     "short_diagram_row": short_diagram_rows,
     "leader_section": leader_section,

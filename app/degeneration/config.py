@@ -55,6 +55,11 @@ class DetectorConfig:
     # A single table row coming back with other numbers needs this many copies: real tables
     # have runs of rows that differ only in their numbers (`| Cell 2.0 | Merged Cell 2.1 |`).
     drift_row_min_repeats: int = 6
+    # ... unless its copies carry this many letters: real tables change their labels from row
+    # to row, so a long row whose words come back word for word with new numbers is a loop
+    # after `drift_min_repeats` copies (a lone re-emitted row of 100+ characters, as CJK
+    # reports loop, otherwise runs 6 copies: past a 512-token cap on most tokenizers).
+    drift_row_wordy_letters: int = 48
     # Letters a text unit must hold to count at all (0 online; the offline tail rule, which
     # accepts two copies, uses it so only a re-emitted sentence or paragraph counts).
     min_unit_letters: int = 0
@@ -87,6 +92,11 @@ class DetectorConfig:
     # of it for CJK), and diagram rows in a code fence count from this many characters.
     fuzzy_min_chars: int = 40
     diagram_min_chars: int = 16
+
+    def drift_row_repeats(self, letters: int) -> int:
+        """Copies a table row coming back with other numbers needs, by the letters it holds."""
+        wordy = letters >= self.drift_row_wordy_letters
+        return self.drift_min_repeats if wordy else self.drift_row_min_repeats
 
     def __post_init__(self) -> None:
         if self.tail_window < 4 * self.max_period:

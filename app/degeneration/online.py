@@ -191,8 +191,10 @@ class LoopDetector:
         if loop is None:
             return None
         verdict = periodic_verdict(self._raw, self._length - len(self._raw), loop)
-        if only_table_rows(verdict.unit) and verdict.repeats < self._config.drift_row_min_repeats:
-            return None  # rows of a real table may differ in their numbers only
+        if only_table_rows(verdict.unit):
+            letters = len(_LETTER_RE.findall(verdict.unit))
+            if verdict.repeats < self._config.drift_row_repeats(letters):
+                return None  # rows of a real table may differ in their numbers only
         if self._ends_in_exact_copies():
             return None  # an exact repeat: the exact view's thresholds judge it (forms, rules)
         return verdict

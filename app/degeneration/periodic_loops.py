@@ -58,7 +58,7 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
             return None
         need = max(need, config.drift_min_repeats * period)
         if is_table_row(unit):
-            need = max(need, config.drift_row_min_repeats * period)
+            need = max(need, config.drift_row_repeats(count_letters(unit)) * period)
     elif (class_minimum := _class_min_covered(unit_class, config)) is not None:
         need = max(need, class_minimum)
     elif config.min_unit_letters and count_letters(unit) < config.min_unit_letters:

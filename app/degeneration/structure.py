@@ -251,7 +251,8 @@ class StructureTracker:
         repeating itself."""
         # Rules and form blanks (`Name: ____`) add no words to a unit.
         words = [s.key for s in unit if not is_mostly_fill(_exact(s))]
-        if sum(len(_LETTER_RE.findall(key)) for key in words) < self._config.drift_min_letters:
+        letters = sum(len(_LETTER_RE.findall(key)) for key in words)
+        if letters < self._config.drift_min_letters:
             return False
         exact_chars = sum(len(_exact(s)) for s in unit)
         long_block = exact_chars > self._config.max_period
@@ -266,12 +267,12 @@ class StructureTracker:
                 # sentence that carries its own counter (`Step 7: ...`) is a loop however long.
                 return False
             rows = all(is_row(segment.key) for segment in unit)
-            if rows and not self._row_repeats(self._runs[step], step):
+            if rows and not self._row_repeats(self._runs[step], step, letters):
                 return False  # rows of a real table may differ in numbers only
         return True
 
-    def _row_repeats(self, matched: int, step: int) -> bool:
-        return matched // step + 1 >= self._config.drift_row_min_repeats
+    def _row_repeats(self, matched: int, step: int, letters: int) -> bool:
+        return matched // step + 1 >= self._config.drift_row_repeats(letters)
 
     def _loop(self, candidate: _Candidate, end: int) -> LineLoop:
         unit = list(self._segments)[-candidate.step :]
