@@ -45,7 +45,9 @@ class ServerConfig:
     """
 
     max_num_seqs: int = 8  # batch slots: a loop holds one of them until it is stopped
-    kv_blocks: int = 32  # 32 x 128 = 4,096 tokens: a growing loop squeezes its neighbours
+    # 80 x 128 = 10,240 tokens: a full batch of whole pages (8 x at most half the 2,048 cap,
+    # plus prompts) fits, and loops running on to the cap squeeze their neighbours.
+    kv_blocks: int = 80
     kv_cache_gib: int = 1  # VLLM_CPU_KVCACHE_SPACE, the smallest setting
 
     def args(self) -> list[str]:
@@ -75,10 +77,7 @@ class TaxConfig:
     shape_sweep: bool = True  # every loop shape against every stopping arm, once
 
 
-QUICK = TaxConfig(
-    workload=WorkloadConfig(pages=60, degenerate_share=0.1, max_tokens=512, median_tokens=64),
-    repeats=1,
-)
+QUICK = TaxConfig(workload=WorkloadConfig(pages=40, degenerate_share=0.1), repeats=1)
 
 
 def arm_order(arms: Sequence[str], repeat: int, floor_every: int = 0) -> list[str]:
@@ -129,7 +128,7 @@ def run_benchmark(
     """All arms against the scripted server at `base_url` (ending in /v1); with `server`
     (one this process started) in every regime, else in the one the server is in."""
     scripts = load_scripts(base_url, config.workload.max_tokens)
-    pages = build_workload(config.workload, len(scripts.sources), len(scripts.shapes))
+    pages = build_workload(config.workload, scripts.source_tokens, len(scripts.shapes))
     image = page_image()
     inputs = [scripted_page(page, scripts, image) for page in pages]
     arms, skipped = available_arms(config.arms, base_url)
@@ -178,8 +177,13 @@ def parse_args(argv: Sequence[str] | None) -> tuple[TaxConfig, str | None]:
     parser.add_argument("--quick", action="store_true", help="small run (~10 min on 2 cores)")
     parser.add_argument("--pages", type=int, help="requests per arm (default 120)")
     parser.add_argument("--degenerate-share", type=float, help="share of looping pages (0.05)")
-    parser.add_argument("--max-tokens", type=int, help="token cap a loop runs into (1024)")
-    parser.add_argument("--median-tokens", type=int, help="median healthy page length (128)")
+    parser.add_argument("--max-tokens", type=int, help="token cap a loop runs into (2048)")
+    parser.add_argument(
+        "--median-tokens",
+        type=int,
+        help="cut healthy pages to lengths around this median (default: whole pages)",
+    )
+    parser.add_argument("--kv-blocks", type=int, help="vLLM KV cache blocks of 128 tokens (80)")
     parser.add_argument("--repeats", type=int, help="runs of each arm (default 2)")
     parser.add_argument("--max-num-seqs", type=int, help="vLLM batch slots (default 8)")
     parser.add_argument("--concurrency", type=int, help="client pages in flight (default 16)")
@@ -197,7 +201,10 @@ def parse_args(argv: Sequence[str] | None) -> tuple[TaxConfig, str | None]:
     workload_config = WorkloadConfig(
         **{**asdict(config.workload), **{k: v for k, v in workload.items() if v is not None}}
     )
-    server = ServerConfig(max_num_seqs=args.max_num_seqs or config.server.max_num_seqs)
+    server = ServerConfig(
+        max_num_seqs=args.max_num_seqs or config.server.max_num_seqs,
+        kv_blocks=args.kv_blocks or config.server.kv_blocks,
+    )
     arms = _choices(args.arms, ARMS, "arm") or config.arms
     if "B" not in arms:
         parser.error("arm B (the floor) is needed: every figure is relative to it")

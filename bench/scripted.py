@@ -76,8 +76,11 @@ def tokens_per_char(base_url: str, model: str, text: str) -> float:
 
 def cut_to_tokens(text: str, start_fraction: float, tokens: int, per_char: float) -> str:
     """About `tokens` tokens of `text` from a line start near `start_fraction` of it, ending
-    at a line or word end; wraps around to the start when the text runs out."""
+    at a line or word end; wraps around to the start when the text runs out (a page asking for
+    the whole text from its start gets it whole)."""
     want = max(1, round(tokens / per_char))
+    if start_fraction == 0 and want >= len(text):
+        return text.rstrip()
     start = text.rfind("\n", 0, int(start_fraction * len(text))) + 1
     piece = (text[start:] + "\n\n" + text)[:want]
     end = max(piece.rfind("\n"), piece.rfind(" "))

@@ -86,6 +86,12 @@ class Scripts:
     tokens_per_char: list[float]  # of each source, on the served tokenizer
     shapes: list[LoopShape]
 
+    @property
+    def source_tokens(self) -> list[int]:
+        """Each source's length in tokens of the served tokenizer."""
+        pairs = zip(self.sources, self.tokens_per_char, strict=True)
+        return [round(len(source.text) * per_char) for source, per_char in pairs]
+
 
 def load_scripts(base_url: str, max_tokens: int) -> Scripts:
     require_scripted_server(base_url)
@@ -108,7 +114,7 @@ def page_image() -> Image.Image:
 def scripted_page(page: PageSpec, scripts: Scripts, image: Image.Image) -> ScriptedPage:
     healthy = cut_to_tokens(
         scripts.sources[page.source].text,
-        (page.seed % 1000) / 1000,
+        page.start,
         page.healthy_tokens,
         scripts.tokens_per_char[page.source],
     )

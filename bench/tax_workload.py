@@ -2,8 +2,9 @@
 pages are, and each arm's attempt plan for a page. Pure data, no I/O.
 
 Pages run on the scripted test server (bench.scripted): a healthy read replays a real healthy
-OCR page cut to the page's length; the first (greedy) read of a degenerate page replays a real
-loop shape (bench.scripted_loops) until the token cap or a stop."""
+OCR page, whole by default (its own length, as a model would transcribe it), or cut to a drawn
+length (`median_tokens`); the first (greedy) read of a degenerate page replays a real loop shape
+(bench.scripted_loops) until the token cap or a stop."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ ENDPOINT = "primary"
 class WorkloadConfig:
     pages: int = 120
     degenerate_share: float = 0.05
-    max_tokens: int = 1024  # the token cap a looping request runs into
-    median_tokens: int = 128  # healthy page length (lognormal)
+    max_tokens: int = 2048  # the token cap a looping request runs into
+    # Healthy page length: None reads each page's source whole (real OCR pages: median 2,285
+    # characters, about 700 tokens here); a number draws lengths around it (lognormal) and
+    # cuts the source to them, as the bench did before 2026-11-24 (64 quick, 128 full).
+    median_tokens: int | None = None
     length_sigma: float = 0.6
     min_tokens: int = 16
     seed: int = 20261122
@@ -40,6 +44,7 @@ class PageSpec:
     seed: int
     source: int = 0  # which healthy OCR page its text comes from (an index)
     shape: int | None = None  # which loop shape a degenerate page falls into (an index)
+    start: float = 0.0  # where in its source the page's text begins (a fraction)
 
 
 @dataclass(frozen=True)
@@ -113,22 +118,27 @@ ARMS = {
 DEFAULT_ARMS = tuple(ARMS)
 
 
-def build_workload(config: WorkloadConfig, sources: int = 1, shapes: int = 1) -> list[PageSpec]:
-    """The pages in submission order; the same for every arm. Healthy texts come from
-    `sources` OCR pages, loops from `shapes` loop shapes, taken in turn from a seeded order."""
+def build_workload(
+    config: WorkloadConfig, source_tokens: list[int], shapes: int = 1
+) -> list[PageSpec]:
+    """The pages in submission order; the same for every arm. Healthy texts come from the OCR
+    pages whose lengths (tokens) `source_tokens` gives, loops from `shapes` loop shapes, taken
+    in turn from a seeded order. No healthy page is longer than half the cap."""
     rng = random.Random(config.seed)
     looping = sorted(rng.sample(range(config.pages), config.degenerate_pages))
     shape_order = rng.sample(range(shapes), shapes)
     cap = max(config.min_tokens, config.max_tokens // 2)
+    median = config.median_tokens
     pages = []
     for index in range(config.pages):
-        drawn = rng.lognormvariate(math.log(config.median_tokens), config.length_sigma)
-        tokens = min(cap, max(config.min_tokens, round(drawn)))
+        drawn = rng.lognormvariate(math.log(median or 1), config.length_sigma)
         shape = shape_order[looping.index(index) % shapes] if index in looping else None
-        source = rng.randrange(sources)
-        pages.append(
-            PageSpec(index, index in looping, tokens, rng.randrange(1, 2**31), source, shape)
-        )
+        source = rng.randrange(len(source_tokens))
+        seed = rng.randrange(1, 2**31)
+        length = round(drawn) if median else source_tokens[source]
+        tokens = min(cap, max(config.min_tokens, length))
+        start = (seed % 1000) / 1000 if median else 0.0
+        pages.append(PageSpec(index, index in looping, tokens, seed, source, shape, start))
     return pages
 
 

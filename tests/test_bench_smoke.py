@@ -14,6 +14,7 @@ from bench import detector, rasterize
 from bench.__main__ import BENCHES, summary_rows
 from bench.degeneration_tax import TaxConfig, arm_order, parse_args, run_benchmark
 from bench.ocr_text import generated_pages
+from bench.scripted import cut_to_tokens
 from bench.scripted_loops import build_shapes, tail_period
 from bench.tax_run import ArmRun
 from bench.tax_summary import summarize
@@ -32,10 +33,11 @@ SMOKE = TaxConfig(
 
 
 def test_workload_is_seeded_and_has_the_asked_share_of_loops() -> None:
-    config = WorkloadConfig(pages=400, degenerate_share=0.025)
-    pages = build_workload(config, sources=30, shapes=4)
+    config = WorkloadConfig(pages=400, degenerate_share=0.025, median_tokens=128)
+    lengths = [40 * (i + 1) for i in range(30)]
+    pages = build_workload(config, lengths, shapes=4)
 
-    assert pages == build_workload(config, sources=30, shapes=4)
+    assert pages == build_workload(config, lengths, shapes=4)
     assert sum(p.degenerate for p in pages) == 10
     assert all(config.min_tokens <= p.healthy_tokens <= config.max_tokens // 2 for p in pages)
     assert {p.shape for p in pages if p.degenerate} == {0, 1, 2, 3}  # every shape in turn
@@ -44,6 +46,18 @@ def test_workload_is_seeded_and_has_the_asked_share_of_loops() -> None:
     assert [s.name for s in plan_for(looping, ARMS["A"], config)] == ["greedy"]
     assert [s.name for s in plan_for(looping, ARMS["B"], config)] == ["healthy"]
     assert [s.name for s in plan_for(looping, ARMS["C"], config)] == ["greedy", "retry-penalized"]
+
+
+def test_whole_pages_are_read_at_their_own_length_up_to_half_the_cap() -> None:
+    config = WorkloadConfig(pages=50, max_tokens=1000)
+    lengths = [5, 300, 700, 2600]
+    pages = build_workload(config, lengths, shapes=2)
+
+    expected = {0: config.min_tokens, 1: 300, 2: 500, 3: 500}
+    assert all(p.healthy_tokens == expected[p.source] for p in pages)
+    assert {p.source for p in pages} == {0, 1, 2, 3} and all(p.start == 0 for p in pages)
+    text = "First line.\nSecond line of the page.\n"
+    assert cut_to_tokens(text, 0.0, 100, per_char=0.3) == text.rstrip()
 
 
 def test_scripted_loops_span_short_and_long_periods_and_outlast_the_cap() -> None:
@@ -62,7 +76,10 @@ def test_cli_options_override_the_quick_preset() -> None:
     argv = ["--quick", "--pages", "30", "--arms", "a,b,d16", "--url", "http://x:1"]
     config, url = parse_args(argv)
 
-    assert config.workload.pages == 30 and config.workload.max_tokens == 512
+    assert config.workload.pages == 30 and config.workload.degenerate_share == 0.1
+    assert config.workload.median_tokens is None  # whole pages unless asked
+    short, _ = parse_args(["--quick", "--median-tokens", "64", "--kv-blocks", "32"])
+    assert short.workload.median_tokens == 64 and short.server.kv_blocks == 32
     assert config.arms == ("A", "B", "D16") and url == "http://x:1"
     with pytest.raises(SystemExit):
         parse_args(["--arms", "A,C"])  # no floor
@@ -125,8 +142,8 @@ def test_validation_runs_quick_then_full_and_tables_every_arm() -> None:
     configs = validation_configs(2, 1, 3, ["--pages", "20", "--arms", "A,B,C"])
     assert [name for name, _ in configs] == ["q1", "q2", "full"]
     assert all(c.floor_every == 3 and not c.shape_sweep for _, c in configs)
-    assert configs[0][1].workload.max_tokens == 512 and configs[0][1].repeats == 1
-    assert configs[2][1].workload.max_tokens == 1024 and configs[2][1].repeats == 1
+    assert configs[0][1].workload.degenerate_share == 0.1 and configs[0][1].repeats == 1
+    assert configs[2][1].workload.degenerate_share == 0.05 and configs[2][1].repeats == 1
     assert {c.workload.pages for _, c in configs} == {20}
 
 
