@@ -76,6 +76,15 @@ def run_validation(
                 "skipped_arms": report["skipped_arms"],
             }
         )
+        # Each run is kept as soon as it ends: an hour of runs survives a stop in the next.
+        partial = validation_report(runs) | {"complete": len(runs) == len(configs)}
+        path = write_results("tax_validation", partial)
+        console.print(f"run {name} done in {runs[-1]['seconds']:.0f} s; so far in {path}")
+    return validation_report(runs) | {"complete": True}
+
+
+def validation_report(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The error rows, per-arm summary and floor spread of the runs so far."""
     rows = error_rows(runs)
     return {
         "target_points": TARGET_POINTS,
@@ -100,7 +109,7 @@ def parse_validation_args(
         "--full-repeats",
         type=int,
         default=1,
-        help="repeats of the full run (default 1, ~20 min on 2 cores; 0: no full run)",
+        help="repeats of the full run (default 1, ~55 min on 2 cores; 0: no full run)",
     )
     parser.add_argument(
         "--floor-every", type=int, default=3, help="run B again after every N arms (default 3)"
