@@ -16,15 +16,22 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
+from functools import partial
 from typing import Any
 
 from rich.console import Console
 
 from bench.degeneration_tax import TaxConfig, parse_args, run_benchmark
 from bench.environment import machine_info, write_results
-from bench.tax_validation_tables import arm_summary, error_rows, floor_rows, markdown
+from bench.tax_validation_tables import (
+    arm_summary,
+    error_rows,
+    floor_rows,
+    markdown,
+    stops_markdown,
+)
 from tests.vllm_cpu.server import VllmServer, default_venv, root_url_of
 
 TARGET_POINTS = 10.0
@@ -54,8 +61,10 @@ def run_validation(
     base_url: str,
     console: Console,
     server: VllmServer | None = None,
+    on_run: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:
-    """Every run in turn against the server at `base_url`; the figures of each."""
+    """Every run in turn against the server at `base_url`; the figures of each (also handed
+    to `on_run`, those so far, after every run)."""
     runs = []
     for name, config in configs:
         console.print(
@@ -76,10 +85,9 @@ def run_validation(
                 "skipped_arms": report["skipped_arms"],
             }
         )
-        # Each run is kept as soon as it ends: an hour of runs survives a stop in the next.
-        partial = validation_report(runs) | {"complete": len(runs) == len(configs)}
-        path = write_results("tax_validation", partial)
-        console.print(f"run {name} done in {runs[-1]['seconds']:.0f} s; so far in {path}")
+        console.print(f"run {name} done in {runs[-1]['seconds']:.0f} s")
+        if on_run is not None:  # an hour of runs then survives a stop in the next one
+            on_run(validation_report(runs) | {"complete": len(runs) == len(configs)})
     return validation_report(runs) | {"complete": True}
 
 
@@ -124,15 +132,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     configs, url = parse_validation_args(argv)
     console = Console(width=None if Console().is_terminal else 160)
     began = time.monotonic()
+    keep = partial(write_results, "tax_validation")
     if url:
-        report = run_validation(configs, root_url_of(url) + "/v1", console)
+        report = run_validation(configs, root_url_of(url) + "/v1", console, on_run=keep)
     else:
         server_config = configs[0][1].server
         with VllmServer(extra_args=server_config.args(), env=server_config.env()) as server:
-            report = run_validation(configs, server.base_url, console, server)
+            report = run_validation(configs, server.base_url, console, server, keep)
     report["seconds"] = round(time.monotonic() - began, 1)
     report["machine"] = machine_info(default_venv(), ("httpx",))
     print(markdown(report))
+    quick = [run for run in report["runs"] if run["run"] != "full"]
+    for regime in quick[0]["regimes"] if quick else []:
+        print(f"\n*{regime}* (the quick runs; per run in brackets)\n")
+        print(stops_markdown(quick, regime))
     path = write_results("tax_validation", report)
     console.print(f"Results written to {path} ({report['seconds']:.0f} s in all)")
     return report

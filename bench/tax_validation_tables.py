@@ -133,6 +133,39 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def stops_markdown(runs: list[dict[str, Any]], regime: str) -> str:
+    """Per arm over the runs of one regime: what each stop cost against the floor (means, and
+    per run in brackets), the tokens generated after the stops, loops recovered, healthy pages
+    flagged and which stop ended each loop's first read."""
+    lines = [
+        "| arm | wall vs B | server tokens (vs B) | loop tokens at stop | generated after the "
+        "stop | loops recovered | healthy flagged | stops |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    summaries = [run["regimes"][regime] for run in runs if regime in run["regimes"]]
+    for arm in summaries[0] if summaries else []:
+        figures = [summary[arm] for summary in summaries if arm in summary]
+        walls = [f["inflation_over_b"] for f in figures if f["inflation_over_b"] is not None]
+        over_b = [f["server_tokens_over_b"] for f in figures]
+        stops: dict[str, int] = defaultdict(int)
+        for f in figures:
+            for stop, count in f["loop_stops"].items():
+                stops[stop] += count
+        loops = sum(round(f["degenerate_pages"]) for f in figures)
+        healthy = sum(f["pages"] - round(f["degenerate_pages"]) for f in figures)
+        per_run = ", ".join(f"{100 * w:+.0f}" for w in walls)
+        lines.append(
+            f"| {arm} | {_pct(mean(walls)) if walls else '-'} ({per_run}) "
+            f"| {mean(f['server_tokens'] for f in figures):,.0f} ({_pct(mean(over_b))}) "
+            f"| {mean(f['loop_tokens_at_stop'] for f in figures):.0f} "
+            f"| {', '.join(str(round(f['abort_overshoot_tokens'])) for f in figures)} "
+            f"| {sum(round(f['pages_recovered']) for f in figures)}/{loops} "
+            f"| {sum(round(f['healthy_flagged']) for f in figures)}/{healthy} "
+            f"| {', '.join(f'{k} {v}' for k, v in sorted(stops.items()))} |"
+        )
+    return "\n".join(lines)
+
+
 def _round(value: float) -> float:
     return round(value, 1)
 

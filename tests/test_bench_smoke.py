@@ -20,7 +20,7 @@ from bench.tax_run import ArmRun
 from bench.tax_summary import summarize
 from bench.tax_tables import results_table, shape_table
 from bench.tax_validate import run_validation, validation_configs
-from bench.tax_validation_tables import markdown
+from bench.tax_validation_tables import markdown, stops_markdown
 from bench.tax_workload import ARMS, WorkloadConfig, build_workload, plan_for
 from tests.vllm_cpu.server import VllmEndpoint
 
@@ -145,6 +145,32 @@ def test_validation_runs_quick_then_full_and_tables_every_arm() -> None:
     assert configs[0][1].workload.degenerate_share == 0.1 and configs[0][1].repeats == 1
     assert configs[2][1].workload.degenerate_share == 0.05 and configs[2][1].repeats == 1
     assert {c.workload.pages for _, c in configs} == {20}
+
+
+def test_stops_table_sums_the_runs_and_lists_each_runs_figures() -> None:
+    def figures(wall: float, after: int, recovered: int, stops: dict[str, int]) -> dict:
+        return {
+            "inflation_over_b": wall,
+            "server_tokens": 1100,
+            "server_tokens_over_b": 0.1,
+            "loop_tokens_at_stop": 120,
+            "abort_overshoot_tokens": after,
+            "pages_recovered": recovered,
+            "degenerate_pages": 2,
+            "pages": 10,
+            "healthy_flagged": 1,
+            "loop_stops": stops,
+        }
+
+    runs = [
+        {"run": "q1", "regimes": {"r": {"F": figures(0.02, 0, 2, {"engine_plugin": 2})}}},
+        {"run": "q2", "regimes": {"r": {"F": figures(0.04, 5, 1, {"none": 1, "abort_call": 1})}}},
+    ]
+    row = stops_markdown(runs, "r").splitlines()[2]
+    assert row == (
+        "| F | +3.0% (+2, +4) | 1,100 (+10.0%) | 120 | 0, 5 | 3/4 | 2/16 "
+        "| abort_call 1, engine_plugin 2, none 1 |"
+    )
 
 
 def test_rasterize_bench_on_generated_pages(tmp_path: Path) -> None:
