@@ -105,7 +105,7 @@ def validation_report(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def parse_validation_args(
     argv: Sequence[str] | None,
-) -> tuple[list[tuple[str, TaxConfig]], str | None]:
+) -> tuple[list[tuple[str, TaxConfig]], str | None, str]:
     parser = argparse.ArgumentParser(
         prog="python -m bench tax-validate",
         description=__doc__,
@@ -123,16 +123,21 @@ def parse_validation_args(
         "--floor-every", type=int, default=3, help="run B again after every N arms (default 3)"
     )
     parser.add_argument("--url", help="use this running server (one regime: as found)")
+    parser.add_argument(
+        "--results",
+        default="tax_validation",
+        help="name of the results file, bench/results/NAME.json (default tax_validation)",
+    )
     args, bench_argv = parser.parse_known_args(argv)
     configs = validation_configs(args.quick_runs, args.full_repeats, args.floor_every, bench_argv)
-    return configs, args.url
+    return configs, args.url, args.results
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    configs, url = parse_validation_args(argv)
+    configs, url, results = parse_validation_args(argv)
     console = Console(width=None if Console().is_terminal else 160)
     began = time.monotonic()
-    keep = partial(write_results, "tax_validation")
+    keep = partial(write_results, results)
     if url:
         report = run_validation(configs, root_url_of(url) + "/v1", console, on_run=keep)
     else:
@@ -146,6 +151,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for regime in quick[0]["regimes"] if quick else []:
         print(f"\n*{regime}* (the quick runs; per run in brackets)\n")
         print(stops_markdown(quick, regime))
-    path = write_results("tax_validation", report)
+    path = write_results(results, report)
     console.print(f"Results written to {path} ({report['seconds']:.0f} s in all)")
     return report
