@@ -2,14 +2,13 @@
 
 Every loop shape (bench.scripted_loops) is read once per arm, all shapes in one concurrent batch,
 as the first (greedy) read of a degenerate page; no retry. A shape that no stop catches runs
-to the token cap (at most SWEEP_MAX_TOKENS).
+to the workload's token cap, as it would on a page of the workload.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -22,10 +21,6 @@ from bench.tax_run import engine_for, page_image, settled_tokens, stop_of
 from bench.tax_workload import ARMS, WorkloadConfig, looping_step
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, root_url_of
 
-# Each shape runs to this cap at most: enough for 3+ copies of a 500-character block, and the
-# shapes no stop catches cost no more than that per arm.
-SWEEP_MAX_TOKENS = 512
-
 
 def shape_sweep(
     arm_keys: list[str],
@@ -37,7 +32,6 @@ def shape_sweep(
     """{"shapes": [...], "arms": {arm: {"caught", "tokens", "stops", "overshoot"}}}."""
     image = page_image()
     pages = [ScriptedPage(image, "", False, looping_text=shape.text) for shape in shapes]
-    config = replace(config, max_tokens=min(config.max_tokens, SWEEP_MAX_TOKENS))
     step = looping_step(config)
     arms: dict[str, Any] = {}
     for key in arm_keys:
