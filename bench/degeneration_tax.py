@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
@@ -29,6 +30,7 @@ from bench.tax_shapes import shape_sweep
 from bench.tax_summary import summarize
 from bench.tax_tables import results_table, shape_table
 from bench.tax_workload import ARMS, DEFAULT_ARMS, PageSpec, WorkloadConfig, build_workload
+from tests.vllm_cpu.placement import isolate_worker
 from tests.vllm_cpu.server import DEFAULT_ENGINE_NICE, VllmServer, default_venv, root_url_of
 
 # Engine niceness per regime: reniced, the API server keeps its CPU (a GPU server's case);
@@ -230,6 +232,17 @@ def _choices(value: str | None, known: dict[str, Any], what: str) -> tuple[str, 
     return chosen
 
 
+@contextmanager
+def bench_server(config: ServerConfig, console: Console) -> Iterator[tuple[VllmServer, str]]:
+    """The benchmark's server, its model worker alone on its core (tests/vllm_cpu/placement.py):
+    (server, where its processes run)."""
+    with VllmServer(extra_args=config.args(), env=config.env()) as server:
+        placement = isolate_worker(server)
+        where = placement.describe() if placement else "not pinned (the worker binds no core)"
+        console.print(f"Placement: {where}")
+        yield server, where
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     config, url = parse_args(argv)
     console = Console(width=None if Console().is_terminal else 160)
@@ -241,8 +254,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"(KV cache {config.server.kv_blocks * 128:,} tokens), "
             f"VLLM_CPU_KVCACHE_SPACE={config.server.kv_cache_gib} ..."
         )
-        with VllmServer(extra_args=config.server.args(), env=config.server.env()) as server:
+        with bench_server(config.server, console) as (server, where):
             report = run_benchmark(config, server.base_url, console, server)
+            report["placement"] = where
     report["machine"] = machine_info(default_venv(), ("httpx", "pymupdf"))
     console.print(f"[bold]Machine[/]: {describe(report['machine'])}")
     for key, title in report["arms"].items():

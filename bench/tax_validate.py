@@ -23,7 +23,7 @@ from typing import Any
 
 from rich.console import Console
 
-from bench.degeneration_tax import TaxConfig, parse_args, run_benchmark
+from bench.degeneration_tax import TaxConfig, bench_server, parse_args, run_benchmark
 from bench.environment import machine_info, write_results
 from bench.tax_validation_tables import (
     arm_summary,
@@ -142,8 +142,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report = run_validation(configs, root_url_of(url) + "/v1", console, on_run=keep)
     else:
         server_config = configs[0][1].server
-        with VllmServer(extra_args=server_config.args(), env=server_config.env()) as server:
+        with bench_server(server_config, console) as (server, where):
             report = run_validation(configs, server.base_url, console, server, keep)
+            report["placement"] = where
     report["seconds"] = round(time.monotonic() - began, 1)
     report["machine"] = machine_info(default_venv(), ("httpx",))
     print(markdown(report))

@@ -221,7 +221,12 @@ class VllmServer:
                 stderr=subprocess.STDOUT,
                 env=self._environment(),
                 cwd=self.log_path.parent,
-                start_new_session=True,  # own process group: stop() reaches the workers too
+                # Its own process group, so stop() reaches the workers, but not its own
+                # session: with sched_autogroup (on here) a new session is a CPU group of its
+                # own, shared 50/50 with the client's whatever the niceness inside it, so the
+                # engine's renice ranked it below its API server only, and the client, waiting
+                # for CPU, picked up finished requests seconds late and left batch slots empty.
+                process_group=0,
             )
         try:
             self._wait_healthy(began)
@@ -320,7 +325,7 @@ class VllmServer:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        pgid = proc.pid  # start_new_session makes the leader's pid the group id
+        pgid = proc.pid  # process_group=0 makes the leader's pid the group id
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, sig)
         if not _wait_group_gone(proc, pgid, grace):
