@@ -226,6 +226,7 @@ def _attempt_rows(run: ArmRun) -> list[AttemptRow]:
                     finish_reason=attempt.finish_reason,
                     aborted=attempt.aborted,
                     max_tokens=attempt.max_tokens,
+                    ttft_s=attempt.ttft_s,
                 )
             )
     return rows

@@ -45,7 +45,7 @@ def simulate(
     pending: list[deque[Request]] = [deque() for _ in range(lanes)]
     ready_at = [0.0] * lanes  # when each lane sends its next request
     queue: deque[tuple[int, Request, float]] = deque()  # (lane, request, sent at)
-    running: list[list] = []  # [lane, request, sent at, tokens left]
+    running: list[list] = []  # [lane, request, sent at, tokens left, first token at]
     rows: list[AttemptRow] = []
     while waiting or any(pending) or queue or running:
         for lane, requests in enumerate(pending):
@@ -57,15 +57,16 @@ def simulate(
                 queue.append((lane, requests.popleft(), now))
         while queue and len(running) < server.slots:
             lane, request, sent = queue.popleft()
-            running.append([lane, request, sent, request.tokens])
+            running.append([lane, request, sent, request.tokens, None])
         if not running:
             now = min(t for t in ready_at if t > now)
             continue
         now += server.step_s + server.per_seq_s * len(running)
         for item in running:
             item[3] -= 1
-        for lane, request, sent, _left in [item for item in running if item[3] == 0]:
-            rows.append(_row(len(rows) + 1, request, sent, now, endpoint))
+            item[4] = now if item[4] is None else item[4]
+        for lane, request, sent, _left, first in [item for item in running if item[3] == 0]:
+            rows.append(_row(len(rows) + 1, request, sent, now, endpoint, first - sent))
             ready_at[lane] = now + gap_s
         running = [item for item in running if item[3] > 0]
     return rows
@@ -75,7 +76,9 @@ def _busy(lane: int, queue: deque, running: list[list]) -> bool:
     return any(q[0] == lane for q in queue) or any(r[0] == lane for r in running)
 
 
-def _row(number: int, request: Request, start: float, end: float, endpoint: str) -> AttemptRow:
+def _row(
+    number: int, request: Request, start: float, end: float, endpoint: str, ttft: float
+) -> AttemptRow:
     return AttemptRow(
         id=number,
         page_id=request.page,
@@ -88,6 +91,7 @@ def _row(number: int, request: Request, start: float, end: float, endpoint: str)
         ended_at=T0 + timedelta(seconds=end),
         duration_s=end - start,
         completion_tokens=request.tokens,
+        ttft_s=ttft,
     )
 
 

@@ -7,10 +7,17 @@ from the attempt rows alone.
 Model. An endpoint (a server) is work-conserving: while it is busy, its time goes to the
 requests it is serving, and time a loop takes is time the healthy pages could have used. So on
 each resource (an endpoint, or the engine for CPU engines), busy time is shared out among the
-attempts running at each moment in proportion to the tokens each produced per second (its
-completion tokens over its duration; equal shares where tokens are unknown). A loop in a full
-batch thus gets its slot's share; a loop running alone at the end of the batch gets all of that
-time. Summed over the run, that gives the seconds each attempt cost the resource.
+attempts running at each moment. Where every attempt has its first token's time (streamed VLM
+attempts), an attempt runs from its first token to its end and the running ones share alike:
+a batching server gives each running request one token a step (before its first token it was
+waiting for a batch slot). Otherwise each attempt's whole interval counts, shared in proportion
+to its token rate (completion tokens over duration; equal shares where tokens are unknown),
+which also discounts time spent waiting. A loop in a full batch thus gets its slot's share; a
+loop running alone at the end of the batch gets all of that time. Summed over the run, that
+gives the seconds each attempt cost the resource. (Token-rate shares of streamed attempts read
+7 to 12 points high on the simulator's "loops hold batch slots" and 16 to 21 on the benchmark's
+arm A: a loop's average rate counts the fast steps it ran alone at the end, and buys it more
+than its slot in the full batch.)
 
 The counterfactual resource time drops every degenerate attempt's seconds and adds, for each
 page left with no healthy attempt, the mean seconds of a healthy attempt on that resource (the
@@ -27,13 +34,9 @@ an idle endpoint waiting on a small queue, a client too slow to keep the server'
 shrinks less than the model says; tokens of unequal cost (a long prompt's prefill, an image's
 encoder pass, a preempted request's recomputation) are not weighed; a loop's overshoot after
 the job's last attempt is counted although it did not lengthen the batch. As the batch
-empties, the floor reads a replaced page in its whole latency, not a full batch's share, so
-a loop near the end reads as more saved time than it is: 6 to 12 points high on the
-simulator's "a loop alone at the end" and "loops hold batch slots" cases (tests). Bounding the
-floor by its slowest page's latency fixed those but, on the benchmark, where six loops hold six
-of eight batch slots, healthy pages' latencies are themselves lengthened by the loops (they
-wait for a slot), and the estimate for arm A fell to +1 to +6% against +66% more tokens (load 8-17);
-without the wait (from the time to first token) it changed nothing; so it is not used.
+empties, the floor reads a replaced page in more than a full batch's share, so a loop near the
+end reads as a little more saved time than it is: 2 to 7 points high on the simulator's "loops
+hold batch slots" case (tests).
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ from app.report.rows import AttemptRow
 
 INFLATION_METHOD = (
     "Work-conserving per resource: busy time is shared among the attempts running at each "
-    "moment in proportion to their token rate; degenerate attempts' shares (and the share of "
+    "moment, alike from each one's first token where every attempt streamed (one token a step "
+    "each), else in proportion to their token rate; degenerate attempts' shares (and the share of "
     "server-generated tokens no attempt received, as lost aborts, when the server's counters "
     "are known) are removed, and each page left without a healthy attempt gets its resource's "
     "mean healthy share. counterfactual_wall_seconds = wall - (busiest resource's time - "
@@ -138,12 +142,20 @@ def resource_time(
 
 def attempt_seconds(attempts: Sequence[AttemptRow]) -> tuple[list[float], float]:
     """(seconds of busy time each attempt got, total busy time): a sweep over start and end
-    events, each elementary interval split in proportion to the running attempts' rates."""
-    rates = _rates(attempts)
+    events, each elementary interval split in proportion to the running attempts' rates.
+
+    Where every attempt knows its first token's time (streamed), an attempt runs from its first
+    token and the running ones share alike: a batching server gives each running request one
+    token a step, and an attempt's average token rate would credit a loop with the fast steps it
+    ran alone at the end of the batch. Otherwise the whole interval at the token rate: the rate
+    then also discounts the time an attempt waited for a batch slot."""
+    decoding = bool(attempts) and all(a.ttft_s is not None for a in attempts)
+    rates = [1.0] * len(attempts) if decoding else _rates(attempts)
     events: list[tuple[float, int, int]] = []  # (time, +1 start / -1 end, attempt index)
     for i, a in enumerate(attempts):
-        if a.end > a.start:
-            events += [(a.start, 1, i), (a.end, -1, i)]
+        start = a.decoding_from if decoding else a.start
+        if a.end > start:
+            events += [(start, 1, i), (a.end, -1, i)]
     events.sort(key=lambda e: (e[0], e[1]))
     shares = [0.0] * len(attempts)
     running: set[int] = set()

@@ -37,6 +37,7 @@ _ATTEMPT_COLUMNS = (
     Attempt.verdict_kind,
     Attempt.verdict_period,
     Attempt.verdict_onset,
+    Attempt.ttft_s,
 )
 
 

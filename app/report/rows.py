@@ -33,6 +33,7 @@ class AttemptRow:
     verdict_period: int | None = None
     verdict_onset: int | None = None
     output_tail: str | None = None
+    ttft_s: float | None = None  # seconds from the request to its first token (streamed)
 
     @cached_property
     def start(self) -> float:
@@ -42,6 +43,11 @@ class AttemptRow:
     @cached_property
     def end(self) -> float:
         return self.ended_at.timestamp()
+
+    @cached_property
+    def decoding_from(self) -> float:
+        """When the attempt's first token came: before it, it waited for a batch slot."""
+        return self.start + min(self.ttft_s or 0.0, self.end - self.start)
 
     @property
     def resource(self) -> str:
