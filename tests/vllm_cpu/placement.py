@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.vllm_cpu.server import VllmServer
+from tests.vllm_cpu.server import VllmServer, thread_ids
 
 WORKER_COMM = "VLLM::Worker"
 
@@ -47,23 +47,24 @@ def _comm(pid: int) -> str:
 
 def set_affinity(pid: int, cpus: frozenset[int]) -> None:
     """Every thread of `pid` (affinity is per thread; threads started later inherit it)."""
-    for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+    for tid in thread_ids(pid):
         with contextlib.suppress(ProcessLookupError, FileNotFoundError, PermissionError):
-            os.sched_setaffinity(int(task.name), cpus)
+            os.sched_setaffinity(tid, cpus)
 
 
 def isolate_worker(server: VllmServer) -> Placement | None:
     """Pin the server's API server and engine core, and this process, off the model worker's
     cores. None (nothing changed) where the worker is not bound or binds every core."""
     everything = frozenset(os.sched_getaffinity(0))
-    workers = [pid for pid in server.engine_pids() if _comm(pid).startswith(WORKER_COMM)]
+    engine = server.engine_pids()
+    workers = [pid for pid in engine if _comm(pid).startswith(WORKER_COMM)]
     if not workers or server.pid is None:
         return None
     worker_cpus = frozenset().union(*(os.sched_getaffinity(pid) for pid in workers))
     rest = everything - worker_cpus
     if not rest:
         return None
-    for pid in [server.pid, *server.engine_pids()]:
+    for pid in [server.pid, *engine]:
         if pid not in workers:
             set_affinity(pid, rest)
     set_affinity(os.getpid(), rest)

@@ -288,9 +288,9 @@ class VllmServer:
         if not pids:
             raise VllmServerError(f"no engine process found under pid {self.pid}")
         for pid in pids:
-            for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+            for tid in thread_ids(pid):
                 with contextlib.suppress(ProcessLookupError, FileNotFoundError):
-                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+                    os.setpriority(os.PRIO_PROCESS, tid, nice)
 
     def freeze_engine(self) -> None:
         """SIGSTOP the engine processes, leaving the API server up: requests then hang in flight."""
@@ -388,6 +388,11 @@ def _wait_group_gone(proc: subprocess.Popen[bytes], pgid: int, timeout: float) -
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.2)
+
+
+def thread_ids(pid: int) -> list[int]:
+    """Every thread of a process (nice and CPU affinity are kept per thread on Linux)."""
+    return [int(task.name) for task in Path(f"/proc/{pid}/task").glob("[0-9]*")]
 
 
 def group_members(pgid: int) -> list[int]:
