@@ -18,7 +18,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
-from functools import partial
 from typing import Any
 
 from rich.console import Console
@@ -61,11 +60,11 @@ def run_validation(
     base_url: str,
     console: Console,
     server: VllmServer | None = None,
-    on_run: Callable[[dict[str, Any]], object] | None = None,
+    on_run: Callable[[dict[str, Any], list[dict[str, Any]]], object] | None = None,
 ) -> dict[str, Any]:
     """Every run in turn against the server at `base_url`; the figures of each (also handed
-    to `on_run`, those so far, after every run)."""
-    runs = []
+    to `on_run`, those so far and every attempt of them, after every run)."""
+    runs, attempts = [], []
     for name, config in configs:
         console.print(
             f"[bold]run {name}[/]: {config.workload.pages} pages, "
@@ -73,6 +72,7 @@ def run_validation(
         )
         load_start, began = os.getloadavg()[0], time.monotonic()
         report = run_benchmark(config, base_url, console, server)
+        attempts.append({"run": name, "regimes": report["runs"]})
         runs.append(
             {
                 "run": name,
@@ -87,7 +87,7 @@ def run_validation(
         )
         console.print(f"run {name} done in {runs[-1]['seconds']:.0f} s")
         if on_run is not None:  # an hour of runs then survives a stop in the next one
-            on_run(validation_report(runs) | {"complete": len(runs) == len(configs)})
+            on_run(validation_report(runs) | {"complete": len(runs) == len(configs)}, attempts)
     return validation_report(runs) | {"complete": True}
 
 
@@ -137,7 +137,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     configs, url, results = parse_validation_args(argv)
     console = Console(width=None if Console().is_terminal else 160)
     began = time.monotonic()
-    keep = partial(write_results, results)
+
+    def keep(report: dict[str, Any], attempts: list[dict[str, Any]]) -> None:
+        write_results(results, report)
+        write_results(f"{results}_runs", {"runs": attempts})  # to redo the estimate from
+
     if url:
         report = run_validation(configs, root_url_of(url) + "/v1", console, on_run=keep)
     else:

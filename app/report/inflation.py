@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.domain import AttemptStatus
+from app.report.replay import floor_ratio
 from app.report.rows import AttemptRow
 
 INFLATION_METHOD = (
@@ -71,10 +72,14 @@ class ResourceTime:
     healthy_mean: float | None  # seconds a healthy attempt cost it, on average
     replaced_pages: int  # pages with a degenerate attempt here and no healthy attempt at all
     lost_abort_share: float  # share of busy time that went to tokens no attempt received
+    floor_ratio: float | None = None  # the floor's busy time over this one's, replayed
 
     def counterfactual(self, fallback_mean: float) -> float:
-        """Busy time without the loops; a page to replace costs the resource's mean healthy
-        seconds, or `fallback_mean` (all resources') where it had no healthy attempt."""
+        """Busy time without the loops: replayed where it could be; else a page to replace
+        costs the resource's mean healthy seconds, or `fallback_mean` (all resources') where
+        it had no healthy attempt."""
+        if self.floor_ratio is not None:
+            return self.busy * self.floor_ratio
         mean = fallback_mean if self.healthy_mean is None else self.healthy_mean
         return self.busy - self.degenerate + self.replaced_pages * mean
 
@@ -131,13 +136,14 @@ def resource_time(
         s for a, s in zip(attempts, shares, strict=True) if a.status == DEGENERATE
     )
     healthy = [s for a, s in zip(attempts, shares, strict=True) if a.status == HEALTHY]
-    lost = _lost_abort_share(attempts, unreceived)
+    lost_tokens, lost = _lost_aborts(attempts, unreceived)
     degenerate = busy * lost + observed_degenerate * (1 - lost)
     replaced = {
         a.page_id for a in attempts if a.status == DEGENERATE and a.page_id not in healthy_pages
     }
     mean = sum(healthy) * (1 - lost) / len(healthy) if healthy else None
-    return ResourceTime(busy, degenerate, mean, len(replaced), lost)
+    ratio = floor_ratio(attempts, healthy_pages, lost_tokens)
+    return ResourceTime(busy, degenerate, mean, len(replaced), lost, ratio)
 
 
 def attempt_seconds(attempts: Sequence[AttemptRow]) -> tuple[list[float], float]:
@@ -183,11 +189,12 @@ def _rates(attempts: Sequence[AttemptRow]) -> list[float]:
     return [(a.completion_tokens or 0) / (a.end - a.start or 1.0) for a in attempts]
 
 
-def _lost_abort_share(attempts: Sequence[AttemptRow], unreceived: float | None) -> float:
-    """Share of the server's tokens that aborted attempts' requests went on generating
-    unseen: tokens no attempt received, up to what the aborted attempts left under their cap."""
+def _lost_aborts(attempts: Sequence[AttemptRow], unreceived: float | None) -> tuple[float, float]:
+    """(tokens, share of the server's tokens) that aborted attempts' requests went on
+    generating unseen: tokens no attempt received, up to what the aborted attempts left under
+    their cap."""
     if not unreceived or unreceived <= 0:
-        return 0.0
+        return 0.0, 0.0
     headroom = sum(
         max(0, a.max_tokens - (a.completion_tokens or 0))
         for a in attempts
@@ -196,7 +203,7 @@ def _lost_abort_share(attempts: Sequence[AttemptRow], unreceived: float | None) 
     lost = min(unreceived, headroom)
     received = sum(a.completion_tokens or 0 for a in attempts)
     total = received + unreceived
-    return lost / total if total > 0 else 0.0
+    return lost, lost / total if total > 0 else 0.0
 
 
 def _by_resource(attempts: Sequence[AttemptRow]) -> dict[str, list[AttemptRow]]:
