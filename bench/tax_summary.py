@@ -97,6 +97,8 @@ def _summarize_arm(with_floors: list[tuple[ArmRun, list[ArmRun]]]) -> dict[str, 
         # exposes /metrics.
         "report_inflation_estimate_rows_only": _report_estimate(runs, with_server=False),
         "report_inflation_estimate": _report_estimate(runs, with_server=True),
+        # The same without the replay: busy time shared out (the method before 2026-11-25).
+        "report_inflation_estimate_shares": _report_estimate(runs, True, replay=False),
         **_server_figures(runs),
         "healthy_with_loop": _durations(with_loop),
         "healthy_without_loop": _durations(without_loop),
@@ -195,11 +197,12 @@ def _server_figures(runs: list[ArmRun]) -> dict[str, Any]:
     }
 
 
-def _report_estimate(runs: list[ArmRun], with_server: bool) -> float | None:
+def _report_estimate(runs: list[ArmRun], with_server: bool, replay: bool = True) -> float | None:
     estimates = []
     for run in runs:
         unreceived = {ENDPOINT: _server_tokens(run).tokens_unreceived or 0.0}
-        estimate = estimate_inflation(_attempt_rows(run), unreceived if with_server else None)
+        server = unreceived if with_server else None
+        estimate = estimate_inflation(_attempt_rows(run), server, replay)
         estimates.append(estimate.inflation)
     known = [e for e in estimates if e is not None]
     return round(mean(known), 4) if known else None

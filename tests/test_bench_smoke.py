@@ -16,6 +16,7 @@ from bench.degeneration_tax import TaxConfig, arm_order, parse_args, run_benchma
 from bench.ocr_text import generated_pages
 from bench.scripted import cut_to_tokens
 from bench.scripted_loops import build_shapes, tail_period
+from bench.tax_reestimate import reestimate
 from bench.tax_run import ArmRun
 from bench.tax_summary import summarize
 from bench.tax_tables import results_table, shape_table
@@ -297,7 +298,13 @@ def test_tax_validation_against_the_real_server(vllm_endpoint: VllmEndpoint) -> 
     tiny = ["--pages", "12", "--degenerate-share", "0.2", "--max-tokens", "256"]
     tiny += ["--median-tokens", "32", "--concurrency", "4", "--arms", "A,B,E"]
     configs = validation_configs(1, 0, 1, tiny)
-    report = run_validation(configs, vllm_endpoint.base_url, Console(file=io.StringIO()))
+    kept: list[dict] = []
+    report = run_validation(
+        configs,
+        vllm_endpoint.base_url,
+        Console(file=io.StringIO()),
+        on_run=lambda _report, attempts: kept.extend(attempts),
+    )
 
     assert [(r["run"], r["arm"]) for r in report["rows"]] == [("q1", "A"), ("q1", "E")]
     assert all(r["estimate"] is not None and r["measured"] is not None for r in report["rows"])
@@ -305,3 +312,6 @@ def test_tax_validation_against_the_real_server(vllm_endpoint: VllmEndpoint) -> 
     assert {s["arm"] for s in report["by_arm"]} == {"A", "E"}
     table = markdown(report)
     assert "| q1 |" in table and "within 10" in table
+    # The attempts it keeps give the same figures again, through their JSON form.
+    redone = reestimate(report, json.loads(json.dumps({"runs": kept})))
+    assert redone["rows"] == report["rows"]

@@ -138,8 +138,8 @@ def test_estimate_agrees_on_other_page_lengths_too(case: str, seed: int) -> None
 
 
 # Where every loop's page was retried, the floor's pages are all known and the replay leaves
-# only what it cannot model (-2.1 to +2.8 points over the cases and seeds above, where a
-# replaced page's length is unknown; 2.1 to 7.1 points high with shares of busy time alone).
+# only what it cannot model (above, where a replaced page's length is unknown, -1.8 to +2.8
+# points but for one lane; busy time shared out read -17 to +9 on these two cases).
 RETRIED = {
     "loops retried, a GPU-like step": (16, Server(8), 40, {3, 17, 26, 38}, 600, True),
     "loops retried, a CPU-like step": (16, Server(8, 0.006, 0.001), 40, {3, 17, 26, 38}, 600, True),

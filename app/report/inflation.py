@@ -6,25 +6,23 @@ from the attempt rows alone.
 
 Model. An endpoint (a server) is work-conserving: while it is busy, its time goes to the
 requests it is serving, and time a loop takes is time the healthy pages could have used. So on
-each resource (an endpoint, or the engine for CPU engines), busy time is shared out among the
-attempts running at each moment. Where every attempt has its first token's time (streamed VLM
-attempts), an attempt runs from its first token to its end and the running ones share alike:
-a batching server gives each running request one token a step (before its first token it was
-waiting for a batch slot). Otherwise each attempt's whole interval counts, shared in proportion
-to its token rate (completion tokens over duration; equal shares where tokens are unknown),
-which also discounts time spent waiting. A loop in a full batch thus gets its slot's share; a
-loop running alone at the end of the batch gets all of that time. Summed over the run, that
-gives the seconds each attempt cost the resource. (Token-rate shares of streamed attempts read
-7 to 12 points high on the simulator's "loops hold batch slots" and 16 to 21 on the benchmark's
-arm A: a loop's average rate counts the fast steps it ran alone at the end, and buys it more
-than its slot in the full batch.)
-
-The counterfactual resource time drops every degenerate attempt's seconds and adds, for each
-page left with no healthy attempt, the mean seconds of a healthy attempt on that resource (the
-floor transcribes that page once). Tokens the server generated that no attempt received are,
-up to the tokens aborted attempts left unused under their cap, lost aborts: their share of the
-busy time is degenerate too (needs the server's counters, `server_tokens`). Resources run side
-by side, so the batch is as long as its busiest one:
+each resource (an endpoint, or the engine for CPU engines) the busy time is what shrinks.
+Where every attempt streamed and counted its tokens (VLM attempts: each has its first token's
+time), the resource is replayed on a model of a batching server (`app.report.replay`): client
+lanes, batch slots and a step cost fitted to the rows, once as the batch ran and once without
+its loops, each page left with no healthy attempt read once in the resource's mean healthy
+length; the floor's busy time is the busy time times the ratio of the two replays. The replay
+sees what sharing time out cannot: a loop that runs beside healthy pages as the batch empties
+costs only its own steps, and a loop that delays its page's retry to the end of the batch costs
+that tail. Otherwise (unstreamed attempts, CPU engines, no healthy attempt on the resource) busy
+time is shared out among the attempts running at each moment, alike from each one's first
+token where they streamed, else in proportion to their token rate (completion tokens over
+duration; equal shares where tokens are unknown), and the counterfactual drops every degenerate
+attempt's seconds and adds, for each page left with no healthy attempt, the mean seconds of a
+healthy attempt on that resource. Tokens the server generated that no attempt received are, up
+to the tokens aborted attempts left unused under their cap, lost aborts: the replay runs them
+on after the client left, the shares count them degenerate (needs the server's counters,
+`server_tokens`). Resources run side by side, so the batch is as long as its busiest one:
 
     counterfactual_wall = wall - (max busy - max counterfactual busy)
     inflation_estimate = wall / counterfactual_wall - 1
@@ -32,11 +30,9 @@ by side, so the batch is as long as its busiest one:
 Where it fails: a batch limited by something other than the endpoint (client-side rendering,
 an idle endpoint waiting on a small queue, a client too slow to keep the server's batch full)
 shrinks less than the model says; tokens of unequal cost (a long prompt's prefill, an image's
-encoder pass, a preempted request's recomputation) are not weighed; a loop's overshoot after
-the job's last attempt is counted although it did not lengthen the batch. As the batch
-empties, the floor reads a replaced page in more than a full batch's share, so a loop near the
-end reads as a little more saved time than it is: 2 to 7 points high on the simulator's "loops
-hold batch slots" case (tests).
+encoder pass, a preempted request's recomputation) are not weighed; a replaced page's length is
+unknown and costs the mean (one lane: +-10 points across the simulator's seeds); a loop's
+overshoot after the job's last attempt is counted although it did not lengthen the batch.
 """
 
 from __future__ import annotations
@@ -50,12 +46,13 @@ from app.report.replay import floor_ratio
 from app.report.rows import AttemptRow
 
 INFLATION_METHOD = (
-    "Work-conserving per resource: busy time is shared among the attempts running at each "
-    "moment, alike from each one's first token where every attempt streamed (one token a step "
-    "each), else in proportion to their token rate; degenerate attempts' shares (and the share of "
-    "server-generated tokens no attempt received, as lost aborts, when the server's counters "
-    "are known) are removed, and each page left without a healthy attempt gets its resource's "
-    "mean healthy share. counterfactual_wall_seconds = wall - (busiest resource's time - "
+    "Work-conserving per resource. Where every attempt streamed, the resource is replayed on a "
+    "model of a batching server (lanes, batch slots and step cost read from the rows) with and "
+    "without its loops, and its busy time scaled by the ratio; else busy time is shared among "
+    "the attempts running at each moment by token rate and degenerate attempts' shares are "
+    "removed. Pages left without a healthy attempt are read once at the resource's mean healthy "
+    "cost; server-generated tokens no attempt received count as lost aborts when the server's "
+    "counters are known. counterfactual_wall_seconds = wall - (busiest resource's time - "
     "busiest counterfactual time); inflation_estimate = wall / counterfactual - 1."
 )
 
@@ -99,10 +96,14 @@ def wall_seconds(attempts: Sequence[AttemptRow]) -> float:
 
 
 def estimate_inflation(
-    attempts: Sequence[AttemptRow], server_unreceived: Mapping[str, float] | None = None
+    attempts: Sequence[AttemptRow],
+    server_unreceived: Mapping[str, float] | None = None,
+    replay: bool = True,
 ) -> InflationEstimate:
     """The estimate from the job's attempts; `server_unreceived` maps a resource to the tokens
-    its server generated during the job that no attempt received (when its counters are known)."""
+    its server generated during the job that no attempt received (when its counters are known).
+    `replay=False` shares busy time out on every resource (the method before the replay, kept
+    for the benchmark's side-by-side)."""
     if len(attempts) < 2:
         return InflationEstimate(None, None, "fewer than two attempts")
     if not any(a.status == HEALTHY for a in attempts):
@@ -113,7 +114,7 @@ def estimate_inflation(
     unreceived = server_unreceived or {}
     healthy_pages = {a.page_id for a in attempts if a.status == HEALTHY}
     times = {
-        resource: resource_time(group, healthy_pages, unreceived.get(resource))
+        resource: resource_time(group, healthy_pages, unreceived.get(resource), replay)
         for resource, group in _by_resource(attempts).items()
     }
     means = [t.healthy_mean for t in times.values() if t.healthy_mean is not None]
@@ -128,7 +129,10 @@ def estimate_inflation(
 
 
 def resource_time(
-    attempts: Sequence[AttemptRow], healthy_pages: set[int], unreceived: float | None = None
+    attempts: Sequence[AttemptRow],
+    healthy_pages: set[int],
+    unreceived: float | None = None,
+    replay: bool = True,
 ) -> ResourceTime:
     """Busy time of one resource, shared out among its attempts by token rate."""
     shares, busy = attempt_seconds(attempts)
@@ -142,7 +146,7 @@ def resource_time(
         a.page_id for a in attempts if a.status == DEGENERATE and a.page_id not in healthy_pages
     }
     mean = sum(healthy) * (1 - lost) / len(healthy) if healthy else None
-    ratio = floor_ratio(attempts, healthy_pages, lost_tokens)
+    ratio = floor_ratio(attempts, healthy_pages, lost_tokens) if replay else None
     return ResourceTime(busy, degenerate, mean, len(replaced), lost, ratio)
 
 

@@ -23,8 +23,8 @@ from app.report.rows import AttemptRow
 DEGENERATE = AttemptStatus.DEGENERATE.value
 HEALTHY = AttemptStatus.OK.value
 # Per-sequence step costs tried in the fit (relative to a step's fixed cost): 0, then 1/1000
-# to 10 in steps of about 12%.
-PER_SEQUENCE_GRID = (0.0, *(0.001 * 1.12**i for i in range(82)))
+# to 9 in steps of 20%.
+PER_SEQUENCE_GRID = (0.0, *(0.001 * 1.2**i for i in range(51)))
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def server_shape(attempts: Sequence[AttemptRow]) -> ServerShape:
         if levels.full
         else max(levels.decoding, default=1)
     )
-    return ServerShape(lanes, max(1, slots), fit_per_sequence(attempts))
+    return ServerShape(lanes, max(1, slots), fit_per_sequence(attempts, levels))
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,10 @@ def _concurrency(attempts: Sequence[AttemptRow]) -> _Levels:
     """A sweep over each attempt's waiting (start to first token) and decoding phases."""
     events: list[tuple[float, int, int, bool]] = []  # (time, +1/-1, attempt, decoding)
     for i, a in enumerate(attempts):
-        events += [(a.start, 1, i, False), (a.decoding_from, -1, i, False)]
-        events += [(a.decoding_from, 1, i, True), (a.end, -1, i, True)]
+        if a.decoding_from > a.start:
+            events += [(a.start, 1, i, False), (a.decoding_from, -1, i, False)]
+        if a.end > a.decoding_from:
+            events += [(a.decoding_from, 1, i, True), (a.end, -1, i, True)]
     events.sort(key=lambda e: (e[0], e[1]))
     levels = _Levels(defaultdict(float), defaultdict(float), defaultdict(float), [])
     per_attempt: list[dict[int, float]] = [defaultdict(float) for _ in attempts]
@@ -94,10 +96,10 @@ def _concurrency(attempts: Sequence[AttemptRow]) -> _Levels:
     for moment, kind, index, decoding in events:
         span = moment - previous
         if span > 0:
-            levels.in_flight[len(waiting | running)] += span
+            levels.in_flight[len(waiting) + len(running)] += span
             if running:
                 levels.decoding[len(running)] += span
-                if waiting - running:
+                if waiting:
                     levels.full[len(running)] += span
                 for i in running:
                     per_attempt[i][len(running)] += span
@@ -108,11 +110,12 @@ def _concurrency(attempts: Sequence[AttemptRow]) -> _Levels:
     return levels
 
 
-def fit_per_sequence(attempts: Sequence[AttemptRow]) -> float:
+def fit_per_sequence(attempts: Sequence[AttemptRow], levels: _Levels | None = None) -> float:
     """The per-sequence step cost that best explains each attempt's tokens from the batch
-    sizes it decoded in (least squares on relative error; 0, a flat step, where it cannot
-    tell)."""
-    seconds_at = _concurrency(attempts).per_attempt
+    sizes it decoded in (least squares weighted by 1/tokens, so long attempts, which decode
+    through many batch sizes, carry it; 0, a flat step, where it cannot tell). `levels`: the
+    attempts' sweep, where the caller has it."""
+    seconds_at = (levels or _concurrency(attempts)).per_attempt
     data = [
         (float(a.completion_tokens or 0), at)
         for a, at in zip(attempts, seconds_at, strict=True)
@@ -126,13 +129,13 @@ def fit_per_sequence(attempts: Sequence[AttemptRow]) -> float:
 
 
 def _fit_error(data: list[tuple[float, dict[int, float]]], per_sequence: float) -> float:
-    """Relative squared error of tokens ~ rate * steps, where an attempt's steps are its
-    seconds at each batch size over that step's cost, at the best rate."""
+    """Squared error of tokens ~ rate * steps over tokens (a count's variance grows with it),
+    where an attempt's steps are its seconds at each batch size over that step's cost, at
+    the best rate."""
     steps = [sum(s / (1 + per_sequence * k) for k, s in at.items()) for _, at in data]
-    # minimise sum(((t - rate * x) / t)^2) over rate: rate = sum(x / t) / sum((x / t)^2)
-    ratios = [x / t for (t, _), x in zip(data, steps, strict=True)]
-    rate = sum(ratios) / sum(r * r for r in ratios)
-    return sum((1 - rate * r) ** 2 for r in ratios)
+    # minimise sum((t - rate * x)^2 / t) over rate: rate = sum(x) / sum(x^2 / t)
+    rate = sum(steps) / sum(x * x / t for (t, _), x in zip(data, steps, strict=True))
+    return sum((t - rate * x) ** 2 / t for (t, _), x in zip(data, steps, strict=True))
 
 
 def replay(pages: Sequence[Sequence[Request]], shape: ServerShape) -> float:

@@ -1,0 +1,58 @@
+"""`python -m bench tax-reestimate [--results NAME]`: the validation's error table again, with
+the report's estimate as the code computes it now, from the attempts a `tax-validate` run kept
+(`bench/results/NAME_runs.json`; NAME defaults to tax_validation). Measured figures stay as
+they were; only the estimate columns change, so an estimator change is checked against the
+same runs in seconds instead of another hour of benchmark. Prints the tables and writes
+`bench/results/NAME_reestimated.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from app.domain import AttemptStatus
+from bench.environment import RESULTS_DIR, write_results
+from bench.tax_run import ArmRun, AttemptRun, PageRun
+from bench.tax_summary import summarize
+from bench.tax_validate import validation_report
+from bench.tax_validation_tables import markdown
+from bench.tax_workload import PageSpec
+
+
+def arm_runs(kept: list[dict[str, Any]]) -> list[ArmRun]:
+    """ArmRuns back from their JSON form (`dataclasses.asdict`)."""
+    return [ArmRun(**{**run, "pages": [_page_run(page) for page in run["pages"]]}) for run in kept]
+
+
+def _page_run(page: dict[str, Any]) -> PageRun:
+    attempts = [AttemptRun(**{**a, "status": AttemptStatus(a["status"])}) for a in page["attempts"]]
+    return PageRun(PageSpec(**page["page"]), attempts)
+
+
+def reestimate(report: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any]:
+    """`report` (a tax-validate result) with every run's figures computed again from `kept`."""
+    by_name = {run["run"]: run["regimes"] for run in kept["runs"]}
+    runs = [
+        run | {"regimes": {r: summarize(arm_runs(k)) for r, k in by_name[run["run"]].items()}}
+        for run in report["runs"]
+        if run["run"] in by_name
+    ]
+    return validation_report(runs) | {"complete": report.get("complete", True)}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m bench tax-reestimate", description=__doc__)
+    parser.add_argument("--results", default="tax_validation", help="NAME (tax_validation)")
+    args = parser.parse_args(argv)
+    report = json.loads((RESULTS_DIR / f"{args.results}.json").read_text(encoding="utf-8"))
+    kept_path = RESULTS_DIR / f"{args.results}_runs.json"
+    if not kept_path.exists():
+        raise SystemExit(f"{kept_path} is missing: run `python -m bench tax-validate` first")
+    redone = reestimate(report, json.loads(kept_path.read_text(encoding="utf-8")))
+    print(markdown(redone))
+    path = write_results(f"{args.results}_reestimated", redone)
+    print(f"Written to {path}")
+    return redone
