@@ -117,15 +117,9 @@ def _token_figures(attempts: list[AttemptRow]) -> dict[str, Any]:
         "tokens_prompt": sum(a.prompt_tokens or 0 for a in attempts),
         "tokens_generated": sum(a.completion_tokens or 0 for a in attempts),
         "tokens_degenerate": sum(a.completion_tokens or 0 for a in degenerate),
-        "tokens_saved_by_abort": sum(_saved_tokens(a) for a in attempts),
+        "tokens_saved_by_abort": sum(a.unused_cap for a in attempts),
         "attempts_tokens_estimated": sum(a.tokens_estimated for a in attempts),
     }
-
-
-def _saved_tokens(a: AttemptRow) -> int:
-    if not a.aborted or a.max_tokens is None:
-        return 0
-    return max(0, a.max_tokens - (a.completion_tokens or 0))
 
 
 def _time_figures(rows: JobRows, servers: list[ServerTokens]) -> dict[str, Any]:
@@ -178,7 +172,7 @@ def _cost_figures(rows: JobRows, costs: dict[int, AttemptCost]) -> dict[str, Any
     saved = 0.0
     for a in rows.attempts:
         if a.completion_tokens:
-            saved += _saved_tokens(a) * costs[a.id].total / a.completion_tokens
+            saved += a.unused_cap * costs[a.id].total / a.completion_tokens
     return {
         "attempts_unpriced": sum(not c.priced for c in costs.values()),
         "cost_usd": total,

@@ -199,11 +199,7 @@ def _lost_aborts(attempts: Sequence[AttemptRow], unreceived: float | None) -> tu
     their cap."""
     if not unreceived or unreceived <= 0:
         return 0.0, 0.0
-    headroom = sum(
-        max(0, a.max_tokens - (a.completion_tokens or 0))
-        for a in attempts
-        if a.aborted and a.max_tokens is not None
-    )
+    headroom = sum(a.unused_cap for a in attempts)
     lost = min(unreceived, headroom)
     received = sum(a.completion_tokens or 0 for a in attempts)
     total = received + unreceived

@@ -55,8 +55,9 @@ def floor_ratio(
     if not healthy:
         return None
     shape = server_shape(attempts)
-    actual = replay(_pages(attempts, lost_tokens), shape)
-    floor = replay(_floor_pages(attempts, healthy_pages, sum(healthy) / len(healthy)), shape)
+    in_order = sorted(attempts, key=lambda a: (a.start, a.page_id))  # ties: page order
+    actual = replay(_pages(in_order, lost_tokens), shape)
+    floor = replay(_floor_pages(in_order, healthy_pages, sum(healthy) / len(healthy)), shape)
     return floor / actual if actual > 0 else None
 
 
@@ -177,32 +178,27 @@ def replay(pages: Sequence[Sequence[Request]], shape: ServerShape) -> float:
     return clock
 
 
-def _pages(attempts: Sequence[AttemptRow], lost_tokens: float) -> list[list[Request]]:
-    """The batch as it ran: each page's attempts in order, pages in the order they began;
+def _pages(in_order: Sequence[AttemptRow], lost_tokens: float) -> list[list[Request]]:
+    """The batch as it ran (attempts in the order they began): each page's attempts in order;
     aborted attempts' requests go on for their share of `lost_tokens` after the lane is free."""
-    headroom = {
-        a.id: max(0, a.max_tokens - (a.completion_tokens or 0))
-        for a in attempts
-        if a.aborted and a.max_tokens is not None
-    }
-    total = sum(headroom.values())
+    total = sum(a.unused_cap for a in in_order)
     pages: dict[int, list[Request]] = {}
-    for a in sorted(attempts, key=lambda a: (a.start, a.page_id)):
+    for a in in_order:
         received = a.completion_tokens or 0
-        extra = round(lost_tokens * headroom[a.id] / total) if a.id in headroom and total else 0
+        extra = round(lost_tokens * a.unused_cap / total) if total else 0
         pages.setdefault(a.page_id, []).append(Request(received + extra, received))
     return list(pages.values())
 
 
 def _floor_pages(
-    attempts: Sequence[AttemptRow], healthy_pages: set[int], mean_healthy: float
+    in_order: Sequence[AttemptRow], healthy_pages: set[int], mean_healthy: float
 ) -> list[list[Request]]:
     """The batch without its loops: a page keeps its other attempts, and a page left with no
     healthy attempt anywhere is read once, in the mean healthy length, where it first looped."""
     pages: dict[int, list[Request]] = {}
     replaced: set[int] = set()
     mean = Request(round(mean_healthy), round(mean_healthy))
-    for a in sorted(attempts, key=lambda a: (a.start, a.page_id)):
+    for a in in_order:
         page = pages.setdefault(a.page_id, [])
         if a.status != DEGENERATE:
             page.append(Request(a.completion_tokens or 0, a.completion_tokens or 0))

@@ -50,6 +50,14 @@ class AttemptRow:
         return self.start + min(self.ttft_s or 0.0, self.end - self.start)
 
     @property
+    def unused_cap(self) -> int:
+        """Tokens an aborted attempt left under its cap: what its request could still have
+        generated after the client left (0 for an attempt that was not aborted)."""
+        if not self.aborted or self.max_tokens is None:
+            return 0
+        return max(0, self.max_tokens - (self.completion_tokens or 0))
+
+    @property
     def resource(self) -> str:
         """What the attempt occupied: its endpoint, or its engine for the CPU engines."""
         return self.endpoint or self.engine

@@ -67,11 +67,7 @@ def endpoint_tokens(
     mine = received / (received + others) if received + others > 0 else 1.0
     unreceived *= mine
     generated = received + unreceived
-    headroom = sum(
-        max(0, a.max_tokens - (a.completion_tokens or 0))
-        for a in attempts
-        if a.aborted and a.max_tokens is not None
-    )
+    headroom = sum(a.unused_cap for a in attempts)
     lost = min(unreceived, headroom)
     degenerate = sum(
         a.completion_tokens or 0 for a in attempts if a.status == AttemptStatus.DEGENERATE
