@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -75,3 +76,29 @@ def write_results(name: str, report: dict[str, Any], directory: Path | None = No
     path = folder / f"{name}.json"
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+def write_compressed(name: str, data: dict[str, Any], directory: Path | None = None) -> Path:
+    """`bench/results/<name>.json.gz`: compact, gzipped JSON for data kept beside a result
+    (a validation's every attempt: 2.7 MB as JSON, 0.2 MB so, small enough to commit)."""
+    folder = directory or RESULTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json.gz"
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    # mtime 0: the same data gives the same bytes, so a re-run changes no committed file
+    path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    return path
+
+
+def read_results(name: str, directory: Path | None = None) -> dict[str, Any] | None:
+    """`<name>.json.gz` or `<name>.json` under `bench/results/` (or `directory`); None where
+    neither exists."""
+    folder = directory or RESULTS_DIR
+    for path, read in (
+        (folder / f"{name}.json.gz", lambda p: gzip.decompress(p.read_bytes())),
+        (folder / f"{name}.json", lambda p: p.read_bytes()),
+    ):
+        if path.exists():
+            data: dict[str, Any] = json.loads(read(path))
+            return data
+    return None

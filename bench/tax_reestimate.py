@@ -1,9 +1,9 @@
 """`python -m bench tax-reestimate [--results NAME]`: the validation's error table again, with
 the report's estimate as the code computes it now, from the attempts a `tax-validate` run kept
-(`bench/results/NAME_runs.json`; NAME defaults to tax_validation). Measured figures stay as
-they were; only the estimate columns change, so an estimator change is checked against the
-same runs in seconds instead of another hour of benchmark. Prints the tables and writes
-`bench/results/NAME_reestimated.json`.
+(`bench/results/NAME_runs.json.gz`, or `NAME_runs.json` from runs before 2026-11-26; NAME
+defaults to tax_validation). Measured figures stay as they were; only the estimate columns
+change, so an estimator change is checked against the same runs in seconds instead of another
+hour of benchmark. Prints the tables and writes `bench/results/NAME_reestimated.json`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.domain import AttemptStatus
-from bench.environment import RESULTS_DIR, write_results
+from bench.environment import RESULTS_DIR, read_results, write_results
 from bench.tax_run import ArmRun, AttemptRun, PageRun
 from bench.tax_summary import summarize
 from bench.tax_validate import validation_report
@@ -48,10 +48,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--results", default="tax_validation", help="NAME (tax_validation)")
     args = parser.parse_args(argv)
     report = json.loads((RESULTS_DIR / f"{args.results}.json").read_text(encoding="utf-8"))
-    kept_path = RESULTS_DIR / f"{args.results}_runs.json"
-    if not kept_path.exists():
-        raise SystemExit(f"{kept_path} is missing: run `python -m bench tax-validate` first")
-    redone = reestimate(report, json.loads(kept_path.read_text(encoding="utf-8")))
+    kept = read_results(f"{args.results}_runs")
+    if kept is None:
+        raise SystemExit(
+            f"{RESULTS_DIR / args.results}_runs.json.gz is missing: "
+            "run `python -m bench tax-validate` first"
+        )
+    redone = reestimate(report, kept)
     print(markdown(redone))
     path = write_results(f"{args.results}_reestimated", redone)
     print(f"Written to {path}")

@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 
 from bench.degeneration_tax import TaxConfig, bench_server, parse_args, run_benchmark
-from bench.environment import machine_info, write_results
+from bench.environment import machine_info, write_compressed, write_results
 from bench.tax_validation_tables import (
     arm_summary,
     error_rows,
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     def keep(report: dict[str, Any], attempts: list[dict[str, Any]]) -> None:
         write_results(results, report)
-        write_results(f"{results}_runs", {"runs": attempts})  # to redo the estimate from
+        write_compressed(f"{results}_runs", {"runs": attempts})  # to redo the estimate from
 
     if url:
         report = run_validation(configs, root_url_of(url) + "/v1", console, on_run=keep)

@@ -13,6 +13,7 @@ from rich.console import Console
 from bench import detector, rasterize
 from bench.__main__ import BENCHES, summary_rows
 from bench.degeneration_tax import TaxConfig, arm_order, parse_args, run_benchmark
+from bench.environment import read_results, write_compressed, write_results
 from bench.ocr_text import generated_pages
 from bench.scripted import cut_to_tokens
 from bench.scripted_loops import build_shapes, tail_period
@@ -293,8 +294,21 @@ def test_orchestration_summary_shows_both_arms_side_by_side() -> None:
     assert rows[0][1] == "1.0 / 2.0 / 3.0"
 
 
+def test_kept_attempts_read_back_compressed_or_plain(tmp_path: Path) -> None:
+    kept = {"runs": [{"run": "q1", "regimes": {"engine reniced": [{"arm": "A", "s": 1.5}]}}]}
+    path = write_compressed("v_runs", kept, tmp_path)
+    assert path.name == "v_runs.json.gz"
+    assert read_results("v_runs", tmp_path) == kept
+    assert path.read_bytes() == write_compressed("v_runs", kept, tmp_path).read_bytes()
+    write_results("old_runs", kept, tmp_path)  # the form kept before 2026-11-26
+    assert read_results("old_runs", tmp_path) == kept
+    assert read_results("missing_runs", tmp_path) is None
+
+
 @pytest.mark.vllm
-def test_tax_validation_against_the_real_server(vllm_endpoint: VllmEndpoint) -> None:
+def test_tax_validation_against_the_real_server(
+    vllm_endpoint: VllmEndpoint, tmp_path: Path
+) -> None:
     tiny = ["--pages", "12", "--degenerate-share", "0.2", "--max-tokens", "256"]
     tiny += ["--median-tokens", "32", "--concurrency", "4", "--arms", "A,B,E"]
     configs = validation_configs(1, 0, 1, tiny)
@@ -312,6 +326,7 @@ def test_tax_validation_against_the_real_server(vllm_endpoint: VllmEndpoint) -> 
     assert {s["arm"] for s in report["by_arm"]} == {"A", "E"}
     table = markdown(report)
     assert "| q1 |" in table and "within 10" in table
-    # The attempts it keeps give the same figures again, through their JSON form.
-    redone = reestimate(report, json.loads(json.dumps({"runs": kept})))
+    # The attempts it keeps give the same figures again, through the file they are kept in.
+    write_compressed("v_runs", {"runs": kept}, tmp_path)
+    redone = reestimate(report, read_results("v_runs", tmp_path) or {})
     assert redone["rows"] == report["rows"]
