@@ -80,7 +80,7 @@ def write_results(name: str, report: dict[str, Any], directory: Path | None = No
 
 def write_compressed(name: str, data: dict[str, Any], directory: Path | None = None) -> Path:
     """`bench/results/<name>.json.gz`: compact, gzipped JSON for data kept beside a result
-    (a validation's every attempt: 2.7 MB as JSON, 0.2 MB so, small enough to commit)."""
+    (a validation's every attempt: 2.7 MB as JSON, 0.1 MB so, small enough to commit)."""
     folder = directory or RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json.gz"
