@@ -69,11 +69,15 @@ def describe(info: dict[str, Any]) -> str:
     )
 
 
-def write_results(name: str, report: dict[str, Any], directory: Path | None = None) -> Path:
-    """`bench/results/<name>.json` (or under `directory`)."""
+def _results_path(file_name: str, directory: Path | None) -> Path:
     folder = directory or RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
+    return folder / file_name
+
+
+def write_results(name: str, report: dict[str, Any], directory: Path | None = None) -> Path:
+    """`bench/results/<name>.json` (or under `directory`)."""
+    path = _results_path(f"{name}.json", directory)
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
 
@@ -81,9 +85,7 @@ def write_results(name: str, report: dict[str, Any], directory: Path | None = No
 def write_compressed(name: str, data: dict[str, Any], directory: Path | None = None) -> Path:
     """`bench/results/<name>.json.gz`: compact, gzipped JSON for data kept beside a result
     (a validation's every attempt: 2.7 MB as JSON, 0.1 MB so, small enough to commit)."""
-    folder = directory or RESULTS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json.gz"
+    path = _results_path(f"{name}.json.gz", directory)
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     # mtime 0: the same data gives the same bytes, so a re-run changes no committed file
     path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))

@@ -9,7 +9,6 @@ hour of benchmark. Prints the tables and writes `bench/results/NAME_reestimated.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,12 +46,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench tax-reestimate", description=__doc__)
     parser.add_argument("--results", default="tax_validation", help="NAME (tax_validation)")
     args = parser.parse_args(argv)
-    report = json.loads((RESULTS_DIR / f"{args.results}.json").read_text(encoding="utf-8"))
+    report = read_results(args.results)
     kept = read_results(f"{args.results}_runs")
-    if kept is None:
+    if report is None or kept is None:
+        missing = f"{args.results}.json" if report is None else f"{args.results}_runs.json.gz"
         raise SystemExit(
-            f"{RESULTS_DIR / args.results}_runs.json.gz is missing: "
-            "run `python -m bench tax-validate` first"
+            f"{RESULTS_DIR / missing} is missing: run `python -m bench tax-validate` first"
         )
     redone = reestimate(report, kept)
     print(markdown(redone))

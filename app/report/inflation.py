@@ -134,7 +134,8 @@ def resource_time(
     unreceived: float | None = None,
     replay: bool = True,
 ) -> ResourceTime:
-    """Busy time of one resource, shared out among its attempts by token rate."""
+    """Busy time of one resource, shared out among its attempts (by token rate, or alike from
+    first tokens), and with `replay` the replay's floor ratio where its attempts allow one."""
     shares, busy = attempt_seconds(attempts)
     observed_degenerate = sum(
         s for a, s in zip(attempts, shares, strict=True) if a.status == DEGENERATE
