@@ -111,3 +111,23 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").exists()
+
+
+def test_the_pictures_are_drawn_from_the_committed_runs(tmp_path: Path) -> None:
+    """`make docs-pictures` from the committed results gives the committed pictures back, and
+    the timeline shows every looping attempt of its three batches in red."""
+    from docsgen.pictures import draw_all
+    from docsgen.runs import committed_batches
+
+    drawn = draw_all(tmp_path)
+    assert {p.name for p in drawn} >= {"batch-timeline.svg", "cost-split.svg", "tax-arms.svg"}
+    for picture in drawn:
+        committed = DOCS / "images" / picture.name
+        assert picture.read_text() == committed.read_text(), f"run `make docs-pictures`: {picture}"
+    loops = sum(
+        a.status == "degenerate"
+        for batch in committed_batches(("B", "A", "F")).values()
+        for a in batch.rows.attempts
+    )
+    assert loops > 0
+    assert (tmp_path / "batch-timeline.svg").read_text().count('fill="#d62728"><title>') == loops
