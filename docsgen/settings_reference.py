@@ -18,7 +18,7 @@ from app.settings import PlanStep, Settings, VlmEndpoint
 
 # Defaults that depend on the machine or on another field: what they are, in words.
 COMPUTED_DEFAULTS = {
-    "data_dir": "`~/.local/share/folio` (per platform, see below)",
+    "data_dir": "`~/.local/share/folio` (per platform)",
     "database_url": "`sqlite:///<data_dir>/folio.db`",
     "concurrency": "the number of CPU cores",
     "upload_dir": "`<data_dir>/uploads`",
@@ -38,14 +38,11 @@ def settings_reference() -> str:
 
 
 def _table(model: type[BaseModel], env: Any) -> list[str]:
-    head = "| setting | environment | type | default | meaning |" if env else None
-    rows = [head or "| field | type | default | meaning |"]
-    rows.append("|---|---|---|---|---|" if env else "|---|---|---|---|")
+    """One row a field; the environment variable under the name, to keep four columns."""
+    rows = ["| setting | type | default | meaning |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
-        cells = [f"`{name}`"]
-        if env:
-            cells.append(env(name))
-        cells += [_type(field), _default(name, field), _cell(field.description or "")]
+        where = f"`{name}`<br>{env(name)}" if env else f"`{name}`"
+        cells = [where, _type(field), _default(name, field), _cell(field.description or "")]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
 
@@ -73,7 +70,11 @@ def _default(name: str, field: FieldInfo) -> str:
     if field.default_factory is not None:
         value = field.default_factory()  # type: ignore[call-arg]
         rendered = json.dumps(_plain(value), separators=(", ", ": "))
-        return f"`{rendered}`" if len(rendered) <= 40 else "see below"
+        if len(rendered) <= 40:
+            return f"`{rendered}`"
+        if isinstance(value, dict):
+            return "entries " + ", ".join(f"`{key}`" for key in value)
+        return "computed at start-up"
     if field.is_required():
         return "required"
     return "unset" if field.default is None else f"`{json.dumps(_plain(field.default))}`"
