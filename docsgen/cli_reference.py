@@ -70,3 +70,22 @@ def _param_item(param: Any, ctx: Any) -> str | None:
 
 def _clean(text: str) -> str:
     return " ".join(text.split())
+
+
+def command_options() -> dict[str, list[str]]:
+    """`folio NAME` (or `folio GROUP NAME`) -> its long options, in `folio --help` order."""
+    group: Any = typer.main.get_command(app)
+    root = _context(group, "folio", None)
+    found: dict[str, list[str]] = {}
+    for name in group.list_commands(root):
+        command = group.commands[name]
+        subs = getattr(command, "commands", None) or {"": command}
+        for sub_name, sub in subs.items():
+            options = [
+                opt
+                for param in sub.params
+                for opt in param.opts
+                if opt.startswith("--") and opt != "--help"
+            ]
+            found[f"folio {name} {sub_name}".strip()] = options
+    return found

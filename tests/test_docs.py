@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import typer.main
 
-from app.cli.main import app
 from docsgen.api_reference import openapi_schema
+from docsgen.cli_reference import command_options
 from docsgen.references import references
 from docsgen.regions import Region, RegionMissing, read_region, replace_region
 from tests.conftest import unavailable
@@ -48,21 +47,11 @@ def test_a_changed_region_is_stale_and_writing_restores_it(tmp_path: Path) -> No
         replace_region("no markers", "x", "body")
 
 
-def _commands() -> list[str]:
-    """`folio NAME` (or `folio GROUP NAME`), in `folio --help` order."""
-    group = typer.main.get_group(app)
-    found = []
-    for name in group.list_commands(None):  # type: ignore[arg-type]
-        subs = getattr(group.commands[name], "commands", None) or {"": None}
-        found += [f"folio {name} {sub}".strip() for sub in subs]
-    return found
-
-
 def test_every_command_is_in_the_command_table_in_help_order() -> None:
     rows = [line for line in _page("cli.md").splitlines() if line.startswith("| `folio")]
     usages = [row.split("`")[1] for row in rows]
     positions = []
-    for command in _commands():
+    for command in command_options():
         matches = [i for i, usage in enumerate(usages) if re.match(rf"{command}\b", usage)]
         assert matches, f"{command} is missing from the table in docs/cli.md"
         positions.append(matches[0])
