@@ -53,9 +53,20 @@ def _operation(method: str, path: str, op: dict[str, Any]) -> list[str]:
         lines.append(f"- `{param['name']}` ({param['in']}, {kind}, {required}){about}")
     body = op.get("requestBody", {}).get("content", {})
     for media, content in body.items():
-        lines.append(f"- body `{media}`: {_type_of(content.get('schema', {}))}")
+        lines += _body(media, content.get("schema", {}))
     answers = ", ".join(_answer(status, a) for status, a in op.get("responses", {}).items())
     return [*lines, f"- answers: {answers}", ""]
+
+
+def _body(media: str, schema: dict[str, Any]) -> list[str]:
+    """A request body: its type, and the fields of an inline object one level down."""
+    about = _text(schema.get("description"))
+    lines = [f"- body `{media}`: {_type_of(schema)}{about}"]
+    required = set(schema.get("required", []))
+    for field, spec in schema.get("properties", {}).items():
+        need = "required" if field in required else "optional"
+        lines.append(f"    - `{field}` ({_type_of(spec)}, {need}){_text(spec.get('description'))}")
+    return lines
 
 
 def _answer(status: str, answer: dict[str, Any]) -> str:
