@@ -63,11 +63,40 @@ def train_dpo_command(
     ] = 42,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
     gradient_checkpointing: Annotated[
+        bool | None,
+        typer.Option(
+            "--gradient-checkpointing/--no-gradient-checkpointing",
+            help="Trade compute for memory. Default: on with CUDA, off on CPU.",
+            show_default=False,
+        ),
+    ] = None,
+    fp32_adapters: Annotated[
         bool,
         typer.Option(
-            "--gradient-checkpointing", help="Trade compute for memory (large models, small GPUs)."
+            "--fp32-adapters",
+            help="Keep LoRA adapters in float32 (default: the model's dtype where safe, bf16).",
         ),
     ] = False,
+    max_image_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=4, help="Resize page images to at most this many image tokens (less memory)."
+        ),
+    ] = None,
+    memory_check: Annotated[
+        bool,
+        typer.Option(
+            "--memory-check/--no-memory-check",
+            help="Estimate peak memory before the first step: lower the batch to fit, or stop.",
+        ),
+    ] = True,
+    memory_budget: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="GiB the run may use (default: the device's free memory), e.g. to leave room.",
+        ),
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace --out if it exists (at the end).")
     ] = False,
@@ -93,6 +122,10 @@ def train_dpo_command(
         seed=seed,
         device=_device(device),
         gradient_checkpointing=gradient_checkpointing,
+        adapter_dtype="float32" if fp32_adapters else "model",
+        max_image_tokens=max_image_tokens,
+        memory_check=memory_check,
+        memory_budget_gib=memory_budget,
     )
     try:
         plan = prepare(pairs, base_model, out, options, force=force)
@@ -100,7 +133,7 @@ def train_dpo_command(
             f"Training on {len(plan.split.train)} pairs, holding out "
             f"{len(plan.split.held_out)} ({options.method}, lr {options.lr:g})"
         )
-        card = train_dpo(plan, options)
+        card = train_dpo(plan, options, notify=console.print)
     except TrainInputError as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(exit_codes.NO_INPUT) from exc
