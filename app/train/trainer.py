@@ -158,6 +158,7 @@ def train(
     *,
     base_config: dict[str, Any],
     notify: Callable[[str], None] = log.info,
+    load: Callable[[Path, str], Any] | None = None,
 ) -> TrainResult:
     """Run DPO after the memory preflight, which may lower the batch (and says so)."""
     device = pick_device(options.device)
@@ -165,7 +166,7 @@ def train(
     shapes = measure_shapes(processor, pairs, options.max_length)
     options, fit = preflight(base_config, shapes, options, device)
     notify(f"memory: {fit.note}")
-    model = load_model(base, device)
+    model = (load or load_model)(base, device)
     if options.freeze_vision:
         freeze_vision(model)
     recorder, peak = CurveRecorder(), PeakMemory(device)
