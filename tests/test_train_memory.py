@@ -240,8 +240,13 @@ def test_a_small_budget_lowers_the_batch_and_a_tiny_one_refuses(tmp_path: Path) 
     assert "not enough memory" in refused.stderr and not (tmp_path / "none").exists()
     # Room for one pair a step but not four (the tiny model: ~0.3 GiB a step at batch 1).
     out = tmp_path / "tuned"
-    done = train_cli(*args, "--out", str(out), "--memory-budget", "0.5", "--max-steps", "1")
+    done = train_cli(
+        *args, "--out", str(out), "--memory-budget", "0.5", "--max-steps", "1",
+        "--gradient-checkpointing",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    preflight = json.loads((out / "training_card.json").read_text())["memory"]["preflight"]
+    memory = json.loads((out / "training_card.json").read_text())["memory"]
+    assert memory["vision_hooks_released"] >= 1, "the frozen tower left out of the backward"
+    preflight = memory["preflight"]
     assert preflight["batch_size"] * preflight["grad_accum"] == 4 and preflight["batch_size"] < 4
     assert f"training at batch {preflight['batch_size']}" in " ".join(done.stderr.split())

@@ -5,9 +5,10 @@ Two fixes measured on an H200 (shared/notes/gpu.md section 3, docs/training-gpu.
   float32 to meet them: a second, wider copy of every decoder activation. Adapters in the
   model's own dtype (bf16 keeps float32's range) drop the copies; float16 models keep float32
   adapters, whose updates would underflow in float16.
-- With gradient checkpointing and PEFT, TRL asks transformers to make every input embedding's
-  output require grad; for a VLM that includes the vision tower's patch embedding, so a frozen
-  tower keeps its activations for a backward pass that updates nothing in it.
+- With gradient checkpointing, transformers makes every input embedding's output require grad
+  (TRL asks once more for PEFT); for a VLM that includes the vision tower's patch embedding, so
+  a frozen tower keeps its activations for a backward pass that updates nothing in it. The
+  Trainer does it again as training starts, hence a callback that runs after it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from transformers import TrainerCallback
 
 SAFE_ADAPTER_DTYPES = (torch.bfloat16, torch.float32)
 
@@ -53,3 +55,16 @@ def release_frozen_vision(model: Any, vision_parts: tuple[str, ...]) -> int:
                 hooks.remove(handle)
                 removed += 1
     return removed
+
+
+class ReleaseFrozenVision(TrainerCallback):
+    """At the start of training (after the Trainer enabled checkpointing), free the tower."""
+
+    def __init__(self, vision_parts: tuple[str, ...]) -> None:
+        self.vision_parts = vision_parts
+        self.released = 0
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        model = kw.get("model")
+        if model is not None:
+            self.released += release_frozen_vision(model, self.vision_parts)

@@ -19,7 +19,7 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, TrainerCall
 from trl import DPOConfig, DPOTrainer
 
 from app.errors import TrainInputError
-from app.train.fitting import adapter_dtype, cast_adapters, release_frozen_vision
+from app.train.fitting import ReleaseFrozenVision, adapter_dtype, cast_adapters
 from app.train.memory import Run, Shapes
 from app.train.options import LORA_TARGETS, TrainOptions
 from app.train.pairs import Pair
@@ -170,15 +170,16 @@ def train(
     if options.freeze_vision:
         freeze_vision(model)
     recorder, peak = CurveRecorder(), PeakMemory(device)
+    release = ReleaseFrozenVision(VISION_PARTS if options.freeze_vision else ())
     trainer = DPOTrainer(
         model=model,
         args=dpo_config(options, device, work),
         train_dataset=to_dataset(pairs),
         processing_class=processor,
         peft_config=lora_config(options) if options.method == "lora" else None,
-        callbacks=[recorder, peak],
+        callbacks=[recorder, release, peak],
     )
-    fit_to_device(trainer.model, options)
+    fit_adapters(trainer.model, options)
     trainer.train()
     trained: Any = trainer.model
     if options.method == "lora":
@@ -188,6 +189,7 @@ def train(
         "preflight": fit.to_dict(),
         "measured_peak_bytes": peak.peak_bytes,
         "measured_by": peak.method,
+        "vision_hooks_released": release.released,
     }
     return TrainResult(trained, processor, recorder.rows, memory)
 
@@ -229,12 +231,10 @@ def free_memory(device: str, budget_gib: float | None) -> int | None:
     return budget if free is None else min(free, budget)
 
 
-def fit_to_device(model: Any, options: TrainOptions) -> None:
-    """Adapters in the model's dtype where safe; a frozen vision tower out of the backward."""
+def fit_adapters(model: Any, options: TrainOptions) -> None:
+    """LoRA adapters in the model's dtype where safe (before the optimizer is made)."""
     if options.method == "lora":
         cast_adapters(model, adapter_dtype(next(model.parameters()).dtype, options.adapter_dtype))
-    if options.freeze_vision:
-        release_frozen_vision(model, VISION_PARTS)
 
 
 def save_for_serving(model: Any, processor: Any, base_config: dict[str, Any], dest: Path) -> None:
