@@ -7,7 +7,6 @@ one pair per step does not fit, the run is refused with what would fit.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -54,9 +53,11 @@ def fit_batch(
         return Fit(run.batch_size, grad_accum, first, free_bytes, note)
     effective = run.batch_size * grad_accum
     for batch in range(run.batch_size - 1, 0, -1):
+        if effective % batch:  # keep the effective batch exactly
+            continue
         smaller = estimate(config, shapes, replace(run, batch_size=batch))
         if smaller.total <= budget:
-            accum = math.ceil(effective / batch)
+            accum = effective // batch
             note = (
                 f"batch {run.batch_size} x accumulation {grad_accum} needs about "
                 f"{_gib(first.total)}, {_gib(free_bytes)} free: training at batch {batch} x "
