@@ -27,7 +27,7 @@ VOCAB_TILE = 32768  # trl.trainer.utils._CHUNKED_LOGPROB_CHUNK_SIZE
 CPU_TILE_COPIES = 8  # float32 tile-sized temporaries of the torch path, fitted on CPU runs
 GIB = 1024**3
 # Memory the runtime takes beside the tensors counted here (allocator slack, kernels' scratch).
-OVERHEAD = {"cpu": 96 * 1024**2, "cuda": 512 * 1024**2}
+OVERHEAD = {"cpu": 64 * 1024**2, "cuda": 512 * 1024**2}
 
 
 @dataclass(frozen=True)
