@@ -204,6 +204,12 @@ def test_a_refusal_says_what_would_fit() -> None:
     assert "What would fit: a larger device" in str(hopeless.value)
 
 
+def test_a_config_the_estimate_cannot_read_is_not_checked() -> None:
+    sparse = {"model_type": "llava", "text_config": {"model_type": "llama"}, "vision_config": {}}
+    fit = fit_batch(sparse, H200_PAGES, DEFAULTS_24GB, 1, int(24 * GIB))
+    assert fit.batch_size == 4 and fit.note.startswith("not estimated: the model's config has no")
+
+
 def test_unknown_free_memory_is_not_checked() -> None:
     fit = fit_batch(QWEN2_VL_7B, H200_PAGES, DEFAULTS_24GB, 1, None)
     assert (fit.batch_size, fit.note) == (4, "free memory unknown: not checked")

@@ -44,7 +44,11 @@ def fit_batch(
     config: dict[str, Any], shapes: Shapes, run: Run, grad_accum: int, free_bytes: int | None
 ) -> Fit:
     """The asked batch if it fits, else the largest that does; raises TrainMemoryError."""
-    first = estimate(config, shapes, run)
+    try:
+        first = estimate(config, shapes, run)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+        note = f"not estimated: the model's config has no {exc} the estimate reads"
+        return Fit(run.batch_size, grad_accum, Estimate({}), free_bytes, note)
     if free_bytes is None:
         return Fit(run.batch_size, grad_accum, first, None, "free memory unknown: not checked")
     budget = int(free_bytes * HEADROOM)

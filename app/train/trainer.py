@@ -15,7 +15,12 @@ from typing import Any
 import torch
 from datasets import Dataset
 from PIL import Image
-from transformers import AutoModelForImageTextToText, AutoProcessor, TrainerCallback
+from transformers import (
+    AutoConfig,
+    AutoModelForImageTextToText,
+    AutoProcessor,
+    TrainerCallback,
+)
 from trl import DPOConfig, DPOTrainer
 
 from app.errors import TrainInputError
@@ -164,7 +169,7 @@ def train(
     device = pick_device(options.device)
     processor = load_processor(base, options.max_image_tokens)
     shapes = measure_shapes(processor, pairs, options.max_length)
-    options, fit = preflight(base_config, shapes, options, device)
+    options, fit = preflight(full_config(base, base_config), shapes, options, device)
     notify(f"memory: {fit.note}")
     model = (load or load_model)(base, device)
     if options.freeze_vision:
@@ -182,16 +187,21 @@ def train(
     fit_adapters(trainer.model, options)
     trainer.train()
     trained: Any = trainer.model
-    if options.method == "lora":
-        trained = trained.merge_and_unload()
-    memory = {
+    trained = trained.merge_and_unload() if options.method == "lora" else trained
+    return TrainResult(trained, processor, recorder.rows, _memory(shapes, fit, peak, release))
+
+
+def _memory(
+    shapes: Shapes, fit: Fit, peak: PeakMemory, release: ReleaseFrozenVision
+) -> dict[str, Any]:
+    """The training card's memory section: the estimate beside what was measured."""
+    return {
         "shapes": asdict(shapes),
         "preflight": fit.to_dict(),
         "measured_peak_bytes": peak.peak_bytes,
         "measured_by": peak.method,
         "vision_hooks_released": release.released,
     }
-    return TrainResult(trained, processor, recorder.rows, memory)
 
 
 def preflight(
@@ -203,6 +213,15 @@ def preflight(
     fit = fit_batch(config, shapes, run, options.grad_accum, free)
     fitted = replace(options, batch_size=fit.batch_size, grad_accum=fit.grad_accum)
     return fitted, fit
+
+
+def full_config(base: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """config.json with transformers' defaults filled in (a config may list only what differs)."""
+    try:
+        loaded: dict[str, Any] = AutoConfig.from_pretrained(base).to_dict()
+    except (OSError, ValueError, KeyError):
+        return config
+    return loaded
 
 
 def memory_run(options: TrainOptions, device: str) -> Run:
