@@ -45,6 +45,8 @@ DRY_VISION = {"depth": 2, "embed_dim": 64, "num_heads": 2, "mlp_ratio": 2}
 ARMS = {  # label: (model, options beyond the defaults)
     "2b defaults": ("2b", {}),
     "2b float32 adapters": ("2b", {"adapter_dtype": "float32"}),
+    # As shared/notes/gpu.md section 3 measured it (24.6 GB on an H200): the old behaviour.
+    "2b as before": ("2b", {"adapter_dtype": "float32", "release_frozen_vision": False}),
     "7b defaults": ("7b", {}),
 }
 PAIRS, DRY_PAIRS, STEPS, DRY_STEPS = 16, 4, 4, 1
@@ -108,7 +110,11 @@ def arm_figures(
     peak, estimated = memory["measured_peak_bytes"], memory["preflight"]["estimated_peak_bytes"]
     return {
         "parameters": sum(p.numel() for p in result.model.parameters()),
-        "options": {"adapter_dtype": options.adapter_dtype, "lora_rank": options.lora_rank},
+        "options": {
+            "adapter_dtype": options.adapter_dtype,
+            "release_frozen_vision": options.release_frozen_vision,
+            "lora_rank": options.lora_rank,
+        },
         "batch_size": memory["preflight"]["batch_size"],
         "grad_accum": memory["preflight"]["grad_accum"],
         "steps": int(last.get("step") or 0),

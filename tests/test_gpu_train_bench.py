@@ -25,3 +25,5 @@ def test_dry_run_reports_every_arm_with_its_estimate_beside_its_peak() -> None:
         assert arm["shapes"]["image_tokens"] > 0 and arm["batch_size"] * arm["grad_accum"] == 4
     adapters = {arm["options"]["adapter_dtype"] for arm in report["arms"].values()}
     assert adapters == {"model", "float32"}
+    before = report["arms"]["2b as before"]["options"]
+    assert before == {"adapter_dtype": "float32", "release_frozen_vision": False, "lora_rank": 16}

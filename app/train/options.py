@@ -34,6 +34,8 @@ class TrainOptions:
     max_image_tokens: int | None = None  # None: the processor's own image budget
     memory_check: bool = True  # the preflight: fit the batch to the device, or refuse
     memory_budget_gib: float | None = None  # at most this much memory; None: what is free
+    # Leave a frozen vision tower out of the backward (False only to measure the old behaviour).
+    release_frozen_vision: bool = True
 
     @property
     def lr(self) -> float:

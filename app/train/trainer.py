@@ -175,7 +175,8 @@ def train(
     if options.freeze_vision:
         freeze_vision(model)
     recorder, peak = CurveRecorder(), PeakMemory(device)
-    release = ReleaseFrozenVision(VISION_PARTS if options.freeze_vision else ())
+    frees_vision = options.freeze_vision and options.release_frozen_vision
+    release = ReleaseFrozenVision(VISION_PARTS if frees_vision else ())
     trainer = DPOTrainer(
         model=model,
         args=dpo_config(options, device, work),
@@ -238,6 +239,7 @@ def memory_run(options: TrainOptions, device: str) -> Run:
         train_vision=not options.freeze_vision,
         weight_bytes=weight.itemsize,
         adapter_bytes=adapter.itemsize,
+        vision_hook=not options.release_frozen_vision,
     )
 
 
