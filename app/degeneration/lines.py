@@ -19,6 +19,8 @@ from app.degeneration.config import DetectorConfig
 EMPHASIS_TABLE: dict[int, int | None] = {ord(ch): None for ch in "*_#>`"}
 _ASCII_EMPHASIS = b"*_#>`"
 _LETTER_RE = re.compile(r"[^\W\d_]")
+# Separator rules: drawn to divide content, never to be filled in (unlike `_` and `.`).
+_RULE_CHARS = frozenset("=-*~#+─━═‐‑‒–—―−")
 # Edit-tolerant comparison is for short lines only: it is the costly path, and a loop of
 # long lines is caught by character periodicity anyway.
 _NEAR_DUPLICATE_MAX_CHARS = 64
@@ -64,6 +66,9 @@ class LineRepeatTracker:
         self._line_start = 0
         # One more than the history: a line repeating the oldest one in it still finds its copy.
         self._lines: deque[_Line] = deque(maxlen=max(config.line_window, config.line_history + 1))
+        self._rule = ""  # the rule line stacked last, how many times, from where
+        self._rule_run = 0
+        self._rule_onset = 0
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
         """Scan the raw tail (`raw` starts at offset `raw_base`) from `piece_start` on."""
@@ -87,6 +92,10 @@ class LineRepeatTracker:
             self._lines.append(_Line(key="", start=start, end=end, repeat_of=0))  # not compared
             return None
         visible = exact_view(raw[start - raw_base : end - raw_base])
+        if visible:
+            rules = self._stack_rule(visible, start, end)
+            if rules is not None:
+                return rules
         key = _without_emphasis(strip_markup(visible))
         if not _LETTER_RE.search(key) or is_mostly_fill(visible):
             # Numbers, rules, blank lines, bare markup (`<!-- image -->`) and form blanks
@@ -95,6 +104,26 @@ class LineRepeatTracker:
         repeat_of, exact = self._repeat_of(key)
         self._lines.append(_Line(key, start, end, repeat_of, exact))
         return self._loop_if_established()
+
+    def _stack_rule(self, visible: str, start: int, end: int) -> LineLoop | None:
+        """Count identical rule lines stacked in a row (blank lines between them are neutral)."""
+        if not _RULE_CHARS.issuperset(visible):
+            self._rule_run = 0
+            return None
+        if visible == self._rule and self._rule_run:
+            self._rule_run += 1
+        else:
+            self._rule, self._rule_run, self._rule_onset = visible, 1, start
+        if self._rule_run < self._config.rule_line_min_repeats:
+            return None
+        return LineLoop(
+            onset=self._rule_onset,
+            end=end,
+            period=(end - self._rule_onset) // self._rule_run,
+            distinct_lines=1,
+            unit=visible,
+            drift=False,
+        )
 
     def _repeat_of(self, key: str) -> tuple[int, bool]:
         """Distance (in lines) to the nearest earlier copy of a new line (0 when there is

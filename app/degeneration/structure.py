@@ -73,6 +73,7 @@ class StructureTracker:
         self._config = config
         self._min_repeats = min_repeats or config.min_repeats
         self._max_step = config.structure_max_lines
+        self._diagram_repeats = max(self._min_repeats, config.diagram_min_repeats)
         self._start = 0
         self._in_fence = False
         self._segments: deque[Segment] = deque(maxlen=self._max_step * (self._min_repeats + 1))
@@ -158,9 +159,8 @@ class StructureTracker:
             )
         waiting = self.candidate
         continued = self._push(segment)
-        if waiting is not None and self._runs[waiting.step] > (self._min_repeats - 1) * (
-            waiting.step
-        ):
+        need = self._diagram_repeats if waiting and waiting.expected.diagram else self._min_repeats
+        if waiting is not None and self._runs[waiting.step] > (need - 1) * waiting.step:
             return self._loop(waiting, end)
         self.candidate = self._candidate(allow_exact=False) if continued else None
         return None
@@ -176,9 +176,7 @@ class StructureTracker:
             exact = exact_view(line)
             if is_mostly_fill(exact):
                 row = self._key(line, diagram=True)
-                if len(row) < self._config.diagram_min_chars or len(exact) < 3:
-                    return None
-                return Segment(row, line, start, end, diagram=True)
+                return Segment(row, line, start, end, diagram=True) if exact else None
         key = self._key(line, diagram=False)
         return Segment(key, line, start, end, diagram=False) if key else None  # blank: neutral
 
@@ -240,7 +238,10 @@ class StructureTracker:
         step = max(steps, key=lambda s: (runs[s] + s, -s))
         segments = list(self._segments)
         unit = segments[-step:]
-        if not all(s.diagram for s in unit) and not self._words_loop(unit, step, allow_exact):
+        if all(s.diagram for s in unit):
+            if runs[step] < (self._diagram_repeats - 1) * step:
+                return None
+        elif not self._words_loop(unit, step, allow_exact):
             return None
         period = segments[-1].end - segments[-1 - step].end
         drift = bool(self._drifts[step])

@@ -1,0 +1,125 @@
+"""Loop shapes judged per family, each beside the healthy structure its rule must not flag.
+
+Every text here is constructed for the test (none is taken from the corpus): each family has
+its loops and the healthy look-alikes that the rule's reason says it cannot fire on.
+"""
+
+import pytest
+
+from app.degeneration import DetectorConfig, LoopDetector, score_output
+from bench.mixed_text import chunks
+
+PREFIX = (
+    "Minutes of the harbour board. The board met in March and reviewed the dredging plan, the "
+    "pier repairs and the new tide gauge.\n\n"
+)
+AFTER = "\n\nThe meeting closed at nine. The next one is in June.\n"
+NOTES = (
+    "The dredger worked the north channel for two weeks.",
+    "Pier four needs new fenders before the winter storms.",
+    "A survey found silt building up near the fish market.",
+    "The ferry company asked for a longer berth in summer.",
+    "Repairs to the lock gates were finished under budget.",
+    "The tide gauge read high water a little early in May.",
+    "Two buoys drifted after the gale and were reset.",
+    "The harbour master reported fewer groundings this year.",
+    "Lighting on the east quay was replaced with lamps that last longer.",
+    "Fishermen asked that the slipway be cleared of weed.",
+    "A school visited the pilot station on open day.",
+    "The old crane will be sold once the new one is working.",
+)
+
+
+def streamed(text: str) -> bool:
+    """Whether the online detector stops the stream (16-character chunks)."""
+    detector = LoopDetector()
+    return any(detector.feed(piece) is not None for piece in chunks(text, 16))
+
+
+def flagged(text: str) -> bool:
+    return streamed(text) or score_output(text).degenerate
+
+
+# --- line repeats of any content: rule lines ---------------------------------------------
+
+RULES = ("===", "---", "***", "~~~~~~~~", "────────────", "- - -")
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_a_stacked_rule_line_is_a_loop_at_any_length(rule: str) -> None:
+    repeats = DetectorConfig().rule_line_min_repeats
+    assert streamed(PREFIX + "Tide table\n" + f"{rule}\n" * (repeats + 2))
+    assert not streamed(PREFIX + "Tide table\n" + f"{rule}\n" * (repeats - 2))
+
+
+@pytest.mark.parametrize(
+    "healthy",
+    [
+        # Blanks to fill stack on forms and lined paper: not rules.
+        "Notes:\n" + "________________________________________\n" * 20,
+        "Remarks:\n" + "........................................\n" * 20,
+        # Rules between content, however many: each separates something.
+        "".join(f"{note}\n---\n" for note in NOTES),
+        # Empty YAML front matter and a setext heading.
+        "---\n---\n\nHarbour board\n=============\n\nThe board met.\n",
+        # A Markdown table of empty rows (a sign-up sheet).
+        "| Name | Signature |\n|---|---|\n" + "|  |  |\n" * 25,
+    ],
+)
+def test_blanks_forms_and_separated_rules_are_not_loops(healthy: str) -> None:
+    assert not flagged(PREFIX + healthy + AFTER)
+
+
+# --- line repeats of any content: diagram rows in a code fence ---------------------------
+
+ROWS = ("│          │          │", "│      │", "|        |", "      │", "┃ ┃ ┃")
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_a_diagram_row_repeated_dozens_of_times_is_a_loop_at_any_width(row: str) -> None:
+    head = "```\n┌──────────┬──────────┐\n│ Pier     │ Depth    │\n├──────────┼──────────┤\n"
+    assert streamed(PREFIX + head + f"{row}\n" * 30)
+
+
+@pytest.mark.parametrize("inside", [4, 8, 12])
+def test_tall_boxes_drawn_tables_and_connectors_are_not_loops(inside: int) -> None:
+    tall_box = (
+        "┌──────────────────────────┐\n│ Tide gauge               │\n"
+        + "│                          │\n" * inside
+        + "└──────────────────────────┘\n"
+    )
+    empty_table = (
+        "+------+------+------+\n| Pier | Date | Name |\n+------+------+------+\n"
+        + "|      |      |      |\n" * inside
+        + "+------+------+------+\n"
+    )
+    connector = "  ┌──────┐\n  │ gate │\n  └──┬───┘\n" + "     │\n" * inside + "  ┌──┴───┐\n"
+    for drawing in (tall_box, empty_table, connector):
+        assert not flagged(PREFIX + "```\n" + drawing + "```" + AFTER), drawing
+
+
+# --- role markers and chat-template echoes, any script ----------------------------------
+
+TURNS = {
+    "zh": "<|system|>\n你是一个有用的助手。\n<|user|>\n请识别这张图片里的文字。\n<|assistant|>\n",
+    "ja": "<|im_start|>user\nこの画像の文字を読んでください。<|im_end|>\n<|im_start|>assistant\n",
+    "en": "<|user|>\nRead the text in this picture.\n<|assistant|>\nThe text says: pier 4.\n",
+    "token": "<|box_start|>\n",
+}
+
+
+@pytest.mark.parametrize("script", TURNS)
+def test_an_echoed_chat_template_is_a_loop(script: str) -> None:
+    turn = TURNS[script]
+    copies = max(4, 200 // len(turn))
+    assert streamed(PREFIX + turn * copies)
+
+
+def test_special_tokens_with_changing_content_are_not_loops() -> None:
+    # Grounding output: the same tags on every element, around different text and boxes.
+    elements = "".join(
+        f"<|ref|>text<|/ref|><|det|>[[{40 + n}, {100 + 37 * n}, 560, {130 + 37 * n}]]<|/det|>\n"
+        f"{note}\n\n"
+        for n, note in enumerate(NOTES)
+    )
+    assert not flagged(PREFIX + elements + AFTER)
