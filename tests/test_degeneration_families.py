@@ -123,3 +123,40 @@ def test_special_tokens_with_changing_content_are_not_loops() -> None:
         for n, note in enumerate(NOTES)
     )
     assert not flagged(PREFIX + elements + AFTER)
+
+
+# --- block / section repeats with varying numbers ----------------------------------------
+
+
+def well_rows(names: list[str]) -> str:
+    rows = "".join(
+        f"| 01 | {100 + 7 * n:05d} | NORTH FIELD, EAST (GAS) | {name} | {n % 3} | 000{n}00 |\n"
+        for n, name in enumerate(names)
+    )
+    return (
+        "| District | Lease | Field | Operator | Wells | Volume |\n|---|---|---|---|---|---|\n"
+        + rows
+    )
+
+
+# Sorted by operator, as registers are: one name on a few rows in a row, then the next.
+OPERATORS = ["ADAMS, J. R."] * 2 + ["BAKER, H."] + ["CARTER, GEO. M."] * 3 + ["DAVIS, W."]
+
+
+def test_table_rows_that_change_a_name_and_numbers_are_records_not_a_loop() -> None:
+    # Abbreviations (`GEO. M.`) inside a cell end no sentence: the row stays one record.
+    assert not flagged(PREFIX + well_rows(OPERATORS + ["EVANS, R. C."] * 3) + AFTER)
+
+
+FILLER = (
+    "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor. "
+    "Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris. "
+)
+
+
+def test_filler_paragraphs_repeated_whole_and_ending_a_sentence_are_not_loops() -> None:
+    page = f"## Figures\n\n{FILLER}{FILLER}\n\nFigure 1: the pier.\n\n{FILLER}{FILLER}"
+    assert not score_output(PREFIX + page.strip()).degenerate
+    # The same text cut mid-sentence at the token cap is a loop cut by the cap.
+    cut = PREFIX + page + FILLER[:50]
+    assert score_output(cut, finish_reason="length").degenerate

@@ -34,6 +34,7 @@ from app.degeneration.tokens import token_texts
 Reason = Literal["online_loop", "tail_loop", "cap_loop", "stutter", "crep_tail"]
 # The last this many 4-grams must all repeat earlier ones for the tail to count as repeating.
 _ENDING_4GRAMS = 8
+_SENTENCE_CLOSERS = frozenset(".!?。！？")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +214,17 @@ def _first_finding(
     stutter = find_stutter(text, config.stutter_window_tokens, config.stutter_min_words)
     if stutter is not None:
         return _Finding("stutter", "phrase", stutter.period, stutter.onset, None)
-    if crep.coverage >= config.crep_threshold and repeating and count_letters(crep.segment):
+    # Filler text and boilerplate repeat whole sentences and end with one; a loop is cut
+    # wherever the cap falls. So an output that ends a sentence needs the cap to count.
+    cut = hit_cap or not ends_a_sentence(text)
+    if crep.coverage >= config.crep_threshold and repeating and cut and count_letters(crep.segment):
         return _Finding("crep_tail", _crep_kind(crep), crep.segment_chars, crep.onset, None)
     return None
+
+
+def ends_a_sentence(text: str) -> bool:
+    """Whether the text's last visible character closes a sentence."""
+    return text.rstrip()[-1:] in _SENTENCE_CLOSERS
 
 
 def _finding_from_verdict(reason: Reason, verdict: LoopVerdict) -> _Finding:

@@ -64,6 +64,11 @@ def _exact(segment: Segment) -> str:
     return exact_view(segment.line)
 
 
+def _in_table_row(raw: str, at: int) -> bool:
+    line_start = raw.rfind("\n", 0, at) + 1
+    return raw[line_start : line_start + 8].lstrip().startswith("|")
+
+
 class StructureTracker:
     """Reads completed segments out of the detector's raw tail; only pieces holding a line
     break or a CJK full stop cost anything, plus one prefix test per check while a candidate
@@ -92,6 +97,8 @@ class StructureTracker:
                 continue  # completed by the previous piece
             if at and boundary.group() not in ("\n", "。") and raw[at - 1] in _NOT_SENTENCE_END:
                 continue  # leader dots (`. . .`), list numbers (`1. `), decimals: not an end
+            if boundary.group() != "\n" and _in_table_row(raw, at):
+                continue  # a row is one record: `GEO. M.` in a cell ends no sentence
             loop = self._complete(raw, raw_base, raw_base + boundary.end())
             if loop is not None:
                 return loop
@@ -259,6 +266,12 @@ class StructureTracker:
         long_block = exact_chars > self._config.max_period
         if not (allow_exact or self._drifts[step] or long_block):
             return False  # an exact repeat the periodic search judges
+        rows = all(is_row(segment.key) for segment in unit)
+        # Rows whose copies change a word (a name, a label) besides numbers are how tables look
+        # (one record per row): they need as many copies as cells do (`table_min_repeats`).
+        records = rows and self._changed_words[step] and not long_block
+        if records and self._runs[step] // step + 1 < self._config.table_min_repeats:
+            return False
         if self._drifts[step] and not self._changed_words[step] and not long_block:
             # Leader dots and rules say nothing: a number per 160 characters of the rest.
             said = sum(content_chars(_exact(s)) for s in unit)
@@ -267,7 +280,6 @@ class StructureTracker:
                 # Only a heading number changes: a document's sections. A single line or
                 # sentence that carries its own counter (`Step 7: ...`) is a loop however long.
                 return False
-            rows = all(is_row(segment.key) for segment in unit)
             if rows and not self._row_repeats(self._runs[step], step, letters):
                 return False  # rows of a real table may differ in numbers only
         return True
