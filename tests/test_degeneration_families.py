@@ -160,3 +160,59 @@ def test_filler_paragraphs_repeated_whole_and_ending_a_sentence_are_not_loops() 
     # The same text cut mid-sentence at the token cap is a loop cut by the cap.
     cut = PREFIX + page + FILLER[:50]
     assert score_output(cut, finish_reason="length").degenerate
+
+
+# --- phrase stutters: words in scripts without spaces, clauses said thrice ---------------
+
+JA_WORDS = ("会議", "予算", "工事", "桟橋", "報告", "確認")
+ZH_WORDS = ("北门", "水位", "泵站", "检查", "正常", "记录")
+
+
+@pytest.mark.parametrize("words", [JA_WORDS, ZH_WORDS])
+@pytest.mark.parametrize("copies", [3, 5])
+def test_a_word_stutter_without_spaces_is_a_loop(words: tuple[str, ...], copies: int) -> None:
+    line = "本日の報告：" + "".join(word * copies for word in words) + "以上です。\n"
+    assert streamed(PREFIX + line + AFTER)
+
+
+@pytest.mark.parametrize(
+    "healthy",
+    [
+        # Natural doubling, two copies: reduplicated words, the iteration mark, laughter.
+        "人人都说天天向上，我们常常慢慢地看看书，大家高高兴兴地走走停停，时时刻刻想想明天。\n",
+        "時々、人々は色々な所で様々な事を考える。我々は日々努力し、少しずつ前へ進む。\n",
+        "他笑着说：哈哈哈，这个桥真长！我们又走了走，看了看，然后回家吃饭睡觉。\n",
+        # Parallel phrases: the same frame around different words.
+        "吃一碗少一碗，见一面少一面，走一步就少一步，所以要珍惜每一天的时间和朋友。\n",
+    ],
+)
+def test_natural_cjk_doubling_and_parallelism_are_not_loops(healthy: str) -> None:
+    assert not flagged(PREFIX + healthy + AFTER)
+
+
+CLAUSE = "the board approved the budget for the new pier"
+
+
+@pytest.mark.parametrize("separator", [", ", " ", " and "])
+def test_a_clause_said_three_times_inside_a_sentence_is_a_loop(separator: str) -> None:
+    said = separator.join([CLAUSE] * 3)
+    text = PREFIX + f"In March {said}, and work began in May. The tide was high.\n"
+    score = score_output(text)
+    assert score.degenerate and score.reason == "clause_repeat"
+    assert text[score.onset :].startswith(CLAUSE)
+
+
+@pytest.mark.parametrize(
+    "healthy",
+    [
+        "Location, location, location: the pier is near the market. Very very very old.\n",
+        # Whole sentences said three times (filler, refrains) are how documents repeat.
+        f"{CLAUSE.capitalize()}. " * 3 + "Work began in May.\n",
+        # Table cells and verse lines repeat on their own.
+        "| new pier | new pier | new pier | budget | budget |\n",
+        f"{CLAUSE}\n{CLAUSE}\n{CLAUSE}\n",
+        "Method & float32 & bfloat16 & float32 & bfloat16 & float32 & bfloat16 \\\\\n",
+    ],
+)
+def test_emphasis_whole_sentences_cells_and_lines_are_not_clause_loops(healthy: str) -> None:
+    assert score_output(PREFIX + healthy + AFTER).reason != "clause_repeat"
