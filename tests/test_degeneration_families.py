@@ -216,3 +216,36 @@ def test_a_clause_said_three_times_inside_a_sentence_is_a_loop(separator: str) -
 )
 def test_emphasis_whole_sentences_cells_and_lines_are_not_clause_loops(healthy: str) -> None:
     assert score_output(PREFIX + healthy + AFTER).reason != "clause_repeat"
+
+
+PIERS = ("North pier", "South pier", "Fish quay", "Ferry berth", "Old lock", "Mill weir")
+
+
+def depth_section(seed: int, heading: str = "Depth by berth", rows: int = 6) -> str:
+    body = "\n".join(
+        f"| {pier} | {(seed * 37 + 11 * n) % 90 + 3}.{n} | {(seed + n) % 9 + 1} |"
+        for n, pier in enumerate(PIERS[:rows])
+    )
+    return f"## {heading}\n\n| Berth | Depth (m) | Boats |\n|---|---|---|\n{body}\n\n"
+
+
+def test_a_long_section_re_emitted_with_other_numbers_is_a_loop_from_two_copies() -> None:
+    text = PREFIX + depth_section(1) + depth_section(2)
+    score = score_output(text)
+    assert score.degenerate and score.reason == "tail_loop"
+    assert score.onset is not None and text[score.onset :].lstrip().startswith("## Depth")
+
+
+@pytest.mark.parametrize(
+    "healthy",
+    [
+        # The page goes on after the two copies: judged by the online rule (three copies).
+        depth_section(1) + depth_section(2) + "The survey boat will return in autumn.\n",
+        # Two tables of one layout under different headings, as reports have.
+        depth_section(1, "Depth in spring") + depth_section(2, "Depth in autumn"),
+        # Short blocks (a two-row table) come twice on forms and coupons.
+        depth_section(1, rows=2) + depth_section(2, rows=2),
+    ],
+)
+def test_two_tables_that_are_not_a_tail_loop_stay_healthy(healthy: str) -> None:
+    assert not score_output(PREFIX + healthy).degenerate

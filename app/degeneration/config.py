@@ -49,6 +49,11 @@ class DetectorConfig:
     # copy, so numbered lists ("List item 3") and rows of numbers stay healthy.
     drift_min_repeats: int = 3
     drift_min_letters: int = 16
+    # ... except a block at least this long (normalised characters: a heading and a table, a
+    # few paragraphs), which counts from `min_repeats` copies: the offline tail rule's two. A
+    # page does not re-emit a long section word for word with only its numbers changed; a
+    # model that loops on it does, and at that size two copies already cost a lot.
+    drift_long_block_chars: int = 128
     # ... and at least one number per this many characters: a long block whose only change is
     # a heading number (`## Section 2` over filler text) is how documents repeat themselves.
     drift_max_chars_per_number: int = 160

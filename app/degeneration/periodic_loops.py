@@ -56,7 +56,10 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
             return None
         if unit.count("0") * config.drift_max_chars_per_number < content_chars(unit):
             return None
-        need = max(need, config.drift_min_repeats * period)
+        copies = config.drift_min_repeats
+        if period >= config.drift_long_block_chars:
+            copies = min(copies, config.min_repeats)
+        need = max(need, copies * period)
         if is_table_row(unit):
             need = max(need, config.drift_row_repeats(count_letters(unit)) * period)
     elif (class_minimum := _class_min_covered(unit_class, config)) is not None:
