@@ -249,3 +249,26 @@ def test_a_long_section_re_emitted_with_other_numbers_is_a_loop_from_two_copies(
 )
 def test_two_tables_that_are_not_a_tail_loop_stay_healthy(healthy: str) -> None:
     assert not score_output(PREFIX + healthy).degenerate
+
+
+# --- counters: one number per line counting on ------------------------------------------
+
+
+@pytest.mark.parametrize("step", [1, 0.5, 0.25, 10])
+def test_a_counter_running_past_a_page_of_lines_is_a_loop(step: float) -> None:
+    steps = DetectorConfig().counter_min_steps
+    lines = "".join(f"{n * step:g}\n" for n in range(1, steps + 20))
+    assert streamed(PREFIX + "Figure 3: depth over time\n" + lines)
+
+
+@pytest.mark.parametrize(
+    "healthy",
+    [
+        "".join(f"{n}\n" for n in range(1, 29)),  # pleading-paper line numbers
+        "Year\n" + "".join(f"{1950 + n}\n" for n in range(75)),  # a column of years
+        "".join(f"{n * 10}\n" for n in range(11)),  # axis ticks
+        "".join(f"{n % 7}\n" for n in range(200)),  # a column of digits, no counter
+    ],
+)
+def test_line_numbers_years_and_axes_are_not_counter_loops(healthy: str) -> None:
+    assert not flagged(PREFIX + healthy + AFTER)

@@ -93,6 +93,10 @@ class DetectorConfig:
     # never stacks more than two or three. Blanks to fill (`____`, `....`, empty cells) do
     # stack (forms, lined paper) and are left to `fill_min_covered`.
     rule_line_min_repeats: int = 8
+    # Lines holding one number each that count on by a fixed step (`0.5`, `1`, `1.5`, ...) are a
+    # counter loop after this many steps: a page's line numbers, a column of years or an axis
+    # count a few dozen, since a page holds 50-80 lines; a model stuck counting runs to the cap.
+    counter_min_steps: int = 128
     # Lines longer than this are never compared (a loop of long lines is periodic anyway).
     line_max_chars: int = 256
     # Structural view (`structure`): copies of up to this many lines (or CJK sentences) that

@@ -21,6 +21,7 @@ _ASCII_EMPHASIS = b"*_#>`"
 _LETTER_RE = re.compile(r"[^\W\d_]")
 # Separator rules: drawn to divide content, never to be filled in (unlike `_` and `.`).
 _RULE_CHARS = frozenset("=-*~#+─━═‐‑‒–—―−")
+_NUMBER_LINE_RE = re.compile(r"-?\d{1,9}(?:\.\d{1,6})?")
 # Edit-tolerant comparison is for short lines only: it is the costly path, and a loop of
 # long lines is caught by character periodicity anyway.
 _NEAR_DUPLICATE_MAX_CHARS = 64
@@ -47,6 +48,15 @@ class _Line:
     exact: bool = True  # the copy is identical, not a near-duplicate
 
 
+@dataclass(slots=True)
+class _Count:
+    last: float  # the last number, on the line starting at `last_start`
+    last_start: int
+    step: float = 0.0
+    steps: int = 0  # steps of `step` in a row
+    onset: int = 0  # where the first line of the run starts
+
+
 def near_duplicate(first: str, second: str) -> bool:
     """Same length, at most one character in six differs, and no differing digit."""
     if len(first) != len(second):
@@ -69,6 +79,7 @@ class LineRepeatTracker:
         self._rule = ""  # the rule line stacked last, how many times, from where
         self._rule_run = 0
         self._rule_onset = 0
+        self._count: _Count | None = None  # lines of one number counting on
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
         """Scan the raw tail (`raw` starts at offset `raw_base`) from `piece_start` on."""
@@ -93,9 +104,9 @@ class LineRepeatTracker:
             return None
         visible = exact_view(raw[start - raw_base : end - raw_base])
         if visible:
-            rules = self._stack_rule(visible, start, end)
-            if rules is not None:
-                return rules
+            loop = self._stack_rule(visible, start, end) or self._count_on(visible, start, end)
+            if loop is not None:
+                return loop
         key = _without_emphasis(strip_markup(visible))
         if not _LETTER_RE.search(key) or is_mostly_fill(visible):
             # Numbers, rules, blank lines, bare markup (`<!-- image -->`) and form blanks
@@ -123,6 +134,33 @@ class LineRepeatTracker:
             distinct_lines=1,
             unit=visible,
             drift=False,
+        )
+
+    def _count_on(self, visible: str, start: int, end: int) -> LineLoop | None:
+        """Follow lines of one number counting on by a fixed step."""
+        if _NUMBER_LINE_RE.fullmatch(visible) is None:
+            self._count = None
+            return None
+        value = float(visible)
+        count = self._count
+        if count is None:
+            self._count = _Count(value, start)
+            return None
+        step = round(value - count.last, 6)
+        if count.steps and step == count.step:
+            count.steps += 1
+        else:  # a new run, from the previous line
+            count.step, count.steps, count.onset = step, int(step != 0), count.last_start
+        count.last, count.last_start = value, start
+        if count.steps < self._config.counter_min_steps:
+            return None
+        return LineLoop(
+            onset=count.onset,
+            end=end,
+            period=(end - count.onset) // (count.steps + 1),
+            distinct_lines=1,
+            unit=visible,
+            drift=True,
         )
 
     def _repeat_of(self, key: str) -> tuple[int, bool]:
