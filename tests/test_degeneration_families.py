@@ -175,6 +175,12 @@ def test_a_word_stutter_without_spaces_is_a_loop(words: tuple[str, ...], copies:
     assert streamed(PREFIX + line + AFTER)
 
 
+def test_a_latin_word_stutter_with_accents_is_still_a_loop() -> None:
+    words = ("the", "café", "on", "the", "quay", "opens", "early", "née", "Dupont")
+    line = " ".join(" ".join([word] * 3) for word in words) + ".\n"
+    assert streamed(PREFIX + line + AFTER)
+
+
 @pytest.mark.parametrize(
     "healthy",
     [

@@ -21,6 +21,7 @@ _ASCII_EMPHASIS = b"*_#>`"
 _LETTER_RE = re.compile(r"[^\W\d_]")
 # Separator rules: drawn to divide content, never to be filled in (unlike `_` and `.`).
 _RULE_CHARS = frozenset("=-*~#+─━═‐‑‒–—―−")
+_NUMBER_STARTS = frozenset("-0123456789")
 _NUMBER_LINE_RE = re.compile(r"-?\d{1,9}(?:\.\d{1,6})?")
 # Edit-tolerant comparison is for short lines only: it is the costly path, and a loop of
 # long lines is caught by character periodicity anyway.
@@ -103,8 +104,13 @@ class LineRepeatTracker:
             self._lines.append(_Line(key="", start=start, end=end, repeat_of=0))  # not compared
             return None
         visible = exact_view(raw[start - raw_base : end - raw_base])
-        if visible:
-            loop = self._stack_rule(visible, start, end) or self._count_on(visible, start, end)
+        first = visible[:1]
+        if first in _RULE_CHARS or self._rule_run:
+            loop = self._stack_rule(visible, start, end)
+            if loop is not None:
+                return loop
+        if first in _NUMBER_STARTS or self._count is not None:
+            loop = self._count_on(visible, start, end)
             if loop is not None:
                 return loop
         key = _without_emphasis(strip_markup(visible))

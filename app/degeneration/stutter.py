@@ -62,9 +62,8 @@ def find_stutter(text: str, window_tokens: int = 40, min_words: int = 5) -> Stut
 
 def stutter_in_line(line: str) -> Stutter | None:
     """Online: the stutter in one completed line or sentence, if many words stutter in it."""
-    if len(line) >= _CJK_LINE_MIN_CHARS and not line.isascii() and _CJK_THRICE_RE.search(line):
-        # Checked first: a C-level search that rules out nearly every line, stutter or not.
-        return find_stutter(line) if is_no_space_script(line) else None
+    if _may_stutter_without_spaces(line) and is_no_space_script(line):
+        return find_stutter(line)
     if len(line) < _LINE_MIN_CHARS:
         return None
     words = line.split()
@@ -73,6 +72,14 @@ def stutter_in_line(line: str) -> Stutter | None:
     if _THRICE_RE.search(line) is None:
         return None
     return find_stutter(line)
+
+
+def _may_stutter_without_spaces(line: str) -> bool:
+    """Cheapest first: a CJK line that stutters repeats its characters (few distinct ones);
+    then a C-level search for a word said thrice rules out nearly every other line."""
+    if len(line) < _CJK_LINE_MIN_CHARS or line.isascii() or 5 * len(set(line)) > 3 * len(line):
+        return False
+    return _CJK_THRICE_RE.search(line) is not None
 
 
 def _stutter_events(tokens: list[Token]) -> list[tuple[int, str, int, int]]:
