@@ -109,3 +109,22 @@ def broken_font_pdf(text: str, changes: dict[str, str]) -> bytes:
     for font in page.get_fonts():
         doc.xref_set_key(font[0], "ToUnicode", f"{cmap} 0 R")
     return bytes(doc.tobytes(garbage=3, deflate=True))
+
+
+def borderless_pdf(rows: list[list[str]], intro: str, x_columns: list[float]) -> bytes:
+    """A paragraph, then `rows` set in columns starting at `x_columns`, with no rulings: each
+    row its own text block, as layout programs write them. A row of one cell under a column
+    other than the first is a value that wrapped."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 72, 540, 150), intro, fontsize=11, fontname="helv")
+    y = 180.0
+    for row in rows:
+        for x, cell in zip(x_columns, row, strict=False):
+            if cell:
+                page.insert_text((x, y), cell, fontsize=10, fontname="helv")
+        y += 16
+    page.insert_textbox(
+        pymupdf.Rect(72, y + 20, 540, y + 120), "The figures above are provisional.", fontsize=11
+    )
+    return bytes(doc.tobytes(garbage=3, deflate=True))
