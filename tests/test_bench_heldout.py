@@ -4,7 +4,10 @@ thresholds never see the held-out source."""
 import json
 from pathlib import Path
 
+import pytest
+
 import app.degeneration
+from bench.detector import shared_dir
 from bench.detector_heldout import (
     Sample,
     choose,
@@ -68,3 +71,14 @@ def test_heldout_report_on_a_small_corpus(tmp_path: Path) -> None:
     assert report["held_out"]["recall_all"] == 0.5  # the hard one is not
     assert report["held_out"]["false_positive_rate"] == 0.0
     assert report["missed_held_out"] == ["hard (hard)"]
+
+
+@pytest.mark.corpus
+def test_the_targets_hold_out_of_sample_on_the_real_outputs() -> None:
+    corpus = shared_dir() / "corpus"
+    if not (corpus / "degeneration_dev_more.jsonl").is_file():
+        pytest.skip(f"real outputs not found under {corpus}")
+    report = evaluate_heldout(app.degeneration, load_samples(corpus))
+    held_out = report["held_out"]
+    assert held_out["recall_clear"] >= 0.95, report["missed_held_out"]
+    assert held_out["false_positive_rate"] <= 0.02, report["false_positives_held_out"]
