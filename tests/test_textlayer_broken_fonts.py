@@ -126,3 +126,13 @@ def test_a_layer_that_drops_a_letter_goes_to_ocr(sqlite_url: str, tmp_path: Path
     assert attempts[0].error == "textlayer_rejected: broken_words"
     assert (page.engine, page.status) == ("tesseract", "fallback")
     assert "Section" in (page.text or "") and "Se tion" not in (page.text or "")
+
+
+RECORDED = Path(__file__).resolve().parent / "data"
+
+
+def test_a_real_layer_that_spells_words_out_is_refused() -> None:
+    # A scanner's OCR layer from pypdf's test files (origin and licence: tests/data/README.md).
+    layout = read_layout(pymupdf.open(RECORDED / "pypdf-indirect-rotation-p2.pdf"), 0)
+    assert "C o m p a n i a" in layout.text
+    assert rejection(layout, GATE) == "broken_words"
