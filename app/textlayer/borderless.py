@@ -75,9 +75,7 @@ def _is_cell_row(row: Row, lines: Sequence[TextLine]) -> bool:
     if len(row) < 2 or any(len(lines[i].text) > _MAX_CELL_CHARS for i in row):
         return False
     pairs = pairwise(row)
-    return all(
-        lines[b].box.x0 - lines[a].box.x1 >= _MIN_GAP_EMS * lines[a].size for a, b in pairs
-    )
+    return all(lines[b].box.x0 - lines[a].box.x1 >= _MIN_GAP_EMS * lines[a].size for a, b in pairs)
 
 
 def _grow(rows: list[Row], start: int, lines: Sequence[TextLine], used: set[int]) -> list[Row]:
