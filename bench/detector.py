@@ -181,7 +181,8 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
     old = speed.get("baseline")
     if old:
         console.print(
-            f"[bold]Before issue 13[/]: {old['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
+            f"[bold]Baseline {report.get('baseline_ref', '')[:12]}[/]: "
+            f"{old['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
             f"({old['verdicts']} verdicts); new / before = {speed['new_over_baseline_cpu']}"
         )
     latency = Table(title="Latency on synthetic loops (16-char chunks)")
