@@ -46,10 +46,11 @@ RULES = ("===", "---", "***", "~~~~~~~~", "────────────"
 
 
 @pytest.mark.parametrize("rule", RULES)
-def test_a_stacked_rule_line_is_a_loop_at_any_length(rule: str) -> None:
+@pytest.mark.parametrize("between", ["\n", "\n\n"])
+def test_a_stacked_rule_line_is_a_loop_at_any_length(rule: str, between: str) -> None:
     repeats = DetectorConfig().rule_line_min_repeats
-    assert streamed(PREFIX + "Tide table\n" + f"{rule}\n" * (repeats + 2))
-    assert not streamed(PREFIX + "Tide table\n" + f"{rule}\n" * (repeats - 2))
+    assert streamed(PREFIX + "Tide table\n" + f"{rule}{between}" * (repeats + 2))
+    assert not streamed(PREFIX + "Tide table\n" + f"{rule}{between}" * (repeats - 2))
 
 
 @pytest.mark.parametrize(
@@ -261,9 +262,10 @@ def test_two_tables_that_are_not_a_tail_loop_stay_healthy(healthy: str) -> None:
 
 
 @pytest.mark.parametrize("step", [1, 0.5, 0.25, 10])
-def test_a_counter_running_past_a_page_of_lines_is_a_loop(step: float) -> None:
+@pytest.mark.parametrize("between", ["\n", "\n\n"])
+def test_a_counter_running_past_a_page_of_lines_is_a_loop(step: float, between: str) -> None:
     steps = DetectorConfig().counter_min_steps
-    lines = "".join(f"{n * step:g}\n" for n in range(1, steps + 20))
+    lines = "".join(f"{n * step:g}{between}" for n in range(1, steps + 20))
     assert streamed(PREFIX + "Figure 3: depth over time\n" + lines)
 
 

@@ -104,12 +104,12 @@ class LineRepeatTracker:
             self._lines.append(_Line(key="", start=start, end=end, repeat_of=0))  # not compared
             return None
         visible = exact_view(raw[start - raw_base : end - raw_base])
-        first = visible[:1]
-        if first in _RULE_CHARS or self._rule_run:
+        first = visible[:1]  # blank lines ("") are neutral: they neither stack nor break
+        if first and (first in _RULE_CHARS or self._rule_run):
             loop = self._stack_rule(visible, start, end)
             if loop is not None:
                 return loop
-        if first in _NUMBER_STARTS or self._count is not None:
+        if first and (first in _NUMBER_STARTS or self._count is not None):
             loop = self._count_on(visible, start, end)
             if loop is not None:
                 return loop
