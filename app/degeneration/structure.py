@@ -49,6 +49,7 @@ _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac0
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
 _NOT_SENTENCE_END = frozenset(". \t0123456789")
+_ROW_LOOKBACK = 256  # characters back from a sentence end where a table row's bar must be
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,9 @@ def _exact(segment: Segment) -> str:
 
 
 def _in_table_row(raw: str, at: int) -> bool:
+    # A bounded look for a bar first: prose has none, and its line start may lie far back.
+    if raw.rfind("|", max(0, at - _ROW_LOOKBACK), at) < 0:
+        return False
     line_start = raw.rfind("\n", 0, at) + 1
     return raw[line_start : line_start + 8].lstrip().startswith("|")
 

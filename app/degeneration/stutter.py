@@ -62,9 +62,12 @@ def find_stutter(text: str, window_tokens: int = 40, min_words: int = 5) -> Stut
 
 def stutter_in_line(line: str) -> Stutter | None:
     """Online: the stutter in one completed line or sentence, if many words stutter in it."""
-    if _may_stutter_without_spaces(line) and is_no_space_script(line):
+    size = len(line)
+    if size < _CJK_LINE_MIN_CHARS:
+        return None
+    if not line.isascii() and _may_stutter_without_spaces(line):
         return find_stutter(line)
-    if len(line) < _LINE_MIN_CHARS:
+    if size < _LINE_MIN_CHARS:
         return None
     words = line.split()
     if len(words) < _LINE_MIN_WORDS or 2 * len(set(words)) > len(words):
@@ -77,9 +80,9 @@ def stutter_in_line(line: str) -> Stutter | None:
 def _may_stutter_without_spaces(line: str) -> bool:
     """Cheapest first: a CJK line that stutters repeats its characters (few distinct ones);
     then a C-level search for a word said thrice rules out nearly every other line."""
-    if len(line) < _CJK_LINE_MIN_CHARS or line.isascii() or 5 * len(set(line)) > 3 * len(line):
+    if 5 * len(set(line)) > 3 * len(line) or _CJK_THRICE_RE.search(line) is None:
         return False
-    return _CJK_THRICE_RE.search(line) is not None
+    return is_no_space_script(line)
 
 
 def _stutter_events(tokens: list[Token]) -> list[tuple[int, str, int, int]]:
