@@ -29,6 +29,9 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _CJK_THRICE_RE = re.compile(f"([{_CJK}]{{1,4}})\\1\\1")
 _CJK_CHAR_RE = re.compile(f"[{_CJK}]")
 _CJK_LINE_MIN_CHARS = 30  # five words of two characters, each said three times
+# ... and online, sentences up to this long: the search costs about a microsecond a character,
+# and a paragraph with no full stop is left to the offline check (`find_stutter`).
+_CJK_LINE_MAX_CHARS = 256
 _CJK_MAX_WORD = 4
 
 
@@ -65,7 +68,7 @@ def stutter_in_line(line: str) -> Stutter | None:
     size = len(line)
     if size < _CJK_LINE_MIN_CHARS:
         return None
-    if not line.isascii() and _may_stutter_without_spaces(line):
+    if size <= _CJK_LINE_MAX_CHARS and not line.isascii() and _may_stutter_without_spaces(line):
         return find_stutter(line)
     if size < _LINE_MIN_CHARS:
         return None
