@@ -17,6 +17,7 @@ from app.degeneration.tokens import Token, is_no_space_script, tokenize
 
 _SELF_REPEATING_RE = re.compile(r"(.+?)\1{2,}")
 _MIN_RUN = 3
+_MIN_WORDS = 5  # different words that must stutter close together
 # Online pre-tests on one completed line, cheapest first: 80+ characters (five words each said
 # three times fill that; most sentences are shorter, so most lines cost one `len`), 12+ words
 # of which at most half are distinct, and one word three times back to back. Only lines that
@@ -43,7 +44,7 @@ class Stutter:
     period: int  # median raw length of one stuttered copy
 
 
-def find_stutter(text: str, window_tokens: int = 40, min_words: int = 5) -> Stutter | None:
+def find_stutter(text: str, window_tokens: int = 40, min_words: int = _MIN_WORDS) -> Stutter | None:
     """The densest window of `window_tokens` tokens if `min_words` distinct words stutter."""
     events = _stutter_events(tokenize(text, keep_fill=True))
     best: Stutter | None = None
@@ -82,10 +83,12 @@ def stutter_in_line(line: str) -> Stutter | None:
 
 def _may_stutter_without_spaces(line: str) -> bool:
     """Cheapest first: a CJK line that stutters repeats its characters (few distinct ones);
-    then a C-level search for a word said thrice rules out nearly every other line."""
-    if 5 * len(set(line)) > 3 * len(line) or _CJK_THRICE_RE.search(line) is None:
+    then a C-level search must find as many different words said thrice as `find_stutter`
+    needs (a line of laughter or one doubled word is not a stutter)."""
+    if 5 * len(set(line)) > 3 * len(line):
         return False
-    return is_no_space_script(line)
+    thrice = set(_CJK_THRICE_RE.findall(line))
+    return len(thrice) >= _MIN_WORDS and is_no_space_script(line)
 
 
 def _stutter_events(tokens: list[Token]) -> list[tuple[int, str, int, int]]:
