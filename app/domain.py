@@ -25,6 +25,34 @@ TERMINAL_PAGE_STATUSES = tuple(s.value for s in PageStatus if s.terminal)
 OPEN_PAGE_STATUSES = tuple(s.value for s in PageStatus if not s.terminal)
 
 
+class Outcome(StrEnum):
+    """What a client does with a page: use it (ok, fallback), or look at why it has no text."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    OK = "ok"  # the plan's first attempt answered
+    FALLBACK = "fallback"  # a later step answered (often after a loop)
+    DEGENERATE = "degenerate"  # no answer: every attempt that ran looped or was cut off
+    FAILED = "failed"  # no answer for another reason (failure_category says which)
+
+
+# Failures that may not come again on a new try: the page itself is not the cause.
+RETRYABLE_CATEGORIES = frozenset({"transport", "internal", "busy", "cancelled", "broker"})
+
+
+def page_outcome(status: str, failure_category: str | None) -> tuple[Outcome, bool | None]:
+    """A page's outcome and, for a page without text, whether trying it again may help."""
+    if status in (PageStatus.PENDING, PageStatus.RUNNING):
+        return Outcome(status), None
+    if status == PageStatus.SUCCEEDED:
+        return Outcome.OK, None
+    if status == PageStatus.FALLBACK:
+        return Outcome.FALLBACK, None
+    if failure_category == "degenerate":
+        return Outcome.DEGENERATE, False
+    return Outcome.FAILED, failure_category in RETRYABLE_CATEGORIES
+
+
 class DocumentStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, selectinload
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job
-from app.domain import DocumentStatus, PageStatus
+from app.domain import DocumentStatus, PageStatus, page_outcome
 from app.textlayer.plain import plain_text
 
 
@@ -31,6 +31,8 @@ class PageResult:
     engine_seconds: float
     render_seconds: float | None
     plain_text: str | None = None  # `text` (Markdown) without its markup
+    outcome: str | None = None  # ok, fallback, degenerate, failed (see domain.page_outcome)
+    retryable: bool | None = None  # for a page without text: whether a new try may help
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,8 @@ def _document_result(
             engine_seconds=round(totals.get(p.id, (0, 0.0))[1], 4),
             render_seconds=p.render_s,
             plain_text=None if p.text is None else plain_text(p.text),
+            outcome=page_outcome(p.status, p.failure_category)[0].value,
+            retryable=page_outcome(p.status, p.failure_category)[1],
         )
         for p in (earlier or document).pages
     ]
@@ -222,7 +226,13 @@ def _document_summary(document: DocumentResult) -> dict[str, Any]:
         "error": document.error,
         "done_in_job": document.done_in_job,
         "failed_pages": [
-            {"page": p.number, "category": p.failure_category, "error": p.error}
+            {
+                "page": p.number,
+                "outcome": p.outcome,
+                "category": p.failure_category,
+                "retryable": p.retryable,
+                "error": p.error,
+            }
             for p in document.pages
             if p.status == PageStatus.FAILED
         ],

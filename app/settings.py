@@ -236,6 +236,13 @@ class Settings(BaseSettings):
     max_file_mb: float = Field(default=512.0, description="Larger PDFs fail with a reason.")
     max_pages_per_document: int = Field(default=5000, description="Longer PDFs fail with a reason.")
     max_attempts_per_page: int = Field(default=8, description="Hard cap on attempts for one page.")
+    repeat_loop_cap: int | None = Field(
+        default=1,
+        ge=0,
+        description="VLM attempts on a page that may repeat a loop already seen on it (same "
+        "verdict kind and period) before its remaining VLM steps are skipped for the steps "
+        "that cannot loop (text layer, Tesseract); unset: no cap. A job may set its own.",
+    )
     page_token_budget: int = Field(
         default=32_000, description="Completion tokens one page may spend across its attempts."
     )

@@ -91,7 +91,11 @@ def list_jobs(
 def documents(ctx: ApiContext, key: int, job_id: str) -> list[schemas.DocumentOut]:
     with ctx.db.session() as session:
         _owned(session, job_id, key)
-        return [schemas.DocumentOut.of(d) for d in job_views.documents(session, job_id)]
+        failed = job_views.failed_pages(session, job_id)
+        return [
+            schemas.DocumentOut.of(d, failed.get(d.id))
+            for d in job_views.documents(session, job_id)
+        ]
 
 
 def pages(

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.db.models import Attempt, Document, Job, Page
+from app.domain import Outcome, page_outcome
 
 
 class JobOptionsIn(BaseModel):
@@ -29,7 +30,9 @@ class JobOptionsIn(BaseModel):
 class FolderJob(JobOptionsIn):
     """`POST /v1/jobs` as JSON: a folder on the server, under one of its allowed roots."""
 
-    folder: str = Field(min_length=1, max_length=4096, description="Server-side folder path.")
+    folder: str = Field(
+        min_length=1, max_length=4096, pattern=r"^[^\x00]+$", description="Server-side folder path."
+    )
 
 
 class JobLinks(BaseModel):
@@ -85,17 +88,46 @@ class JobList(BaseModel):
     offset: int
 
 
+class FailedPageOut(BaseModel):
+    """A page of a `partial` (or `failed`) document that has no text."""
+
+    id: int
+    number: int
+    outcome: Outcome
+    failure_category: str | None
+    retryable: bool | None
+    error: str | None
+
+    @classmethod
+    def of(cls, p: Page) -> FailedPageOut:
+        outcome, retryable = page_outcome(p.status, p.failure_category)
+        return cls(
+            id=p.id,
+            number=p.number,
+            outcome=outcome,
+            failure_category=p.failure_category,
+            retryable=retryable,
+            error=p.error,
+        )
+
+
 class DocumentOut(BaseModel):
     id: int
     name: str
-    status: str
+    status: str = Field(
+        description="pending, running, done, partial (some pages failed: see failed_pages), "
+        "failed or skipped."
+    )
     page_count: int
     size_bytes: int
     error_category: str | None
     error: str | None
+    failed_pages: list[FailedPageOut] = Field(
+        default_factory=list, description="The pages without text, each with why."
+    )
 
     @classmethod
-    def of(cls, d: Document) -> DocumentOut:
+    def of(cls, d: Document, failed: list[Page] | None = None) -> DocumentOut:
         return cls(
             id=d.id,
             name=d.name,
@@ -104,6 +136,7 @@ class DocumentOut(BaseModel):
             size_bytes=d.size_bytes,
             error_category=d.error_category,
             error=d.error,
+            failed_pages=[FailedPageOut.of(p) for p in failed or []],
         )
 
 
@@ -112,6 +145,15 @@ class PageOut(BaseModel):
     document_id: int
     number: int
     status: str
+    outcome: Outcome = Field(
+        description="ok (first attempt answered), fallback (a later step answered), "
+        "degenerate (every attempt looped: no text), failed (no text; failure_category says "
+        "why), or pending/running."
+    )
+    retryable: bool | None = Field(
+        description="For a page without text: whether a new try may succeed (transport, "
+        "internal, cancelled) or not (degenerate, render, empty ...); null otherwise."
+    )
     engine: str | None
     step: str | None
     failure_category: str | None
@@ -119,11 +161,14 @@ class PageOut(BaseModel):
 
     @classmethod
     def fields_of(cls, p: Page) -> dict[str, Any]:
+        outcome, retryable = page_outcome(p.status, p.failure_category)
         return {
             "id": p.id,
             "document_id": p.document_id,
             "number": p.number,
             "status": p.status,
+            "outcome": outcome,
+            "retryable": retryable,
             "engine": p.final_engine,
             "step": p.final_step,
             "failure_category": p.failure_category,

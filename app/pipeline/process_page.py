@@ -20,7 +20,7 @@ from app.pdf.render import render_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
-from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
+from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step, repeated_loops
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.textlayer import GateConfig
@@ -208,7 +208,8 @@ class PageProcessor:
     ) -> Closing:
         plan = self.settings.plan(work.plan_name)
         applies = PageFacts(page.text_layer_usable, frozenset(self.settings.vlm_endpoints))
-        limits = Limits(self.settings.max_attempts_per_page, self.settings.page_token_budget)
+        cap = work.options.get("repeat_loop_cap", self.settings.repeat_loop_cap)
+        limits = Limits(self.settings.max_attempts_per_page, self.settings.page_token_budget, cap)
         index = next_step(plan, past, applies, limits)
         attempt: Attempt | None = None
         while index is not None:
@@ -216,7 +217,7 @@ class PageProcessor:
             result = self._attempt(page, step)
             if self.metrics:
                 self.metrics.observe_attempt(step.engine, result)
-            past.append(PastAttempt(index, result.status, result.completion_tokens or 0))
+            past.append(past_attempt(index, result))
             attempt = (index, step, result)
             if is_accepted(step, result.status):
                 return Closing(work, _answer(step, len(past), result.text, facts), attempt)
@@ -270,6 +271,13 @@ class PageProcessor:
         return outcomes
 
 
+def past_attempt(index: int, result: EngineResult) -> PastAttempt:
+    """What the next choice needs of an attempt that just ended."""
+    verdict = result.verdict
+    loop = (verdict.kind, verdict.period) if verdict else None
+    return PastAttempt(index, result.status, result.completion_tokens or 0, loop)
+
+
 def _answer(
     step: PlanStep, attempts: int, text: str, facts: RenderFacts | None = None
 ) -> PageClose:
@@ -298,4 +306,7 @@ def _failure(past: list[PastAttempt]) -> tuple[str, str]:
     else:
         category = "engine"
     summary = ", ".join(s.value for s in statuses)
+    repeats = repeated_loops(past)
+    if repeats:
+        summary += f"; the same loop came back {repeats} time(s)"
     return category, f"every attempt failed ({summary})"
