@@ -252,6 +252,17 @@ class PageDetail(PageOut):
         return cls(**cls.fields_of(p), text=p.text, attempts=attempts)
 
 
+EVENTS_EXAMPLE = (
+    "retry: 2000\n\n"
+    "id: 1795000000123456-41\nevent: page.finished\n"
+    'data: {"job_id":"9f2c...","page":{"id":41,"document_id":7,"number":3,"status":"fallback",'
+    '"outcome":"fallback","retryable":null,"failure_category":null,"engine":"textlayer"},'
+    '"pages":{"succeeded":2,"fallback":1,"pending":5},"finished":3,"total":8,"eta_s":12.5}\n\n'
+    "id: 1795000009000000-end\nevent: job.finished\n"
+    'data: {"pages":{"succeeded":7,"fallback":1},"finished":8,"total":8,"eta_s":0.0}\n\n'
+)
+
+
 class Problem(BaseModel):
     """RFC 9457 problem details."""
 
