@@ -21,6 +21,7 @@ from app.db import job_views, repo
 from app.db.models import Job
 from app.domain import JobStatus
 from app.results import load_results, write_outputs
+from app.webhooks.urls import UrlRefused, check_url
 
 
 def submit_uploads(
@@ -63,7 +64,13 @@ def _options(ctx: ApiContext, options: schemas.JobOptionsIn) -> JobOptions:
     if plan not in ctx.settings.plans:
         known = ", ".join(sorted(ctx.settings.plans))
         raise HTTPException(422, f"unknown engine plan {options.engine!r}; known: {known}")
-    return JobOptions(plan, options.dpi, options.priority, options.metadata)
+    if options.callback_url:
+        try:
+            check_url(options.callback_url, ctx.settings.webhooks.allow_private)
+        except UrlRefused as exc:
+            raise HTTPException(422, f"callback_url: {exc}") from exc
+    extra = options.model_dump(include={"callback_url", "callback_events", "repeat_loop_cap"})
+    return JobOptions(plan, options.dpi, options.priority, options.metadata, extra)
 
 
 def _owned(session: Session, job_id: str, key: int) -> Job:

@@ -16,7 +16,7 @@ from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import events, jobs_service, schemas
+from app.api import events, jobs_service, schemas, webhooks_service
 from app.api.context import Ctx, KeyId
 from app.api.schemas import FolderJob, JobOptionsIn
 from app.domain import JobStatus, PageStatus
@@ -41,6 +41,7 @@ _FORM_FIELDS = {
     "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
     **{k: v for k, v in JobOptionsIn.model_json_schema()["properties"].items() if k != "metadata"},
     "metadata": {"type": "string", "description": "A JSON object kept with the job."},
+    "callback_events": {"type": "string", "description": "Comma-separated: page.finished."},
 }
 _SUBMIT_BODY = {
     "requestBody": {
@@ -110,10 +111,13 @@ async def _read_form(request: Request, max_files: int) -> Any:
 
 def _form_options(form: Any) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    for name in ("engine", "dpi", "priority", "metadata"):
+    for name in ("engine", "dpi", "priority", "metadata", "callback_url", "repeat_loop_cap"):
         value = form.get(name)
         if isinstance(value, str) and value != "":
             options[name] = value
+    events = form.get("callback_events")
+    if isinstance(events, str) and events:
+        options["callback_events"] = [e.strip() for e in events.split(",") if e.strip()]
     if "metadata" in options:
         try:
             options["metadata"] = json.loads(options["metadata"])
@@ -259,6 +263,24 @@ def get_results(ctx: Ctx, key: KeyId, job_id: str) -> FileResponse:
 def cancel_job(ctx: Ctx, key: KeyId, job_id: str) -> schemas.JobOut:
     """Stop a job: pages not finished yet fail as `cancelled`."""
     return jobs_service.cancel(ctx, key, job_id)
+
+
+@router.get("/jobs/{job_id}/deliveries", responses=PROBLEMS)
+def list_deliveries(ctx: Ctx, key: KeyId, job_id: str) -> list[schemas.DeliveryOut]:
+    """Every webhook of the job, each with its HTTP attempts (status code, latency)."""
+    return webhooks_service.deliveries(ctx, key, job_id)
+
+
+@router.get("/webhook", responses=PROBLEMS)
+def get_webhook(ctx: Ctx, key: KeyId) -> schemas.WebhookOut:
+    """Your key's default webhook and the secret that signs all your webhooks."""
+    return webhooks_service.get_webhook(ctx, key)
+
+
+@router.put("/webhook", responses=PROBLEMS)
+def put_webhook(ctx: Ctx, key: KeyId, request: schemas.WebhookIn) -> schemas.WebhookOut:
+    """Set (or, with a null url, clear) your key's default webhook."""
+    return webhooks_service.set_webhook(ctx, key, request)
 
 
 metrics_router = APIRouter()
