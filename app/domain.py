@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -95,6 +96,9 @@ class PageInput:
     text_layer_usable: bool
     text_layer_markdown: str | None = None  # the layer as structured Markdown
     text_layer_rejection: str | None = None  # why the gate refused the layer ("garbled")
+    # Whether the page's job was cancelled: a streaming engine asks at each chunk and stops
+    # its request the way it stops a loop.
+    should_stop: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
 
     @property
     def size(self) -> tuple[int, int]:

@@ -19,6 +19,7 @@ from app.engines.registry import EngineSet
 from app.errors import ConfigError
 from app.metrics import FolioMetrics
 from app.pdf.render import DocumentLimits
+from app.pipeline.cancel import CancelWatch
 from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest, sha256_of
 from app.pipeline.local import PageCallback, run_pages
 from app.pipeline.process_page import PageProcessor
@@ -160,6 +161,7 @@ def run_job_locally(
     page_ids: Sequence[int],
     on_page: PageCallback | None = None,
     metrics: FolioMetrics | None = None,
+    cancels: CancelWatch | None = None,
 ) -> None:
     """Process the job's pages in this process, then settle documents and the job."""
     if settings.concurrency < 1:
@@ -170,7 +172,7 @@ def run_job_locally(
     engines = EngineSet(settings)
     sampler = sampler_from_settings(settings, db, worker_id())
     processor = PageProcessor(
-        settings, db, engines, owner=worker_id(), metrics=metrics, sampler=sampler
+        settings, db, engines, owner=worker_id(), metrics=metrics, sampler=sampler, cancels=cancels
     )
     try:
         run_pages(processor, page_ids, settings.page_concurrency(plan_name), on_page)

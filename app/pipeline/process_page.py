@@ -18,6 +18,7 @@ from app.errors import EngineError, FolioError, RenderError
 from app.metrics import FolioMetrics
 from app.pdf.render import render_page
 from app.pdf.textlayer import text_layer_is_usable
+from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step, repeated_loops
@@ -86,6 +87,7 @@ class PageProcessor:
         owner: str,
         metrics: FolioMetrics | None = None,
         sampler: ServerSampler | None = None,
+        cancels: CancelWatch | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -96,6 +98,8 @@ class PageProcessor:
         self.lease_s = settings.page_lease_s
         self.leases = LeaseKeeper(db, owner, self.lease_s)
         self.gate = GateConfig(languages_for(settings.tesseract_lang))
+        self._own_cancels = cancels is None
+        self.cancels = cancels or CancelWatch(db, settings.cancel_check_s)
 
     def process(self, page_id: int) -> PageStatus:
         """Bring the page to a terminal status; a page already terminal is left as it is."""
@@ -156,6 +160,8 @@ class PageProcessor:
     def close(self) -> None:
         """Stop the lease heartbeat (the engines belong to the caller)."""
         self.leases.close()
+        if self._own_cancels:
+            self.cancels.close()
 
     def _work(self, claimed: ClaimedPage) -> Closing:
         """Process a claimed page up to its terminal outcome, which is returned, not written."""
@@ -182,9 +188,11 @@ class PageProcessor:
         endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
         if self.sampler:
             self.sampler.before_page(work.job_id, endpoints)
+        page = replace(page, should_stop=self.cancels.watch(work.job_id))
         try:
             return self._walk_plan(work, page, facts, past)
         finally:
+            self.cancels.unwatch(work.job_id)
             if self.sampler:
                 self.sampler.after_page(work.job_id, endpoints)
 
@@ -213,6 +221,11 @@ class PageProcessor:
         index = next_step(plan, past, applies, limits)
         attempt: Attempt | None = None
         while index is not None:
+            if page.should_stop():
+                cancelled = PageClose(
+                    PageStatus.FAILED, failure_category="cancelled", error="the job was cancelled"
+                )
+                return Closing(work, replace(cancelled, rendered=facts))
             step = plan[index]
             result = self._attempt(page, step)
             if self.metrics:
