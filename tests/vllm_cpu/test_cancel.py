@@ -7,6 +7,7 @@ detector is blinded here so that only the cancel can. The server's
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -18,11 +19,15 @@ from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.api_server import running_api, wait_for_job
+from tests.conftest import REDIS_URL
+from tests.distributed_support import start_worker, stop_worker, worker_env
 from tests.test_api import settings_for, submit
+from tests.test_distributed import pg_url, prefix
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 from tests.vllm_cpu.streams import wait_until_stable
 
 pytestmark = pytest.mark.vllm
+__all__ = ["pg_url", "prefix"]
 
 PAGES, CAP = 4, 1500  # the test server's context is 2,048 tokens, the page's prompt included
 # A detector that never calls a loop: every periodicity, line and run check out of reach.
@@ -93,3 +98,53 @@ def test_cancel_stops_every_stream_in_flight(
     print(f"server tokens after the cancel: {generated_after:.0f} for {PAGES} requests")
     assert generated_after <= PAGES * AFTER_CANCEL_PER_REQUEST
     assert after - before < PAGES * CAP / 2  # no loop ran on to its cap
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_cancel_reaches_a_celery_worker_within_a_second(
+    vllm_endpoint: VllmEndpoint, pg_url: str, prefix: str, tmp_path: Path
+) -> None:
+    settings = cancel_settings(pg_url, tmp_path, vllm_endpoint)
+    settings = settings.model_copy(update={"broker_url": REDIS_URL, "queue_prefix": prefix})
+    env = worker_env(pg_url, REDIS_URL, prefix, **as_env(settings), FOLIO_CANCEL_CHECK_S="0.2")
+    worker = start_worker(env, concurrency=PAGES, log=tmp_path / "worker.log")
+    try:
+        before = wait_until_stable(vllm_endpoint.generation_tokens_total, hold=1.0)
+        with running_api(settings) as api:
+            client = api.client(api.key("alice"))
+            blank = samples.born_digital_pdf([""] * PAGES)
+            job_id = submit(client, [("loops.pdf", blank)]).json()["id"]  # type: ignore[attr-defined]
+            wait_for_tokens(vllm_endpoint, before + PAGES * 50)
+            at_cancel = vllm_endpoint.generation_tokens_total()
+            assert client.post(f"/v1/jobs/{job_id}/cancel").status_code == 200
+            after = wait_until_stable(vllm_endpoint.generation_tokens_total)
+    finally:
+        stop_worker(worker)
+    with Database(pg_url).session() as session:
+        attempts = session.scalars(select(Attempt).where(Attempt.job_id == job_id)).all()
+    assert len(attempts) == PAGES and all("cancelled" in (a.error or "") for a in attempts)
+    generated_after = after - at_cancel
+    print(f"worker: server tokens after the cancel: {generated_after:.0f} for {PAGES} requests")
+    # The worker reads the cancel from the database every 0.2 s: a few chunks more per request.
+    assert generated_after <= PAGES * AFTER_CANCEL_VIA_DATABASE
+    assert after - before < PAGES * CAP / 2
+
+
+AFTER_CANCEL_VIA_DATABASE = 64
+
+
+def as_env(settings: Settings) -> dict[str, str]:
+    """The test's plan, endpoint and detector for a worker process's environment."""
+    fields = ("engine", "plans", "vlm_endpoints", "detector", "vlm_concurrency")
+    dumped = settings.model_dump(mode="json", include=set(fields))
+    return {
+        f"FOLIO_{k.upper()}": v if isinstance(v, str) else json.dumps(v) for k, v in dumped.items()
+    }
+
+
+def wait_for_tokens(server: VllmEndpoint, total: float) -> None:
+    deadline = time.monotonic() + 300
+    while server.generation_tokens_total() < total:
+        assert time.monotonic() < deadline, "the streams never started"
+        time.sleep(0.1)
