@@ -6,8 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from PIL import Image
+
+from app.positions.model import PageGeometry
 
 
 class PageStatus(StrEnum):
@@ -99,6 +102,8 @@ class PageInput:
     # Whether the page's job was cancelled: a streaming engine asks at each chunk and stops
     # its request the way it stops a loop.
     should_stop: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
+    geometry: PageGeometry | None = None  # the page's size in points and pixels
+    text_layer_words: tuple[tuple[float, float, float, float, str, int], ...] = ()
 
     @property
     def size(self) -> tuple[int, int]:
@@ -143,6 +148,8 @@ class EngineResult:
     stop_mechanism: str | None = None
     tokens_after_verdict: int | None = None
     tokens_after_verdict_note: str | None = None
+    # Word and line boxes (`app.positions`), where the engine gives them.
+    positions: dict[str, Any] | None = None
 
     @property
     def duration_s(self) -> float:

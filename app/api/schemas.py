@@ -261,14 +261,59 @@ class AttemptOut(BaseModel):
         )
 
 
+POSITIONS_EXAMPLE = {
+    "source": "textlayer",
+    "page": {"width_pt": 612.0, "height_pt": 792.0, "width_px": 1700, "height_px": 2200},
+    "lines": [
+        {
+            "text": "Annual report",
+            "box_pt": [72.0, 71.2, 160.3, 85.1],
+            "box_px": [200.0, 197.8, 445.3, 236.4],
+        }
+    ],
+    "words": [
+        {
+            "text": "Annual",
+            "box_pt": [72.0, 71.2, 110.5, 85.1],
+            "box_px": [200.0, 197.8, 306.9, 236.4],
+            "line": 0,
+        },
+        {
+            "text": "report",
+            "box_pt": [113.2, 71.2, 160.3, 85.1],
+            "box_px": [314.4, 197.8, 445.3, 236.4],
+            "line": 0,
+        },
+    ],
+}
+
+
 class PageDetail(PageOut):
     text: str | None
+    positions: dict[str, Any] | None = Field(
+        description="Words and lines of the answer with their boxes, [x0, y0, x1, y1] from the "
+        "top left, in PDF points (box_pt) and in pixels of the page as rendered (box_px); "
+        "null where the engine that answered gives none (a VLM).",
+        examples=[POSITIONS_EXAMPLE],
+    )
     attempts: list[AttemptOut]
 
     @classmethod
     def detail_of(cls, p: Page) -> PageDetail:
         attempts = [AttemptOut.of(a) for a in p.attempts]
-        return cls(**cls.fields_of(p), text=p.text, attempts=attempts)
+        answer = next(
+            (
+                a
+                for a in reversed(p.attempts)
+                if a.step_name == p.final_step and a.status in ANSWERS
+            ),
+            None,
+        )
+        positions = answer.positions if answer is not None and p.final_step else None
+        return cls(**cls.fields_of(p), text=p.text, positions=positions, attempts=attempts)
+
+
+ANSWERS = ("ok", "empty")
 
 
 EVENTS_EXAMPLE = (

@@ -169,6 +169,8 @@ class Attempt(Base):
     output: Mapped[str | None] = mapped_column(Text)
     output_chars: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
+    # Word and line boxes where the engine gives them (text layer, Tesseract): app.positions.
+    positions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     page: Mapped[Page] = relationship(back_populates="attempts")
 

@@ -165,6 +165,7 @@ def attempt_row(
         "output": result.text,
         "output_chars": len(result.text),
         "error": result.error,
+        "positions": result.positions,
     }
 
 

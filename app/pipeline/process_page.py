@@ -22,6 +22,7 @@ from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step, repeated_loops
+from app.positions import PageGeometry
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.textlayer import GateConfig
@@ -206,8 +207,15 @@ class PageProcessor:
             path, enforce = Path(work.path), self.settings.textlayer_gate
             layer = judge_layer(path, work.number, rendered, self.gate, enforce)
         facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
+        geometry = PageGeometry(*rendered.size_pt, *rendered.image.size)
         page = PageInput(
-            rendered.image, rendered.text_layer, usable, layer.markdown, layer.rejection
+            rendered.image,
+            rendered.text_layer,
+            usable,
+            layer.markdown,
+            layer.rejection,
+            geometry=geometry,
+            text_layer_words=rendered.words,
         )
         return page, facts
 

@@ -1,4 +1,4 @@
-"""webhooks: per-key callback and secret, delivery outbox and its attempts
+"""webhooks: per-key callback and secret, delivery outbox and its attempts; attempt positions
 
 Revision ID: i34_webhooks
 Revises: 0005_i14_server_samples
@@ -23,6 +23,8 @@ def upgrade() -> None:
             )
         )
         batch_op.add_column(sa.Column("webhook_secret", sa.String(length=80), nullable=True))
+    with op.batch_alter_table("attempts", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("positions", sa.JSON(), nullable=True))
     op.create_table(
         "webhook_deliveries",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -69,6 +71,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("webhook_attempts")
     op.drop_table("webhook_deliveries")
+    with op.batch_alter_table("attempts", schema=None) as batch_op:
+        batch_op.drop_column("positions")
     with op.batch_alter_table("api_keys", schema=None) as batch_op:
         batch_op.drop_column("webhook_secret")
         batch_op.drop_column("webhook_page_events")
