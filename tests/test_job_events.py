@@ -10,9 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import update
+from typer.testing import CliRunner
 
 from app import samples
 from app.api.runner import LocalJobRunner
+from app.cli.main import app as cli
 from app.db.engine import Database
 from app.db.models import Page
 from app.progress.eta import eta_seconds
@@ -141,3 +143,19 @@ def test_feed_resumes_from_a_page_and_gives_each_page_once(sqlite_url: str, tmp_
     assert [e.data["page"]["number"] for e in graced[:-1]] == [2, 3, 4]
     feed = JobFeed(db, job_id)
     assert len(feed.poll()) == 5 and feed.poll() == [] and feed.ended
+
+
+def test_folio_cancel_ends_the_stream_with_job_cancelled(held: Held) -> None:
+    client = held.api.client(held.api.key("alice"))
+    pdf = samples.born_digital_pdf([samples.page_text(n) for n in range(3)])
+    job_id = submit(client, [("a.pdf", pdf)]).json()["id"]  # type: ignore[attr-defined]
+    url = held.api.settings.database_url
+    cancelled = CliRunner().invoke(cli, ["cancel", job_id, "--database-url", url])
+    assert cancelled.exit_code == 0, cancelled.output
+    events = read_events(client, job_id)
+    assert [e["event"] for e in events] == ["page.finished"] * 3 + ["job.cancelled"]
+    assert {e["data"]["page"]["failure_category"] for e in events[:-1]} == {"cancelled"}
+    assert {e["data"]["page"]["retryable"] for e in events[:-1]} == {True}
+    again = CliRunner().invoke(cli, ["cancel", job_id, "--database-url", url])
+    assert again.exit_code == 2 and "ended already" in again.output
+    assert_problem(client.post(f"/v1/jobs/{job_id}/cancel"), 409)

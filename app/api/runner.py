@@ -13,13 +13,12 @@ from sqlalchemy import select
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Job
-from app.domain import PageStatus
 from app.jobs import (
+    close_open_pages,
     interrupted_api_jobs,
     job_priority,
     release_dead_leases,
     run_job_locally,
-    settle_job,
 )
 from app.metrics import FolioMetrics
 from app.pipeline.cancel import CancelWatch
@@ -138,16 +137,6 @@ class LocalJobRunner:
         except Exception as exc:
             log.exception("job %s failed to run", job_id)
             close_open_pages(self.db, job_id, "internal", f"{type(exc).__name__}: {exc}")
-
-
-def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> None:
-    """Fail every page of the job that is not terminal yet, then settle the job."""
-    with db.session() as session:
-        for page_id in repo.open_pages(session, job_id):
-            repo.finish_page(
-                session, page_id, PageStatus.FAILED, failure_category=category, error=reason
-            )
-    settle_job(db, job_id)
 
 
 class CeleryJobRunner:

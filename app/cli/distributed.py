@@ -19,7 +19,7 @@ from app.cli.options import BrokerUrl, DatabaseUrl, JobId, console, load_setting
 from app.cli.views import STATUS_STYLE
 from app.db.engine import Database
 from app.errors import ConfigError
-from app.jobs import JobRequest
+from app.jobs import JobRequest, cancel_job
 from app.progress.feed import JobFeed
 from app.queue import BrokerUnavailable, Enqueuer, check_broker
 from app.report.fit import FittedTable
@@ -92,6 +92,24 @@ def status(
 ) -> None:
     """Pages of a job by status."""
     _show(Database(load_settings(database_url=database_url).database_url), job_id)
+
+
+def cancel(
+    job_id: JobId,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Cancel a job: its open pages fail as `cancelled`, and the workers (or `folio run`,
+    `folio serve`) running its pages stop their VLM requests within `cancel_check_s`."""
+    db = Database(load_settings(database_url=database_url).database_url)
+    try:
+        cancelled = cancel_job(db, job_id)
+    except KeyError as exc:
+        console.print(f"[red]No job {job_id!r} in {db.url}[/]")
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
+    if not cancelled:
+        console.print(f"[yellow]Job {job_id} had ended already[/]")
+        raise typer.Exit(exit_codes.USAGE)
+    _show(db, job_id)
 
 
 def worker(
