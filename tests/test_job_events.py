@@ -159,3 +159,20 @@ def test_folio_cancel_ends_the_stream_with_job_cancelled(held: Held) -> None:
     again = CliRunner().invoke(cli, ["cancel", job_id, "--database-url", url])
     assert again.exit_code == 2 and "ended already" in again.output
     assert_problem(client.post(f"/v1/jobs/{job_id}/cancel"), 409)
+
+
+def test_openapi_documents_the_additions_with_examples(held: Held) -> None:
+    spec = held.api.client(None).get("/openapi.json").json()
+    paths = spec["paths"]
+    events = paths["/v1/jobs/{job_id}/events"]["get"]
+    assert "job.finished" in events["responses"]["200"]["content"]["text/event-stream"]["example"]
+    assert "application/problem+json" in events["responses"]["404"]["content"]
+    wait = next(p for p in paths["/v1/jobs/{job_id}"]["get"]["parameters"] if p["name"] == "wait")
+    assert wait["schema"]["maximum"] == 300 and wait["schema"]["examples"]
+    deliveries = paths["/v1/jobs/{job_id}/deliveries"]["get"]["responses"]
+    assert "application/problem+json" in deliveries["404"]["content"]
+    webhook = paths["/v1/webhook"]["put"]["responses"]
+    assert "application/problem+json" in webhook["422"]["content"] and "404" not in webhook
+    schemas = spec["components"]["schemas"]
+    assert schemas["DeliveryOut"]["examples"] and schemas["FailedPageOut"]["examples"]
+    assert schemas["PageDetail"]["properties"]["positions"]["examples"]

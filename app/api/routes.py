@@ -16,7 +16,7 @@ from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import events, jobs_service, schemas, webhooks_service
+from app.api import events, jobs_service, schemas, webhook_schemas, webhooks_service
 from app.api.context import Ctx, KeyId
 from app.api.schemas import FolderJob, JobOptionsIn
 from app.domain import JobStatus, PageStatus
@@ -37,6 +37,7 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
         422: "Invalid parameters",
     }.items()
 }
+KEY_PROBLEMS = {code: PROBLEMS[code] for code in (401, 422)}
 _FORM_FIELDS = {
     "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
     **{k: v for k, v in JobOptionsIn.model_json_schema()["properties"].items() if k != "metadata"},
@@ -266,19 +267,21 @@ def cancel_job(ctx: Ctx, key: KeyId, job_id: str) -> schemas.JobOut:
 
 
 @router.get("/jobs/{job_id}/deliveries", responses=PROBLEMS)
-def list_deliveries(ctx: Ctx, key: KeyId, job_id: str) -> list[schemas.DeliveryOut]:
+def list_deliveries(ctx: Ctx, key: KeyId, job_id: str) -> list[webhook_schemas.DeliveryOut]:
     """Every webhook of the job, each with its HTTP attempts (status code, latency)."""
     return webhooks_service.deliveries(ctx, key, job_id)
 
 
-@router.get("/webhook", responses=PROBLEMS)
-def get_webhook(ctx: Ctx, key: KeyId) -> schemas.WebhookOut:
+@router.get("/webhook", responses=KEY_PROBLEMS)
+def get_webhook(ctx: Ctx, key: KeyId) -> webhook_schemas.WebhookOut:
     """Your key's default webhook and the secret that signs all your webhooks."""
     return webhooks_service.get_webhook(ctx, key)
 
 
-@router.put("/webhook", responses=PROBLEMS)
-def put_webhook(ctx: Ctx, key: KeyId, request: schemas.WebhookIn) -> schemas.WebhookOut:
+@router.put("/webhook", responses=KEY_PROBLEMS)
+def put_webhook(
+    ctx: Ctx, key: KeyId, request: webhook_schemas.WebhookIn
+) -> webhook_schemas.WebhookOut:
     """Set (or, with a null url, clear) your key's default webhook."""
     return webhooks_service.set_webhook(ctx, key, request)
 

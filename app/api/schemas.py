@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.db.models import Attempt, Document, Job, Page, WebhookAttempt, WebhookDelivery
+from app.db.models import Attempt, Document, Job, Page
 from app.domain import Outcome, page_outcome
 
 
@@ -109,6 +109,22 @@ class JobList(BaseModel):
 
 class FailedPageOut(BaseModel):
     """A page of a `partial` (or `failed`) document that has no text."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": 41,
+                    "number": 3,
+                    "outcome": "degenerate",
+                    "failure_category": "degenerate",
+                    "retryable": False,
+                    "error": "every attempt failed (degenerate, degenerate); the same loop "
+                    "came back 1 time(s)",
+                }
+            ]
+        }
+    )
 
     id: int
     number: int
@@ -325,76 +341,6 @@ EVENTS_EXAMPLE = (
     "id: 1795000009000000-end\nevent: job.finished\n"
     'data: {"pages":{"succeeded":7,"fallback":1},"finished":8,"total":8,"eta_s":0.0}\n\n'
 )
-
-
-class WebhookIn(BaseModel):
-    """Your key's default webhook: where your jobs' events go unless a job names its own."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    url: str | None = Field(
-        max_length=2048,
-        description="http(s) URL, or null to stop the default.",
-        examples=["https://example.com/folio-hook"],
-    )
-    page_events: bool = Field(default=False, description="Also send page.finished events.")
-
-
-class WebhookOut(BaseModel):
-    url: str | None
-    page_events: bool
-    secret: str = Field(
-        description="Signs every webhook of this key: Folio-Signature: t=TS,v1=HMAC-SHA256 "
-        "(secret, 'TS.' + body), hex. See docs/integrations.md.",
-        examples=["whsec_3q2-7wEXAMPLEm9a0"],
-    )
-    signature_header: str = "Folio-Signature"
-
-
-class DeliveryTryOut(BaseModel):
-    attempted_at: datetime
-    status_code: int | None = Field(description="The receiver's answer; null when none came.")
-    latency_s: float
-    error: str | None
-
-    @classmethod
-    def of(cls, a: WebhookAttempt) -> DeliveryTryOut:
-        return cls(
-            attempted_at=a.attempted_at,
-            status_code=a.status_code,
-            latency_s=a.latency_s,
-            error=a.error,
-        )
-
-
-class DeliveryOut(BaseModel):
-    """One event sent (or being sent) to one URL, with every HTTP attempt."""
-
-    id: int
-    event: str = Field(examples=["job.finished"])
-    event_id: str = Field(description="Also in the body and the Folio-Event-Id header.")
-    url: str
-    status: str = Field(description="pending (retried with backoff), delivered or failed.")
-    attempts: int
-    created_at: datetime
-    next_at: datetime | None = Field(description="When a pending delivery is tried next.")
-    finished_at: datetime | None
-    tries: list[DeliveryTryOut]
-
-    @classmethod
-    def of(cls, d: WebhookDelivery) -> DeliveryOut:
-        return cls(
-            id=d.id,
-            event=d.event,
-            event_id=d.event_id,
-            url=d.url,
-            status=d.status,
-            attempts=d.attempts,
-            created_at=d.created_at,
-            next_at=d.next_at if d.status == "pending" else None,
-            finished_at=d.finished_at,
-            tries=[DeliveryTryOut.of(a) for a in d.tries],
-        )
 
 
 class Problem(BaseModel):
