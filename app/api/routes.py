@@ -37,7 +37,7 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
         422: "Invalid parameters",
     }.items()
 }
-KEY_PROBLEMS = {code: PROBLEMS[code] for code in (401, 422)}
+KEY_PROBLEMS: dict[int | str, dict[str, Any]] = {code: PROBLEMS[code] for code in (401, 422)}
 _FORM_FIELDS = {
     "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
     **{k: v for k, v in JobOptionsIn.model_json_schema()["properties"].items() if k != "metadata"},
