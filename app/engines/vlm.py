@@ -269,8 +269,6 @@ class VlmEngine:
         estimated = outcome.completion_tokens is None
         tokens = outcome.content_chunks if estimated else outcome.completion_tokens
         status, verdict = self._judge(outcome, tokens, max_tokens)
-        if outcome.cancelled:
-            status = AttemptStatus.ERROR
         text = (
             outcome.text if status is AttemptStatus.DEGENERATE else self.profile.parse(outcome.text)
         )
@@ -308,6 +306,8 @@ class VlmEngine:
     def _judge(
         self, outcome: StreamOutcome, tokens: int | None, max_tokens: int
     ) -> tuple[AttemptStatus, Verdict | None]:
+        if outcome.cancelled:  # stopped by a cancel: its text is cut off, not an answer
+            return AttemptStatus.ERROR, None
         if outcome.verdict is not None:
             return AttemptStatus.DEGENERATE, outcome.verdict
         if outcome.finish_reason in ("repetition", "length"):
