@@ -18,7 +18,7 @@ from app.cli.main import app as cli
 from app.db.engine import Database
 from app.db.models import Page
 from app.progress.eta import eta_seconds
-from app.progress.feed import JobFeed
+from app.progress.feed import JobFeed, job_end_kind
 from tests.api_server import Api, running_api
 from tests.test_api import assert_problem, settings_for, submit
 
@@ -176,3 +176,18 @@ def test_openapi_documents_the_additions_with_examples(held: Held) -> None:
     schemas = spec["components"]["schemas"]
     assert schemas["DeliveryOut"]["examples"] and schemas["FailedPageOut"]["examples"]
     assert schemas["PageDetail"]["properties"]["positions"]["examples"]
+
+
+@pytest.mark.parametrize(
+    ("status", "documents", "expected"),
+    [
+        ("running", {"running": 1}, None),
+        ("cancelled", {"partial": 1}, "job.cancelled"),
+        ("done", {"done": 1, "failed": 1}, "job.finished"),
+        ("done", {"partial": 1}, "job.finished"),
+        ("done", {"failed": 2}, "job.failed"),
+        ("done", {}, "job.finished"),
+    ],
+)
+def test_job_end_kind(status: str, documents: dict[str, int], expected: str | None) -> None:
+    assert job_end_kind(status, documents) == expected
