@@ -221,6 +221,7 @@ COMMAND_PANELS: Panels = {
         ("submit", distributed.submit),
         ("worker", distributed.worker),
         ("status", distributed.status),
+        ("cancel", distributed.cancel),
         ("recover", distributed.recover),
     ],
     "Maintenance": [("db", db_app), ("purge", purge), ("samples", samples)],
