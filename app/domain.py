@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -52,6 +53,7 @@ class Executor(StrEnum):
 class AttemptStatus(StrEnum):
     OK = "ok"
     DEGENERATE = "degenerate"
+    INVALID = "invalid"  # cut off, incomplete or unreadable in the model's format: retried
     EMPTY = "empty"
     ERROR = "error"
     TRANSPORT_ERROR = "transport_error"
@@ -67,6 +69,10 @@ class PageInput:
     text_layer_usable: bool
     text_layer_markdown: str | None = None  # the layer as structured Markdown
     text_layer_rejection: str | None = None  # why the gate refused the layer ("garbled")
+    # The page's size in PDF points and a way to rasterise it again at a given DPI, so a
+    # model gets its page rendered at the size it was trained on (not shrunk from another).
+    points: tuple[float, float] | None = None
+    render_at: Callable[[float], Image.Image] | None = None
 
     @property
     def size(self) -> tuple[int, int]:
@@ -105,6 +111,10 @@ class EngineResult:
     verdict: Verdict | None = None
     aborted: bool = False
     error: str | None = None
+    # Why an answer was refused (status INVALID): truncated, unparseable, missing end text.
+    invalid_reason: str | None = None
+    # Structured fields of a valid answer beside its Markdown (olmOCR's front matter...).
+    answer_fields: dict[str, object] = field(default_factory=dict)
     # Which stop ended the attempt (engine_plugin, abort_call, server_repetition,
     # client_close, none) and the tokens the server generated after Folio's verdict
     # (None, with the reason in the note, where the server does not tell).

@@ -8,13 +8,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from app.profiles.model import Profile
 
 EngineKind = Literal["textlayer", "tesseract", "vlm"]
 
@@ -82,18 +84,26 @@ class VlmEndpoint(_Strict):
     api_key: str | None = Field(
         default=None, description="Bearer token, when the server needs one."
     )
-    prompt: Literal["markdown", "dharma"] = Field(
-        default="markdown",
-        description="Prompt profile: plain Markdown, or DharmaOCR's JSON schema.",
+    profile: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("profile", "prompt"),
+        description="Model profile (`folio models` lists them; `prompt` is the old name): how "
+        "to ask the model, size its image and read its answer. Unset: the profile whose model "
+        "names match `model`, else the generic `markdown`.",
     )
-    max_tokens: int = Field(default=4096, description="Default completion token cap.")
+    max_tokens: int | None = Field(
+        default=None, description="Completion token cap; the profile's when unset."
+    )
     max_concurrency: int = Field(default=64, description="Concurrent requests to this endpoint.")
     request_timeout_s: float = Field(default=600.0, description="Per-request read timeout.")
     transport_retry_s: float = Field(
         default=300.0,
         description="How long a page keeps retrying an unreachable endpoint before moving on.",
     )
-    max_image_side: int = Field(default=1288, description="Longest image side sent, in pixels.")
+    max_image_side: int | None = Field(
+        default=None,
+        description="Longest image side sent, in pixels, instead of the profile's image rule.",
+    )
     server_repetition_detection: bool | Literal["auto"] = Field(
         default="auto",
         description="Ask vLLM (>= 0.17) to stop exact token repeats server-side "
@@ -140,16 +150,11 @@ def _default_plans() -> dict[str, list[PlanStep]]:
         "auto": [textlayer, tesseract],
         "textlayer": [textlayer],
         "tesseract": [tesseract],
+        # olmOCR-2's own temperature ladder (olmocr/pipeline.py:84-85), first rungs
         "vlm": [
-            PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0),
-            PlanStep(
-                name="penalized",
-                engine="vlm",
-                endpoint="primary",
-                temperature=0.3,
-                repetition_penalty=1.15,
-                seed=1234,
-            ),
+            PlanStep(name="t0.1", engine="vlm", endpoint="primary", temperature=0.1),
+            PlanStep(name="t0.2", engine="vlm", endpoint="primary", temperature=0.2),
+            PlanStep(name="t0.5", engine="vlm", endpoint="primary", temperature=0.5),
             PlanStep(name="fallback-model", engine="vlm", endpoint="fallback", temperature=0.0),
             textlayer,
             tesseract,
@@ -160,7 +165,9 @@ def _default_plans() -> dict[str, list[PlanStep]]:
 def _default_endpoints() -> dict[str, VlmEndpoint]:
     return {
         "primary": VlmEndpoint(
-            base_url="http://127.0.0.1:8000/v1", model="Dharma-AI/Dharma-OCR-LITE"
+            base_url="http://127.0.0.1:8000/v1",
+            model="allenai/olmOCR-2-7B-1025-FP8",
+            profile="olmocr2",
         )
     }
 
@@ -206,6 +213,11 @@ class Settings(BaseSettings):
     vlm_endpoints: dict[str, VlmEndpoint] = Field(
         default_factory=_default_endpoints,
         description="OpenAI-compatible endpoints that VLM plan steps name.",
+    )
+    profiles: dict[str, Profile] = Field(
+        default_factory=dict,
+        description="Your own model profiles (`[profiles.<id>]` in folio.toml), beside and over "
+        "the built-in ones; see docs/models.md.",
     )
     concurrency: int = Field(
         default_factory=lambda: os.cpu_count() or 1,
@@ -350,7 +362,37 @@ class Settings(BaseSettings):
         for name, steps in self.plans.items():
             if not steps:
                 raise ValueError(f"plan {name!r} has no steps")
+        self._check_profiles()
         return self
+
+    def _check_profiles(self) -> None:
+        from app.errors import ConfigError
+        from app.profiles import all_profiles, resolve_profile
+        from app.vllm_plugin.behaviours import LOOP_STOP_ARG
+        from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
+
+        for name, profile in self.profiles.items():
+            if profile.id != name:
+                raise ValueError(f"profile {name!r} has id {profile.id!r}: they must match")
+        for profile in all_profiles(self.profiles).values():
+            clash = {LOOP_STOP_ARG, GUARD_ARG, WINDOW_ARG} & profile.request.vllm_xargs.keys()
+            if clash:
+                raise ValueError(
+                    f"profile {profile.id!r}: vllm_xargs {', '.join(sorted(clash))} belong to "
+                    "Folio (its loop stop and n-gram guard); set them in the plan instead"
+                )
+        for name, endpoint in self.vlm_endpoints.items():
+            try:
+                resolve_profile(endpoint.profile, endpoint.model, self.profiles)
+            except ConfigError as exc:
+                raise ValueError(f"vlm_endpoints.{name}: {exc}") from exc
+
+    def profile_of(self, endpoint_name: str) -> Profile:
+        """The model profile a configured endpoint uses."""
+        from app.profiles import resolve_profile
+
+        endpoint = self.vlm_endpoints[endpoint_name]
+        return resolve_profile(endpoint.profile, endpoint.model, self.profiles)
 
     @classmethod
     def settings_customise_sources(

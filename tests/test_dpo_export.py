@@ -17,6 +17,7 @@ from app.degeneration import score_output
 from app.dpo import ExportOptions, export_preferences, truncate_rejected
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.settings import PlanStep, Settings, VlmEndpoint
+from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 
 GREEDY = PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0, max_tokens=800)
@@ -42,6 +43,7 @@ def settings_for(url: str, db_url: str) -> Settings:
         engine_plugin=False,
         abort_call=False,
         server_repetition_detection=False,
+        profile=TINY_PROFILE.id,
     )
     return Settings(
         database_url=db_url,
@@ -49,6 +51,7 @@ def settings_for(url: str, db_url: str) -> Settings:
         plans={"ladder": [GREEDY, PENALIZED, PlanStep(name="tesseract", engine="tesseract")]},
         vlm_endpoints={"primary": endpoint},
         vlm_concurrency=4,
+        profiles=TINY_PROFILES,
     )
 
 

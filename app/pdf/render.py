@@ -35,6 +35,7 @@ class RenderedPage:
     image: Image.Image
     text_layer: str
     layout: PageLayout | None = None  # read when the page has a text layer
+    points: tuple[float, float] | None = None  # the page's size in PDF points
 
 
 def inspect_document(path: Path, limits: DocumentLimits) -> int:
@@ -117,9 +118,26 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
             text = page.get_text()
             layout = _layout_or_none(opened, number) if text.strip() else None
+            points = (float(page.rect.width), float(page.rect.height))
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
-    return RenderedPage(image=image, text_layer=text, layout=layout)
+    return RenderedPage(image=image, text_layer=text, layout=layout, points=points)
+
+
+# A model's own size is never this far past a page's: a bound on what rasterize allocates.
+_MAX_RASTER_SIDE = 12_000
+
+
+def rasterize(path: Path, number: int, dpi: float) -> Image.Image:
+    """Page `number` (1-based) at exactly `dpi` (a model's own size), bounded for safety."""
+    with _MUPDF_LOCK:
+        try:
+            page = _open(path).doc[number - 1]
+            zoom = min(dpi / 72, _MAX_RASTER_SIDE / max(page.rect.width, page.rect.height))
+            pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+            return Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+        except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
+            raise RenderError(f"page {number} failed to render at {dpi:.0f} DPI: {exc}") from exc
 
 
 def _layout_or_none(opened: _OpenDocument, number: int) -> PageLayout | None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from app.db import page_path, repo
@@ -16,7 +17,7 @@ from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, RenderError
 from app.metrics import FolioMetrics
-from app.pdf.render import render_page
+from app.pdf.render import rasterize, render_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
@@ -199,7 +200,13 @@ class PageProcessor:
             layer = judge_layer(path, work.number, rendered, self.gate, enforce)
         facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
         page = PageInput(
-            rendered.image, rendered.text_layer, usable, layer.markdown, layer.rejection
+            rendered.image,
+            rendered.text_layer,
+            usable,
+            layer.markdown,
+            layer.rejection,
+            points=rendered.points,
+            render_at=partial(rasterize, Path(work.path), work.number),
         )
         return page, facts
 
@@ -233,7 +240,7 @@ class PageProcessor:
         started = datetime.now(UTC)
         try:
             return self.engines.for_step(step).transcribe(page, step)
-        except EngineError as exc:
+        except (EngineError, RenderError) as exc:  # a model's own render can fail too
             return EngineResult(
                 text="",
                 status=AttemptStatus.ERROR,
@@ -289,6 +296,8 @@ def _failure(past: list[PastAttempt]) -> tuple[str, str]:
     statuses = [a.status for a in past]
     if AttemptStatus.DEGENERATE in statuses and AttemptStatus.OK not in statuses:
         category = "degenerate"
+    elif AttemptStatus.INVALID in statuses:
+        category = "invalid"
     elif AttemptStatus.TRANSPORT_ERROR in statuses:
         category = "transport"
     elif all(s is AttemptStatus.EMPTY for s in statuses):

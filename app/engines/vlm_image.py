@@ -1,0 +1,49 @@
+"""The page image a model gets: rendered at the size its profile asks for, then encoded."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+from PIL import Image
+
+from app.domain import PageInput
+from app.profiles.model import ImageRule
+from app.profiles.sizing import render_dpi, target_size
+
+
+def fit_image(image: Image.Image, max_side: int) -> Image.Image:
+    """The page shrunk so its longest side fits `max_side` (an endpoint's override)."""
+    if max(image.size) <= max_side:
+        return image
+    scale = max_side / max(image.size)
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
+
+
+def sized_image(image: Image.Image, rule: ImageRule) -> Image.Image:
+    """`image` at the rule's size (unchanged when it is there already)."""
+    size = target_size(rule, image.width, image.height)
+    return image if size == image.size else image.resize(size, Image.Resampling.LANCZOS)
+
+
+def model_image(page: PageInput, rule: ImageRule, max_side: int | None = None) -> Image.Image:
+    """The page as the model sees it: rendered again at the rule's DPI where the page can be
+    (a PDF page), else resized from the render at hand; `max_side` overrides the rule."""
+    if max_side is not None:
+        return fit_image(page.image, max_side)
+    image = page.image
+    if page.render_at is not None and page.points is not None:
+        image = page.render_at(render_dpi(rule, *page.points))
+    return sized_image(image, rule)
+
+
+def encode_image(image: Image.Image, image_format: str = "png") -> str:
+    """The image as a data URL (PNG, or JPEG where the model's client sends JPEG)."""
+    buffer = io.BytesIO()
+    if image_format == "jpeg":
+        image.convert("RGB").save(buffer, format="JPEG", quality=95)
+    else:
+        image.save(buffer, format="PNG", optimize=False)
+    mime = "image/jpeg" if image_format == "jpeg" else "image/png"
+    return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

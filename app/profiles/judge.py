@@ -1,0 +1,37 @@
+"""Whether an answer that did not loop is the page: finished, complete, and readable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.profiles.model import ResponseRule
+from app.profiles.parsers import Parsed, Unparseable, parse_answer
+
+TRUNCATED = "truncated"
+MISSING_END_TEXT = "missing end text"
+UNPARSEABLE = "unparseable"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """`invalid` is the reason an answer is refused (None: valid); `parsed` when valid."""
+
+    invalid: str | None
+    parsed: Parsed | None = None
+    detail: str = ""
+
+
+def judge_answer(rule: ResponseRule, finish_reason: str | None, text: str) -> Judgement:
+    """An answer the server cut off, one missing its required end, or one that does not
+    parse is invalid; otherwise its parsed Markdown and fields."""
+    if rule.require_finish_stop and finish_reason not in (None, "stop"):
+        return Judgement(TRUNCATED, detail=f"finish_reason {finish_reason}")
+    if rule.require_end_text:
+        if not text.rstrip().endswith(rule.require_end_text):
+            return Judgement(MISSING_END_TEXT, detail=f"no {rule.require_end_text!r} at the end")
+        text = text.rstrip().removesuffix(rule.require_end_text)
+    try:
+        parsed = parse_answer(rule, text)
+    except Unparseable as exc:
+        return Judgement(UNPARSEABLE, detail=str(exc))
+    return Judgement(None, parsed)
