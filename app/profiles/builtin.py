@@ -39,7 +39,7 @@ def olmocr2() -> Profile:
         id="olmocr2",
         version="v4-yaml",
         status="official",
-        models=["allenai/olmOCR-2-7B-1025*", "olmocr"],
+        models=["allenai/olmOCR-2-7B-1025-FP8", "allenai/olmOCR-2-7B-1025*", "olmocr"],
         sources={
             "prompt": source_at(OLMOCR, "olmocr/prompts/prompts.py#L164-170"),
             "request": source_at(OLMOCR, "olmocr/pipeline.py#L106-146"),
@@ -66,7 +66,7 @@ def nanonets() -> Profile:
         id="nanonets-ocr2",
         version="2025-10",
         status="community",
-        models=["nanonets/Nanonets-OCR2*"],
+        models=["nanonets/Nanonets-OCR2-3B", "nanonets/Nanonets-OCR2*"],
         sources={
             "prompt": source_at(DOCLING, "docling/datamodel/vlm_model_specs.py#NANONETS_OCR2"),
             "request": source_at(OLMOCR, "olmocr/bench/runners/run_nanonetsocr_2.py"),
@@ -91,7 +91,7 @@ def dots(variant: str) -> Profile:
         id=f"dots-ocr-{variant}",
         version="1.0",
         status="official",
-        models=["rednote-hilab/dots.ocr*"],
+        models=["rednote-hilab/dots.ocr", "rednote-hilab/dots.ocr*"],
         sources={
             "prompt": source_at(DOTS, "dots_ocr/utils/prompts.py"),
             "request": source_at(DOTS, "dots_ocr/model/inference.py#L22-43"),

@@ -22,7 +22,7 @@ def chandra() -> Profile:
         id="chandra",
         version="2026-01",
         status="official",
-        models=["datalab-to/chandra*", "chandra"],
+        models=["datalab-to/chandra", "datalab-to/chandra*", "chandra"],
         sources={
             "prompt": source_at(CHANDRA, "chandra/prompts.py"),
             "image": source_at(CHANDRA, "chandra/model/util.py#L9-42"),
@@ -48,7 +48,7 @@ def lightonocr2() -> Profile:
         id="lightonocr2",
         version="2-1B",
         status="official",
-        models=["lightonai/LightOnOCR-2*"],
+        models=["lightonai/LightOnOCR-2-1B", "lightonai/LightOnOCR-2*"],
         sources={"request": card, "image": card, "sampling": card, "serve": card},
         note="Image only, no text; settings from copies of the model card.",
         request=RequestShape(
@@ -69,7 +69,7 @@ def granite_docling() -> Profile:
         id="granite-docling",
         version="258M",
         status="official",
-        models=["ibm-granite/granite-docling*"],
+        models=["ibm-granite/granite-docling-258M", "ibm-granite/granite-docling*"],
         sources={
             "prompt": source_at(DOCLING_PROMPTS, "docling/datamodel/vlm_prompts.py"),
             "request": source_at(DOCLING, "docling/datamodel/vlm_model_specs.py#GRANITEDOCLING"),
@@ -93,7 +93,7 @@ def qwenvl_html() -> Profile:
         id="qwenvl-html",
         version="2.5",
         status="official",
-        models=["Qwen/Qwen2.5-VL-*"],
+        models=[],  # opt-in: Qwen models get the generic prompt unless asked
         sources={"prompt": cookbook, "request": cookbook, "image": cookbook},
         request=RequestShape(
             system=p.QWENVL_HTML_SYSTEM, prompt=p.QWENVL_HTML, order="text_first", max_tokens=8192
@@ -121,7 +121,7 @@ def dharma() -> Profile:
         id="dharma",
         version="dharma-json-v1",
         status="experimental",
-        models=["Dharma-AI/Dharma-OCR*"],
+        models=["Dharma-AI/Dharma-OCR-LITE", "Dharma-AI/Dharma-OCR*"],
         note="Prompt, key order, image size and sampling are GUESSES: no published source "
         "confirms them (a Nanonets-OCR2-3B fine-tune answering JSON header/margin/footer/text).",
         request=RequestShape(prompt=p.DHARMA_GUESS, max_tokens=4096),
@@ -135,7 +135,7 @@ def paddleocr_vl_page() -> Profile:
         id="paddleocr-vl-page",
         version="page-approx-1",
         status="approximation",
-        models=["PaddlePaddle/PaddleOCR-VL*"],
+        models=["PaddlePaddle/PaddleOCR-VL", "PaddlePaddle/PaddleOCR-VL*"],
         sources={"prompt": source_at(PADDLEX, "paddlex/inference/pipelines/paddleocr_vl")},
         note="NOT the official pipeline: PaddleOCR-VL runs a layout detector first and asks per "
         "block; here the block prompt goes on the whole page.",
@@ -147,8 +147,11 @@ def paddleocr_vl_page() -> Profile:
         ),
         image=ImageRule(rule="pixels", value=1003520, factor=28, min_pixels=112896),
         response=ResponseRule(format="markdown"),
+        # vLLM 0.32 refuses per-request mm_processor_kwargs without --trust-request-mm-kwargs
+        # (a 400 naming it, seen on the CPU test server).
         serve_flags=[
             "--trust-remote-code",
+            "--trust-request-mm-kwargs",
             "--max-num-batched-tokens 16384",
             "--no-enable-prefix-caching",
             "--mm-processor-cache-gb 0",
@@ -161,7 +164,7 @@ def mineru25_page() -> Profile:
         id="mineru25-page",
         version="page-approx-1",
         status="approximation",
-        models=["opendatalab/MinerU2.5*"],
+        models=["opendatalab/MinerU2.5-2509-1.2B", "opendatalab/MinerU2.5*"],
         sources={"prompt": source_at(MINERU, "mineru_vl_utils/mineru_client.py#L34-75")},
         note="NOT the official pipeline: MinerU2.5 detects the layout (1036x1036) first and "
         "asks per block; here the text-block prompt goes on the whole page.",

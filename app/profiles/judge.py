@@ -26,10 +26,10 @@ def judge_answer(rule: ResponseRule, finish_reason: str | None, text: str) -> Ju
     parse is invalid; otherwise its parsed Markdown and fields."""
     if rule.require_finish_stop and finish_reason not in (None, "stop"):
         return Judgement(TRUNCATED, detail=f"finish_reason {finish_reason}")
-    if rule.require_end_text:
-        if not text.rstrip().endswith(rule.require_end_text):
-            return Judgement(MISSING_END_TEXT, detail=f"no {rule.require_end_text!r} at the end")
-        text = text.rstrip().removesuffix(rule.require_end_text)
+    if rule.require_end_text:  # as DeepSeek's run_dpsk_ocr_pdf.py:289-293: present, then cut
+        if rule.require_end_text not in text:
+            return Judgement(MISSING_END_TEXT, detail=f"no {rule.require_end_text!r} in it")
+        text = text.replace(rule.require_end_text, "")
     try:
         parsed = parse_answer(rule, text)
     except Unparseable as exc:

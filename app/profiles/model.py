@@ -129,7 +129,10 @@ class Profile(_Data):
     id: str = Field(description="Name used in settings (`vlm_endpoints.*.profile`).")
     version: str = Field(description="Version, recorded on every attempt as id@version.")
     status: ProfileStatus = Field(description="How far the profile is confirmed by its sources.")
-    models: list[str] = Field(default_factory=list, description="Globs of the model names.")
+    models: list[str] = Field(
+        default_factory=list,
+        description="Model names (globs allowed) the profile is for; the first is served.",
+    )
     sources: dict[str, Source] = Field(
         default_factory=dict, description="Provenance per fact (prompt, image, sampling, ...)."
     )
