@@ -112,6 +112,8 @@ def test_cli_writes_the_same_pairs(
     monkeypatch.setenv("FOLIO_DATABASE_URL", settings.database_url)
     endpoint = settings.vlm_endpoints["primary"]
     monkeypatch.setenv("FOLIO_VLM_ENDPOINTS", json.dumps({"primary": endpoint.model_dump()}))
+    profiles = {name: p.model_dump() for name, p in settings.profiles.items()}
+    monkeypatch.setenv("FOLIO_PROFILES", json.dumps(profiles))
     result = CliRunner().invoke(app, ["export-dpo", job_id, job_id, "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "train.jsonl").read_text().splitlines()
