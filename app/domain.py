@@ -73,6 +73,7 @@ class PageInput:
     # model gets its page rendered at the size it was trained on (not shrunk from another).
     points: tuple[float, float] | None = None
     render_at: Callable[[float], Image.Image] | None = None
+    rotation: int = 0  # degrees a model asked the page to be turned by (olmOCR's feedback)
 
     @property
     def size(self) -> tuple[int, int]:

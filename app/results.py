@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, selectinload
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job
-from app.domain import DocumentStatus, PageStatus
+from app.domain import AttemptStatus, DocumentStatus, PageStatus
 from app.textlayer.plain import plain_text
 
 
@@ -31,6 +31,9 @@ class PageResult:
     engine_seconds: float
     render_seconds: float | None
     plain_text: str | None = None  # `text` (Markdown) without its markup
+    # Structured fields the model's answer carried beside the text (olmOCR's language,
+    # rotation, table and diagram flags; a layout's cells), from the accepted attempt.
+    fields: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ def load_results(db: Database, job_id: str) -> JobResults:
         }
         job_ids = {job_id} | {e.job_id for e in earlier.values()}
         totals = _attempt_totals(session, job_ids)
-        docs = [_document_result(d, earlier.get(d.id), totals) for d in documents]
+        fields = _answer_fields(session, job_ids)
+        docs = [_document_result(d, earlier.get(d.id), totals, fields) for d in documents]
         return JobResults(job.id, job.status, job.plan_name, job.source, docs)
 
 
@@ -117,8 +121,23 @@ def _attempt_totals(session: Session, job_ids: set[str]) -> dict[int, tuple[int,
     return {page_id: (count, total or 0.0) for page_id, count, total in per_page}
 
 
+def _answer_fields(session: Session, job_ids: set[str]) -> dict[int, dict[str, Any]]:
+    """The structured fields of each page's accepted answer, where it had any."""
+    rows = session.execute(
+        select(Attempt.page_id, Attempt.answer_fields).where(
+            Attempt.job_id.in_(job_ids),
+            Attempt.status == AttemptStatus.OK,
+            Attempt.answer_fields.is_not(None),
+        )
+    )
+    return {page_id: fields for page_id, fields in rows if fields}
+
+
 def _document_result(
-    document: Document, earlier: Document | None, totals: dict[int, tuple[int, float]]
+    document: Document,
+    earlier: Document | None,
+    totals: dict[int, tuple[int, float]],
+    fields: dict[int, dict[str, Any]] | None = None,
 ) -> DocumentResult:
     pages = [
         PageResult(
@@ -133,6 +152,7 @@ def _document_result(
             engine_seconds=round(totals.get(p.id, (0, 0.0))[1], 4),
             render_seconds=p.render_s,
             plain_text=None if p.text is None else plain_text(p.text),
+            fields=(fields or {}).get(p.id),
         )
         for p in (earlier or document).pages
     ]

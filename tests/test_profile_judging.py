@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from app.profiles import BUILTIN
-from app.profiles.judge import MISSING_END_TEXT, TRUNCATED, UNPARSEABLE, judge_answer
+from app.profiles.judge import (
+    MISSING_END_TEXT,
+    ROTATED,
+    TRUNCATED,
+    UNPARSEABLE,
+    judge_answer,
+    rotation_after,
+)
 from app.profiles.prompts import DEEPSEEK_EOS
 
 YAML_OK = (
@@ -21,6 +28,13 @@ CASES = [
     ("olmocr2", "stop", "Hello, no front matter", UNPARSEABLE),
     ("olmocr2", "stop", YAML_OK.replace("is_diagram: False\n", ""), UNPARSEABLE),
     ("olmocr2", None, YAML_OK, None),  # a server that does not say why it ended
+    # the model says the page is turned: asked again, turned (olmOCR's rotation feedback)
+    (
+        "olmocr2",
+        "stop",
+        YAML_OK.replace("is_rotation_valid: True", "is_rotation_valid: False"),
+        ROTATED,
+    ),
     ("markdown", "length", "A page cut off mid-sen", TRUNCATED),
     ("markdown", "stop", "A whole page.", None),
     ("deepseek-ocr", "stop", "Text" + DEEPSEEK_EOS, None),
@@ -37,7 +51,7 @@ CASES = [
 def test_judging_table(profile_id: str, finish: str | None, answer: str, expected: str) -> None:
     judgement = judge_answer(BUILTIN[profile_id].response, finish, answer)
     assert judgement.invalid == expected
-    assert (judgement.parsed is not None) == (expected is None)
+    assert (judgement.parsed is not None) == (expected in (None, ROTATED))
     if expected:
         assert judgement.detail
 
@@ -48,3 +62,12 @@ def test_a_valid_answer_comes_back_as_markdown_with_its_fields() -> None:
     assert judgement.parsed.fields["primary_language"] == "en"
     eos = judge_answer(BUILTIN["deepseek-ocr"].response, "stop", "Text" + DEEPSEEK_EOS)
     assert eos.parsed is not None and eos.parsed.markdown == "Text"
+
+
+@pytest.mark.parametrize(
+    ("turn", "correction", "expected"),
+    # olmOCR's tests/test_pipeline.py: 0 -> 90 -> 180, and past 360 it wraps around
+    [(0, 90, 90), (90, 90, 180), (270, 180, 90), (180, 0, 180)],
+)
+def test_rotation_accumulates_as_olmocr_does(turn: int, correction: int, expected: int) -> None:
+    assert rotation_after(turn, {"rotation_correction": correction}) == expected

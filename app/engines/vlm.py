@@ -24,6 +24,7 @@ import httpx
 from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.sse import sse_chunks, sse_lines
+from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_stops import (
     REPETITION_DETECTION,
@@ -103,6 +104,7 @@ class VlmEngine:
         # the main pool's, and an abort that must open a new connection to a busy server
         # landed 260-410 tokens late here (on a warm one: 0-13).
         self._control: httpx.AsyncClient | None = None
+        self._processors_checked = False
 
     def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
         """The stops to use: the probe's findings (none without a probe) and the settings."""
@@ -162,9 +164,19 @@ class VlmEngine:
                 self._stops = self.configured_stops(found)
         return self._stops
 
+    async def _check_processors(self) -> None:
+        """Once: warn when the server lacks a processor the profile needs against loops."""
+        if self._processors_checked or not self.profile.probes:
+            return
+        self._processors_checked = True
+        assert self._control is not None
+        with contextlib.suppress(httpx.HTTPError):
+            await warn_missing_processors(self._control, self.endpoint, self.profile)
+
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         client, slots = self._ensure_client()
         stops = await self._ensure_stops()
+        await self._check_processors()
         # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
         # waits behind it (one loop thread serves them all).
         body = await asyncio.to_thread(self.request_body, page, step, stops)
@@ -253,7 +265,8 @@ class VlmEngine:
         if status is AttemptStatus.OK:
             judgement = judge_answer(self.profile.response, outcome.finish_reason, outcome.text)
             status = AttemptStatus.INVALID if judgement.invalid else status
-        text = judgement.parsed.markdown if judgement.parsed else outcome.text.strip()
+        ok = status is AttemptStatus.OK and judgement.parsed is not None
+        text = judgement.parsed.markdown if ok and judgement.parsed else outcome.text.strip()
         stop = stop_record(
             verdict=outcome.verdict is not None,
             finish_reason=outcome.finish_reason,

@@ -4,6 +4,7 @@ length, the loop stops it offers, and whether a profile's server-side processor 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,9 +12,11 @@ import httpx
 
 from app.engines.vlm_stops import EndpointStops, probe_stops
 from app.errors import ConfigError
-from app.profiles import resolve_profile
+from app.profiles import Profile, resolve_profile
 from app.profiles.diagnosis import Finding, diagnose
-from app.settings import Settings
+from app.settings import Settings, VlmEndpoint
+
+log = logging.getLogger(__name__)
 
 # A value the n-gram processors refuse (DeepSeek's NGramPerReqLogitsProcessor.validate_params
 # rejects a non-positive size): a 400 naming the field means the processor is loaded.
@@ -80,6 +83,27 @@ async def _processor_loaded(
     }
     response = await client.post(base_url.rstrip("/") + "/chat/completions", json=body)
     return response.status_code == 400 and next(iter(xargs)) in response.text
+
+
+async def warn_missing_processors(
+    client: httpx.AsyncClient, endpoint: VlmEndpoint, profile: Profile
+) -> list[str]:
+    """The profile's server-side processors the server lacks, each logged as a warning."""
+    missing: list[str] = [
+        probe
+        for probe in profile.probes
+        if not await _processor_loaded(client, endpoint.base_url, endpoint.model, probe)
+    ]
+    for probe in missing:
+        log.warning(
+            "%s: the server at %s does not run the %s profile %s needs against loops (%s)",
+            endpoint.model,
+            endpoint.base_url,
+            probe,
+            profile.id,
+            " ".join(f for f in profile.serve_flags if "logits-processors" in f) or "see docs",
+        )
+    return missing
 
 
 @dataclass(frozen=True)

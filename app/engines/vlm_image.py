@@ -31,11 +31,23 @@ def model_image(page: PageInput, rule: ImageRule, max_side: int | None = None) -
     """The page as the model sees it: rendered again at the rule's DPI where the page can be
     (a PDF page), else resized from the render at hand; `max_side` overrides the rule."""
     if max_side is not None:
-        return fit_image(page.image, max_side)
+        return turned(fit_image(page.image, max_side), page.rotation)
     image = page.image
     if page.render_at is not None and page.points is not None:
         image = page.render_at(render_dpi(rule, *page.points))
-    return sized_image(image, rule)
+    return turned(sized_image(image, rule), page.rotation)
+
+
+_TURNS = {
+    90: Image.Transpose.ROTATE_90,
+    180: Image.Transpose.ROTATE_180,
+    270: Image.Transpose.ROTATE_270,
+}
+
+
+def turned(image: Image.Image, rotation: int) -> Image.Image:
+    """The image turned as olmOCR turns it for a correction (pipeline.py:114-130)."""
+    return image.transpose(_TURNS[rotation]) if rotation in _TURNS else image
 
 
 def encode_image(image: Image.Image, image_format: str = "png") -> str:

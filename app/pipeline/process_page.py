@@ -22,6 +22,7 @@ from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
+from app.profiles.judge import ROTATED, rotation_after
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.textlayer import GateConfig
@@ -221,6 +222,10 @@ class PageProcessor:
         while index is not None:
             step = plan[index]
             result = self._attempt(page, step)
+            if page.rotation:
+                result.params["rotation"] = page.rotation
+            if result.invalid_reason == ROTATED:  # ask again with the page turned
+                page = replace(page, rotation=rotation_after(page.rotation, result.answer_fields))
             if self.metrics:
                 self.metrics.observe_attempt(step.engine, result)
             past.append(PastAttempt(index, result.status, result.completion_tokens or 0))

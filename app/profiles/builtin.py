@@ -55,7 +55,9 @@ def olmocr2() -> Profile:
             sampling=Sampling(temperature=0.1),
         ),
         image=ImageRule(rule="longest", value=1288),
-        response=ResponseRule(format="yaml_front_matter"),
+        # olmocr/pipeline.py:281-379: a page the model calls rotated is re-asked, turned by
+        # the accumulated correction
+        response=ResponseRule(format="yaml_front_matter", rotation_feedback=True),
         ladder=[LadderStep(name=f"t{t}", temperature=t) for t in temperatures],
         serve_flags=["--max-model-len 16384", "--limit-mm-per-prompt '{\"video\": 0}'"],
     )

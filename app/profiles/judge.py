@@ -10,11 +10,12 @@ from app.profiles.parsers import Parsed, Unparseable, parse_answer
 TRUNCATED = "truncated"
 MISSING_END_TEXT = "missing end text"
 UNPARSEABLE = "unparseable"
+ROTATED = "rotated"
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """`invalid` is the reason an answer is refused (None: valid); `parsed` when valid."""
+    """`invalid` is the reason an answer is refused (None: valid); `parsed` when it parsed."""
 
     invalid: str | None
     parsed: Parsed | None = None
@@ -34,4 +35,14 @@ def judge_answer(rule: ResponseRule, finish_reason: str | None, text: str) -> Ju
         parsed = parse_answer(rule, text)
     except Unparseable as exc:
         return Judgement(UNPARSEABLE, detail=str(exc))
+    if rule.rotation_feedback and parsed.fields.get("is_rotation_valid") is False:
+        turn = parsed.fields.get("rotation_correction", 0)
+        return Judgement(ROTATED, parsed, detail=f"the model asks to turn the page by {turn}")
     return Judgement(None, parsed)
+
+
+def rotation_after(rotation: int, fields: dict[str, object]) -> int:
+    """The page's turn for the next ask: the model's correction added to the turn it saw
+    (olmOCR's cumulative_rotation, mod 360)."""
+    correction = fields.get("rotation_correction", 0)
+    return (rotation + (correction if isinstance(correction, int) else 0)) % 360

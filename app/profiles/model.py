@@ -113,6 +113,11 @@ class ResponseRule(_Data):
         default_factory=list, description="json_keys format: the keys joined into the page text."
     )
     text_key: str = Field(default="text", description="json_keys format: the body's key.")
+    rotation_feedback: bool = Field(
+        default=False,
+        description="The answer says whether the page is upright (olmOCR's is_rotation_valid, "
+        "rotation_correction): a page it calls rotated is asked again, turned.",
+    )
 
 
 class LadderStep(_Data):

@@ -6,6 +6,7 @@ format is stopped; an invalid answer is retried and counted on a real job."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,6 +26,7 @@ from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.profiles import BUILTIN, Profile
 from app.profiles.prompts import DEEPSEEK_EOS
 from app.report.build import build_report
+from app.results import load_results
 from app.samples import PARAGRAPHS
 from app.settings import PlanStep, Settings, VlmEndpoint
 from bench.scripted import ScriptedPage, ScriptedVlmEngine, with_script
@@ -113,12 +115,15 @@ def test_invalid_answers_are_judged_with_their_reason(vllm_endpoint: VllmEndpoin
 
 
 def test_deepseek_sees_its_end_of_sentence_and_reads_its_grounding(
-    vllm_endpoint: VllmEndpoint,
+    vllm_endpoint: VllmEndpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
     answer = SYNTHETIC["deepseek-ocr-grounding"]["answer"].replace(DEEPSEEK_EOS, "")
-    result = replay(vllm_endpoint, tiny_deepseek("deepseek-ocr-grounding"), answer)
+    with caplog.at_level(logging.WARNING, logger="app.engines.vlm_doctor"):
+        result = replay(vllm_endpoint, tiny_deepseek("deepseek-ocr-grounding"), answer)
     assert result.status is AttemptStatus.OK, (result.invalid_reason, result.text)
     assert result.text == SYNTHETIC["deepseek-ocr-grounding"]["expected"]
+    # the CPU server runs no n-gram processor: said once, at the engine's first request
+    assert "does not run the ngram_processor" in caplog.text
     # the real model's answer with its EOS missing (the official script drops such pages)
     cut = replay(vllm_endpoint, BUILTIN["deepseek-ocr"], "Text")
     assert cut.status is AttemptStatus.INVALID and cut.invalid_reason == "missing end text"
@@ -166,11 +171,17 @@ def test_an_invalid_answer_is_retried_and_counted_in_the_report(
     (tmp_path / "scan.pdf").write_bytes(samples.scanned_pdf([samples.page_text(1)]))
     steps = [
         PlanStep(name="bare", engine="vlm", endpoint="primary", max_tokens=CAP),
+        PlanStep(name="turned", engine="vlm", endpoint="primary", max_tokens=CAP),
         PlanStep(name="cut", engine="vlm", endpoint="primary", max_tokens=20),
         PlanStep(name="whole", engine="vlm", endpoint="primary", max_tokens=CAP),
     ]
     StepScripted.scripts = {
         "bare": "No front matter here.",
+        "turned": YAML_HEAD.replace(
+            "is_rotation_valid: True\nrotation_correction: 0",
+            "is_rotation_valid: False\nrotation_correction: 90",
+        )
+        + "Sideways.",
         "cut": YAML_HEAD + " ".join(PARAGRAPHS[:2]),
         "whole": YAML_HEAD + "The page, read whole.",
     }
@@ -192,13 +203,19 @@ def test_an_invalid_answer_is_retried_and_counted_in_the_report(
         attempts = session.scalars(select(Attempt).order_by(Attempt.id)).all()
         assert [(a.status, a.invalid_reason) for a in attempts] == [
             ("invalid", "unparseable"),
+            ("invalid", "rotated"),
             ("invalid", "truncated"),
             ("ok", None),
         ]
-        assert attempts[2].answer_fields and attempts[2].answer_fields["is_table"] is False
+        # after the model's feedback the page is sent turned by 90 degrees
+        assert [a.params.get("rotation") for a in attempts] == [None, None, 90, 90]
+        assert attempts[3].answer_fields and attempts[3].answer_fields["is_table"] is False
         assert page.status == "fallback" and page.final_step == "whole"
+    (result,) = load_results(db, ingested.job_id).documents
+    assert result.pages[0].text == "The page, read whole."
+    assert result.pages[0].fields and result.pages[0].fields["primary_language"] == "en"
     report = build_report(db, settings, ingested.job_id).report
-    assert report.by_outcome["invalid"].attempts == 2
+    assert report.by_outcome["invalid"].attempts == 3 and report.invalid_attempts == 3
 
 
 def test_doctor_reads_the_cpu_server(vllm_endpoint: VllmEndpoint) -> None:
