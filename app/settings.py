@@ -16,6 +16,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.profiles import BUILTIN
 from app.profiles.model import Profile
 
 EngineKind = Literal["textlayer", "tesseract", "vlm"]
@@ -150,11 +151,12 @@ def _default_plans() -> dict[str, list[PlanStep]]:
         "auto": [textlayer, tesseract],
         "textlayer": [textlayer],
         "tesseract": [tesseract],
-        # olmOCR-2's own temperature ladder (olmocr/pipeline.py:84-85), first rungs
+        # the default profile's own ladder (olmOCR: temperatures 0.1, 0.2, 0.5 of its 8 rungs)
         "vlm": [
-            PlanStep(name="t0.1", engine="vlm", endpoint="primary", temperature=0.1),
-            PlanStep(name="t0.2", engine="vlm", endpoint="primary", temperature=0.2),
-            PlanStep(name="t0.5", engine="vlm", endpoint="primary", temperature=0.5),
+            *(
+                PlanStep(name=r.name, engine="vlm", endpoint="primary", temperature=r.temperature)
+                for r in (BUILTIN["olmocr2"].ladder[i] for i in (0, 2, 4))
+            ),
             PlanStep(name="fallback-model", engine="vlm", endpoint="fallback", temperature=0.0),
             textlayer,
             tesseract,
@@ -367,25 +369,15 @@ class Settings(BaseSettings):
 
     def _check_profiles(self) -> None:
         from app.errors import ConfigError
-        from app.profiles import all_profiles, resolve_profile
+        from app.profiles.registry import check_profiles
         from app.vllm_plugin.behaviours import LOOP_STOP_ARG
         from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
-        for name, profile in self.profiles.items():
-            if profile.id != name:
-                raise ValueError(f"profile {name!r} has id {profile.id!r}: they must match")
-        for profile in all_profiles(self.profiles).values():
-            clash = {LOOP_STOP_ARG, GUARD_ARG, WINDOW_ARG} & profile.request.vllm_xargs.keys()
-            if clash:
-                raise ValueError(
-                    f"profile {profile.id!r}: vllm_xargs {', '.join(sorted(clash))} belong to "
-                    "Folio (its loop stop and n-gram guard); set them in the plan instead"
-                )
-        for name, endpoint in self.vlm_endpoints.items():
-            try:
-                resolve_profile(endpoint.profile, endpoint.model, self.profiles)
-            except ConfigError as exc:
-                raise ValueError(f"vlm_endpoints.{name}: {exc}") from exc
+        named = {name: (e.profile, e.model) for name, e in self.vlm_endpoints.items()}
+        try:
+            check_profiles(self.profiles, named, {LOOP_STOP_ARG, GUARD_ARG, WINDOW_ARG})
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from exc
 
     def profile_of(self, endpoint_name: str) -> Profile:
         """The model profile a configured endpoint uses."""

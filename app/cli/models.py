@@ -55,6 +55,9 @@ def _show_profile(profile: Profile) -> None:
     out.print(_serve_line(profile), markup=False)
     shape = profile.request
     out.print(f"request: {shape.order}, max_tokens {shape.max_tokens}, {shape.sampling}")
+    if profile.ladder:
+        rungs = (f"{r.name} (T {r.temperature}, top_p {r.top_p})" for r in profile.ladder)
+        out.print(f"retry ladder: {', '.join(rungs)}", markup=False)
     out.print(f"system: {shape.system!r}", markup=False)
     out.print(f"prompt: {shape.prompt!r}", markup=False)
 

@@ -14,7 +14,15 @@ from app.profiles.builtin import (
     SECONDARY,
     source_at,
 )
-from app.profiles.model import ImageRule, Profile, RequestShape, ResponseRule, Sampling, Source
+from app.profiles.model import (
+    ImageRule,
+    LadderStep,
+    Profile,
+    RequestShape,
+    ResponseRule,
+    Sampling,
+    Source,
+)
 
 
 def chandra() -> Profile:
@@ -37,7 +45,11 @@ def chandra() -> Profile:
         ),
         image=ImageRule(rule="pixels", value=3072 * 2048, render_dpi=192, min_short_side=1024),
         response=ResponseRule(format="html_blocks"),
-        ladder=[],
+        # chandra/model/vllm.py:54-134: greedy-ish first, then T 0.3 / top_p 0.95 on a repeat
+        ladder=[
+            LadderStep(name="first", temperature=0.0, top_p=0.1),
+            LadderStep(name="retry", temperature=0.3, top_p=0.95),
+        ],
         serve_flags=["--max-model-len 32768", "--max-num-batched-tokens 65536"],
     )
 

@@ -49,6 +49,30 @@ def profile_for_model(model: str, user: Mapping[str, Profile] | None = None) -> 
     return BUILTIN[GENERIC]
 
 
+def check_profiles(
+    user: Mapping[str, Profile],
+    endpoints: Mapping[str, tuple[str | None, str]],
+    folio_xargs: set[str],
+) -> None:
+    """ConfigError unless every user profile's id is its name, no profile sets one of Folio's
+    own `vllm_xargs`, and every endpoint's (profile, model) finds a profile."""
+    for name, profile in user.items():
+        if profile.id != name:
+            raise ConfigError(f"profile {name!r} has id {profile.id!r}: they must match")
+    for profile in all_profiles(user).values():
+        clash = folio_xargs & profile.request.vllm_xargs.keys()
+        if clash:
+            raise ConfigError(
+                f"profile {profile.id!r}: vllm_xargs {', '.join(sorted(clash))} belong to "
+                "Folio (its loop stop and n-gram guard); set them in the plan instead"
+            )
+    for name, (profile_name, model) in endpoints.items():
+        try:
+            resolve_profile(profile_name, model, user)
+        except ConfigError as exc:
+            raise ConfigError(f"vlm_endpoints.{name}: {exc}") from exc
+
+
 def resolve_profile(
     name: str | None, model: str, user: Mapping[str, Profile] | None = None
 ) -> Profile:
