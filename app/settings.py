@@ -95,6 +95,11 @@ class VlmEndpoint(_Strict):
     max_tokens: int | None = Field(
         default=None, description="Completion token cap; the profile's when unset."
     )
+    openai_fields_only: bool = Field(
+        default=False,
+        description="The server takes only the OpenAI API's decoding fields (a hosted API): "
+        "the profile's repetition_penalty and top_k are not sent.",
+    )
     max_concurrency: int = Field(default=64, description="Concurrent requests to this endpoint.")
     request_timeout_s: float = Field(default=600.0, description="Per-request read timeout.")
     transport_retry_s: float = Field(

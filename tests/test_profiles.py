@@ -143,6 +143,17 @@ def test_plan_step_sampling_goes_over_the_profiles() -> None:
     assert (body["temperature"], body["top_p"], body["max_tokens"]) == (0.3, 0.95, 12384)
 
 
+def test_a_hosted_api_gets_only_the_openai_fields() -> None:
+    endpoint = VlmEndpoint(base_url="http://x/v1", model="m", openai_fields_only=True)
+    engine = VlmEngine("e", endpoint, profile=BUILTIN["mineru25-page"])
+    try:
+        body = engine.request_body(SHAPES["scan"], STEP, EndpointStops())
+    finally:
+        engine.close()
+    assert "repetition_penalty" not in body and "top_k" not in body
+    assert (body["temperature"], body["presence_penalty"]) == (0.0, 1.0)
+
+
 def test_vllm_xargs_are_merged_and_a_clash_is_a_config_error() -> None:
     assert merge_xargs({"ngram_size": 30}, {GUARD_ARG: 20}) == {"ngram_size": 30, GUARD_ARG: 20}
     with pytest.raises(ConfigError, match="ngram_size"):

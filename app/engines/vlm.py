@@ -129,6 +129,9 @@ class VlmEngine:
         }
         overrides = step.sampling() | {"max_tokens": step.max_tokens or self.endpoint.max_tokens}
         body |= request_fields(self.profile, overrides, self._folio_xargs(step, stops))
+        if self.endpoint.openai_fields_only:  # a hosted API refuses vLLM's own fields
+            for key in ("repetition_penalty", "top_k"):
+                body.pop(key, None)
         if stops.is_vllm:  # a token count on every chunk: tokens at the verdict, exactly
             body["stream_options"]["continuous_usage_stats"] = True
         if stops.repetition_detection:
