@@ -56,6 +56,7 @@ async def _inspect(
             response = await client.get(base_url.rstrip("/") + "/models")
             response.raise_for_status()
             facts = ServerFacts(models=_served(response.json()))
+            model = model or (facts.models[0].id if facts.models else "")
             facts.stops = await probe_stops(client, base_url, model)
             for probe in probes:
                 facts.processors[probe] = await _processor_loaded(client, base_url, model, probe)

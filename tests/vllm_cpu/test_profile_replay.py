@@ -13,8 +13,10 @@ from typing import Any, ClassVar
 import pytest
 from PIL import Image
 from sqlalchemy import select
+from typer.testing import CliRunner
 
 from app import samples
+from app.cli.main import app
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptStatus, PageInput
@@ -216,6 +218,15 @@ def test_an_invalid_answer_is_retried_and_counted_in_the_report(
     assert result.pages[0].fields and result.pages[0].fields["primary_language"] == "en"
     report = build_report(db, settings, ingested.job_id).report
     assert report.by_outcome["invalid"].attempts == 3 and report.invalid_attempts == 3
+
+
+def test_doctor_command_names_the_problem_in_plain_words(vllm_endpoint: VllmEndpoint) -> None:
+    result = CliRunner().invoke(app, ["doctor", vllm_endpoint.base_url])
+    assert result.exit_code == 5, result.output
+    assert f"{vllm_endpoint.model} with profile markdown@" in result.output
+    assert "max_model_len is 2048: too short for 4096 completion tokens" in " ".join(
+        result.output.split()
+    )
 
 
 def test_doctor_reads_the_cpu_server(vllm_endpoint: VllmEndpoint) -> None:
