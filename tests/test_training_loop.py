@@ -126,6 +126,7 @@ def test_export_train_serve_and_compare(vllm_endpoint: VllmEndpoint, tmp_path: P
             "FOLIO_ENGINE": "ladder",
             "FOLIO_PLANS": json.dumps({"ladder": [s.model_dump() for s in LADDER]}),
             "FOLIO_VLM_ENDPOINTS": json.dumps({k: v.model_dump() for k, v in endpoints.items()}),
+            "FOLIO_PROFILES": json.dumps({k: p.model_dump() for k, p in TINY_PROFILES.items()}),
         }
         args = ["eval", str(folder), "-a", "base=ladder@primary", "-a", "tuned=ladder@tuned"]
         args += ["--pages", str(tuned / "held_out_pages.json"), "--out", str(tmp_path / "eval")]
