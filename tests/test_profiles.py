@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,18 @@ def test_image_sizes_follow_each_official_rule_within_a_pixel(points: tuple[floa
         fit = math.sqrt(3072 * 2048 / (cw * ch))
         cw, ch = math.floor(cw * fit), math.floor(ch * fit)
     assert near(size_for("chandra", points), (cw, ch))
+
+
+def test_a_page_is_rendered_again_only_when_the_render_at_hand_is_not_the_models_size() -> None:
+    calls: list[float] = []
+    page = pdf_page(LETTER)  # first rendered at 200 DPI, as the pipeline does
+    assert page.render_at is not None
+    render = page.render_at
+    counted = replace(page, render_at=lambda dpi: calls.append(dpi) or render(dpi))
+    assert model_image(counted, BUILTIN["dots-ocr-layout"].image).size == (1700, 2200)
+    assert calls == []  # dots.ocr's 200 DPI is the render at hand
+    model_image(counted, BUILTIN["olmocr2"].image)
+    assert calls == [pytest.approx(1288 * 72 / 792)]
 
 
 def test_dots_falls_back_to_72_dpi_for_huge_pages() -> None:

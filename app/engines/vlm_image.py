@@ -9,7 +9,7 @@ from PIL import Image
 
 from app.domain import PageInput
 from app.profiles.model import ImageRule
-from app.profiles.sizing import render_dpi, target_size
+from app.profiles.sizing import render_dpi, rendered_size, target_size
 
 
 def fit_image(image: Image.Image, max_side: int) -> Image.Image:
@@ -34,7 +34,9 @@ def model_image(page: PageInput, rule: ImageRule, max_side: int | None = None) -
         return turned(fit_image(page.image, max_side), page.rotation)
     image = page.image
     if page.render_at is not None and page.points is not None:
-        image = page.render_at(render_dpi(rule, *page.points))
+        dpi = render_dpi(rule, *page.points)
+        if rendered_size(*page.points, dpi) != image.size:  # else the render at hand is it
+            image = page.render_at(dpi)
     return turned(sized_image(image, rule), page.rotation)
 
 
