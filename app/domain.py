@@ -84,6 +84,7 @@ class Executor(StrEnum):
 class AttemptStatus(StrEnum):
     OK = "ok"
     DEGENERATE = "degenerate"
+    INVALID = "invalid"  # cut off, incomplete or unreadable in the model's format: retried
     EMPTY = "empty"
     ERROR = "error"
     TRANSPORT_ERROR = "transport_error"
@@ -104,6 +105,11 @@ class PageInput:
     should_stop: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
     geometry: PageGeometry | None = None  # the page's size in points and pixels
     text_layer_words: tuple[tuple[float, float, float, float, str, int], ...] = ()
+    # The page's size in PDF points and a way to rasterise it again at a given DPI, so a
+    # model gets its page rendered at the size it was trained on (not shrunk from another).
+    points: tuple[float, float] | None = None
+    render_at: Callable[[float], Image.Image] | None = None
+    rotation: int = 0  # degrees a model asked the page to be turned by (olmOCR's feedback)
 
     @property
     def size(self) -> tuple[int, int]:
@@ -142,6 +148,10 @@ class EngineResult:
     verdict: Verdict | None = None
     aborted: bool = False
     error: str | None = None
+    # Why an answer was refused (status INVALID): truncated, unparseable, missing end text.
+    invalid_reason: str | None = None
+    # Structured fields of a valid answer beside its Markdown (olmOCR's front matter...).
+    answer_fields: dict[str, object] = field(default_factory=dict)
     # Which stop ended the attempt (engine_plugin, abort_call, server_repetition,
     # client_close, none) and the tokens the server generated after Folio's verdict
     # (None, with the reason in the note, where the server does not tell).

@@ -16,14 +16,15 @@ from sqlalchemy import select
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.degeneration import score_output
-from app.engines.prompts import PROFILES
-from app.engines.vlm import fit_image
-from app.pdf.render import read_text_layer, render_page
+from app.domain import PageInput
+from app.engines.vlm_image import model_image
+from app.pdf.render import rasterize, read_text_layer, render_page
 from app.pdf.textlayer import text_layer_is_usable
+from app.profiles import BUILTIN, Profile
+from app.profiles.answer import write_answer
+from app.profiles.request import IMAGE_PLACEHOLDER, messages
 from app.settings import Settings
 from app.textmatch import word_f1
-
-IMAGE_PLACEHOLDER = {"type": "image"}
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,12 @@ def export_preferences(
     seen: set[str] = set()
     with (out / "train.jsonl").open("w", encoding="utf-8") as sink:
         for pair in _candidate_pairs(db, job_ids, summary):
-            reason = _rejection_reason(pair, options)
+            profile = _profile(settings, pair.rejected.endpoint)
+            reason = _rejection_reason(pair, options) or _format_reason(profile, pair.chosen)
             if reason:
                 summary.skipped[reason] += 1
                 continue
-            record = _record(settings, pair, out, options)
+            record = _record(settings, profile, pair, out, options)
             key = hashlib.sha256(
                 json.dumps([record["images"], record["chosen"], record["rejected"]]).encode()
             ).hexdigest()
@@ -126,18 +128,27 @@ def _rejection_reason(pair: PagePair, options: ExportOptions) -> str | None:
     return None
 
 
+def _chosen_answer(profile: Profile, chosen: Attempt) -> str | None:
+    """The chosen text as the model would have answered it (its fields where it did)."""
+    fields = chosen.answer_fields if chosen.prompt_version == profile.tag else None
+    return write_answer(profile, chosen.output or "", fields or {})
+
+
+def _format_reason(profile: Profile, chosen: Attempt) -> str | None:
+    if _chosen_answer(profile, chosen) is None:
+        return f"chosen answer cannot be written in {profile.response.format}"
+    return None
+
+
 def _record(
-    settings: Settings, pair: PagePair, out: Path, options: ExportOptions
+    settings: Settings, profile: Profile, pair: PagePair, out: Path, options: ExportOptions
 ) -> dict[str, Any]:
     image_name = f"{pair.page.job_id}-{pair.page.id}.png"
     image_path = out / "images" / image_name
     if not image_path.exists():
-        _write_page_image(settings, pair, image_path)
+        _write_page_image(settings, profile, pair, image_path)
     rejected = pair.rejected
-    instruction = PROFILES[_profile_name(settings, rejected.endpoint)].instruction
-    prompt = [
-        {"role": "user", "content": [IMAGE_PLACEHOLDER, {"type": "text", "text": instruction}]}
-    ]
+    prompt = messages(profile, IMAGE_PLACEHOLDER)
     rejected_text = truncate_rejected(
         rejected.output or "",
         rejected.verdict_onset,
@@ -149,7 +160,10 @@ def _record(
         "images": [f"images/{image_name}"],
         "prompt": prompt,
         "chosen": [
-            {"role": "assistant", "content": [{"type": "text", "text": pair.chosen.output}]}
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": _chosen_answer(profile, pair.chosen)}],
+            }
         ],
         "rejected": [{"role": "assistant", "content": [{"type": "text", "text": rejected_text}]}],
         "metadata": _metadata(pair),
@@ -176,18 +190,31 @@ def _metadata(pair: PagePair) -> dict[str, Any]:
         "chosen_params": chosen.params,
         "chosen_by": f"{chosen.engine}:{chosen.step_name}",
         "prompt_version": rejected.prompt_version,
+        "chosen_format": "as_answered"
+        if chosen.prompt_version == rejected.prompt_version
+        else "rewritten",
     }
 
 
-def _profile_name(settings: Settings, endpoint: str | None) -> str:
-    configured = settings.vlm_endpoints.get(endpoint or "")
-    return configured.prompt if configured else "markdown"
+def _profile(settings: Settings, endpoint: str | None) -> Profile:
+    """The profile the rejected attempt was asked with (the generic one for an endpoint no
+    longer configured)."""
+    if endpoint in settings.vlm_endpoints:
+        return settings.profile_of(endpoint or "")
+    return BUILTIN["markdown"]
 
 
-def _write_page_image(settings: Settings, pair: PagePair, path: Path) -> None:
-    rendered = render_page(
-        Path(pair.document.path), pair.page.number, settings.dpi, settings.max_image_side
+def _write_page_image(settings: Settings, profile: Profile, pair: PagePair, path: Path) -> None:
+    """The page image as the model saw it: rendered at the profile's size."""
+    document, number = Path(pair.document.path), pair.page.number
+    rendered = render_page(document, number, settings.dpi, settings.max_image_side)
+    page = PageInput(
+        rendered.image,
+        rendered.text_layer,
+        False,
+        points=rendered.points,
+        render_at=lambda dpi: rasterize(document, number, dpi),
     )
     endpoint = settings.vlm_endpoints.get(pair.rejected.endpoint or "")
-    max_side = endpoint.max_image_side if endpoint else settings.max_image_side
-    fit_image(rendered.image, max_side).save(path, format="PNG")
+    max_side = endpoint.max_image_side if endpoint else None
+    model_image(page, profile.image, max_side).save(path, format="PNG")

@@ -34,6 +34,9 @@ class PageResult:
     outcome: str | None = None  # ok, fallback, degenerate, failed (see domain.page_outcome)
     retryable: bool | None = None  # for a page without text: whether a new try may help
     positions: dict[str, Any] | None = None  # word and line boxes, where the engine gives them
+    # Structured fields the model's answer carried beside the text (olmOCR's language,
+    # rotation, table and diagram flags; a layout's cells), from the accepted attempt.
+    fields: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,10 @@ def load_results(db: Database, job_id: str) -> JobResults:
         job_ids = {job_id} | {e.job_id for e in earlier.values()}
         totals = _attempt_totals(session, job_ids)
         positions = _answer_positions(session, job_ids)
-        docs = [_document_result(d, earlier.get(d.id), totals, positions) for d in documents]
+        fields = _answer_fields(session, job_ids)
+        docs = [
+            _document_result(d, earlier.get(d.id), totals, positions, fields) for d in documents
+        ]
         return JobResults(job.id, job.status, job.plan_name, job.source, docs)
 
 
@@ -132,11 +138,24 @@ def _answer_positions(session: Session, job_ids: set[str]) -> dict[int, dict[str
     return {page_id: positions for page_id, positions in rows if positions}
 
 
+def _answer_fields(session: Session, job_ids: set[str]) -> dict[int, dict[str, Any]]:
+    """The structured fields of each page's accepted answer, where it had any."""
+    rows = session.execute(
+        select(Attempt.page_id, Attempt.answer_fields).where(
+            Attempt.job_id.in_(job_ids),
+            Attempt.status == AttemptStatus.OK,
+            Attempt.answer_fields.is_not(None),
+        )
+    )
+    return {page_id: fields for page_id, fields in rows if fields}
+
+
 def _document_result(
     document: Document,
     earlier: Document | None,
     totals: dict[int, tuple[int, float]],
     positions: dict[int, dict[str, Any]] | None = None,
+    fields: dict[int, dict[str, Any]] | None = None,
 ) -> DocumentResult:
     pages = [
         PageResult(
@@ -154,6 +173,7 @@ def _document_result(
             outcome=page_outcome(p.status, p.failure_category)[0].value,
             retryable=page_outcome(p.status, p.failure_category)[1],
             positions=(positions or {}).get(p.id) if p.final_engine else None,
+            fields=(fields or {}).get(p.id),
         )
         for p in (earlier or document).pages
     ]

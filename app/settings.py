@@ -8,13 +8,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from app.profiles import BUILTIN
+from app.profiles.model import Profile
 
 EngineKind = Literal["textlayer", "tesseract", "vlm"]
 
@@ -82,18 +85,31 @@ class VlmEndpoint(_Strict):
     api_key: str | None = Field(
         default=None, description="Bearer token, when the server needs one."
     )
-    prompt: Literal["markdown", "dharma"] = Field(
-        default="markdown",
-        description="Prompt profile: plain Markdown, or DharmaOCR's JSON schema.",
+    profile: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("profile", "prompt"),
+        description="Model profile (`folio models` lists them; `prompt` is the old name): how "
+        "to ask the model, size its image and read its answer. Unset: the profile whose model "
+        "names match `model`, else the generic `markdown`.",
     )
-    max_tokens: int = Field(default=4096, description="Default completion token cap.")
+    max_tokens: int | None = Field(
+        default=None, description="Completion token cap; the profile's when unset."
+    )
+    openai_fields_only: bool = Field(
+        default=False,
+        description="The server takes only the OpenAI API's decoding fields (a hosted API): "
+        "the profile's repetition_penalty and top_k are not sent.",
+    )
     max_concurrency: int = Field(default=64, description="Concurrent requests to this endpoint.")
     request_timeout_s: float = Field(default=600.0, description="Per-request read timeout.")
     transport_retry_s: float = Field(
         default=300.0,
         description="How long a page keeps retrying an unreachable endpoint before moving on.",
     )
-    max_image_side: int = Field(default=1288, description="Longest image side sent, in pixels.")
+    max_image_side: int | None = Field(
+        default=None,
+        description="Longest image side sent, in pixels, instead of the profile's image rule.",
+    )
     server_repetition_detection: bool | Literal["auto"] = Field(
         default="auto",
         description="Ask vLLM (>= 0.17) to stop exact token repeats server-side "
@@ -160,15 +176,11 @@ def _default_plans() -> dict[str, list[PlanStep]]:
         "auto": [textlayer, tesseract],
         "textlayer": [textlayer],
         "tesseract": [tesseract],
+        # the default profile's own ladder (olmOCR: temperatures 0.1, 0.2, 0.5 of its 8 rungs)
         "vlm": [
-            PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0),
-            PlanStep(
-                name="penalized",
-                engine="vlm",
-                endpoint="primary",
-                temperature=0.3,
-                repetition_penalty=1.15,
-                seed=1234,
+            *(
+                PlanStep(name=r.name, engine="vlm", endpoint="primary", temperature=r.temperature)
+                for r in (BUILTIN["olmocr2"].ladder[i] for i in (0, 2, 4))
             ),
             PlanStep(name="fallback-model", engine="vlm", endpoint="fallback", temperature=0.0),
             textlayer,
@@ -180,7 +192,9 @@ def _default_plans() -> dict[str, list[PlanStep]]:
 def _default_endpoints() -> dict[str, VlmEndpoint]:
     return {
         "primary": VlmEndpoint(
-            base_url="http://127.0.0.1:8000/v1", model="Dharma-AI/Dharma-OCR-LITE"
+            base_url="http://127.0.0.1:8000/v1",
+            model="allenai/olmOCR-2-7B-1025-FP8",
+            profile="olmocr2",
         )
     }
 
@@ -226,6 +240,11 @@ class Settings(BaseSettings):
     vlm_endpoints: dict[str, VlmEndpoint] = Field(
         default_factory=_default_endpoints,
         description="OpenAI-compatible endpoints that VLM plan steps name.",
+    )
+    profiles: dict[str, Profile] = Field(
+        default_factory=dict,
+        description="Your own model profiles (`[profiles.<id>]` in folio.toml), beside and over "
+        "the built-in ones; see docs/models.md.",
     )
     concurrency: int = Field(
         default_factory=lambda: os.cpu_count() or 1,
@@ -392,7 +411,27 @@ class Settings(BaseSettings):
         for name, steps in self.plans.items():
             if not steps:
                 raise ValueError(f"plan {name!r} has no steps")
+        self._check_profiles()
         return self
+
+    def _check_profiles(self) -> None:
+        from app.errors import ConfigError
+        from app.profiles.registry import check_profiles
+        from app.vllm_plugin.behaviours import LOOP_STOP_ARG
+        from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
+
+        named = {name: (e.profile, e.model) for name, e in self.vlm_endpoints.items()}
+        try:
+            check_profiles(self.profiles, named, {LOOP_STOP_ARG, GUARD_ARG, WINDOW_ARG})
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from exc
+
+    def profile_of(self, endpoint_name: str) -> Profile:
+        """The model profile a configured endpoint uses."""
+        from app.profiles import resolve_profile
+
+        endpoint = self.vlm_endpoints[endpoint_name]
+        return resolve_profile(endpoint.profile, endpoint.model, self.profiles)
 
     @classmethod
     def settings_customise_sources(

@@ -18,6 +18,7 @@ from bench import (
     engine_stops,
     ocr,
     orchestration,
+    profile_images,
     rasterize,
     tax_reestimate,
     tax_validate,
@@ -34,6 +35,7 @@ BENCHES: dict[str, Bench] = {
     "orchestration": orchestration.main,
     "ocr": ocr.main,
     "stops": engine_stops.main,
+    "profile-images": profile_images.main,
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);

@@ -208,6 +208,7 @@ EXPECTED = {
     "pages_open": 0,
     "attempts_total": 6,
     "degenerate_attempts": 2,
+    "invalid_attempts": 0,
     "attempts_unpriced": 0,
     "degeneration_rate_first_attempt": 2 / 5,
     "degeneration_rate_final": 1 / 5,

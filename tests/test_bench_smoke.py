@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench import detector, rasterize
+from bench import detector, profile_images, rasterize
 from bench.__main__ import BENCHES, summary_rows
 from bench.degeneration_tax import TaxConfig, arm_order, parse_args, run_benchmark
 from bench.environment import read_results, write_compressed, write_results
@@ -188,6 +188,17 @@ def test_rasterize_bench_on_generated_pages(tmp_path: Path) -> None:
     else:
         assert "skipped" in report
     assert len(summary_rows("rasterize", report)) == 2
+
+
+def test_profile_images_bench_sizes_each_profiles_image(tmp_path: Path) -> None:
+    report = profile_images.run(rasterize.generated_pages(tmp_path, 2), "generated")
+
+    arms = report["arms"]
+    old = arms["old (200 DPI shrunk to 1288 px)"]
+    # olmOCR renders straight to the old size; dots.ocr's 200 DPI is about 3x the pixels
+    assert abs(arms["olmocr2"]["megapixels"] - old["megapixels"]) <= 0.02
+    assert arms["dots-ocr-layout"]["tokens_over_old"] > 2.5
+    assert all(row["seconds_per_page"] > 0 for row in arms.values())
 
 
 def test_detector_speed_bench_sees_the_loops_it_streams() -> None:

@@ -36,7 +36,14 @@ def test_workers_start_after_migrations_and_healthy_services() -> None:
 
 def test_the_gpu_pieces_reserve_a_gpu_and_serve_the_primary_model() -> None:
     found = services()
-    assert "Dharma-AI/Dharma-OCR-LITE" in found["vllm"]["command"]
+    command = found["vllm"]["command"]
+    assert "allenai/olmOCR-2-7B-1025-FP8" in command
+    # the flags the default profile documents are on the server's command line
+    from app.profiles import BUILTIN
+
+    for flag in BUILTIN["olmocr2"].serve_flags:
+        name, _, value = flag.partition(" ")
+        assert name in command and command[command.index(name) + 1] == value.strip("'")
     # The primary server is vLLM's image plus Folio's plugin, on the V1 model runner.
     assert found["vllm"]["build"]["dockerfile"] == "Dockerfile.vllm"
     dockerfile = (ROOT / "Dockerfile.vllm").read_text()
@@ -60,4 +67,6 @@ def test_the_workers_environment_is_valid_settings() -> None:
         engine=env["FOLIO_ENGINE"],
         vlm_endpoints=json.loads(env["FOLIO_VLM_ENDPOINTS"]),
     )
-    assert settings.vlm_endpoints["primary"].model == "Dharma-AI/Dharma-OCR-LITE"
+    assert settings.vlm_endpoints["primary"].model == "allenai/olmOCR-2-7B-1025-FP8"
+    profile = settings.profile_of("primary")
+    assert profile.id == "olmocr2" and profile.status == "official"

@@ -17,6 +17,7 @@ from app.degeneration import score_output
 from app.dpo import ExportOptions, export_preferences, truncate_rejected
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.settings import PlanStep, Settings, VlmEndpoint
+from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 
 GREEDY = PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0, max_tokens=800)
@@ -42,6 +43,7 @@ def settings_for(url: str, db_url: str) -> Settings:
         engine_plugin=False,
         abort_call=False,
         server_repetition_detection=False,
+        profile=TINY_PROFILE.id,
     )
     return Settings(
         database_url=db_url,
@@ -49,6 +51,7 @@ def settings_for(url: str, db_url: str) -> Settings:
         plans={"ladder": [GREEDY, PENALIZED, PlanStep(name="tesseract", engine="tesseract")]},
         vlm_endpoints={"primary": endpoint},
         vlm_concurrency=4,
+        profiles=TINY_PROFILES,
     )
 
 
@@ -109,6 +112,8 @@ def test_cli_writes_the_same_pairs(
     monkeypatch.setenv("FOLIO_DATABASE_URL", settings.database_url)
     endpoint = settings.vlm_endpoints["primary"]
     monkeypatch.setenv("FOLIO_VLM_ENDPOINTS", json.dumps({"primary": endpoint.model_dump()}))
+    profiles = {name: p.model_dump() for name, p in settings.profiles.items()}
+    monkeypatch.setenv("FOLIO_PROFILES", json.dumps(profiles))
     result = CliRunner().invoke(app, ["export-dpo", job_id, job_id, "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "train.jsonl").read_text().splitlines()

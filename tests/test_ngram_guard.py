@@ -23,6 +23,7 @@ from app.settings import PlanStep, VlmEndpoint
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG, behaviours_for
 from app.vllm_plugin.guard import GUARD_ARG, WHITELIST_ARG, WINDOW_ARG, NgramGuard
 from tests.vllm_cpu.images import page_image_data_url
+from tests.vllm_cpu.profiles import TINY_PROFILE
 from tests.vllm_cpu.server import VllmEndpoint
 
 
@@ -148,10 +149,16 @@ def test_eval_compares_retry_strategies_on_the_same_pages(
     folder.mkdir()
     pages = [samples.page_text(n, paragraphs=1) for n in (1, 2)]
     (folder / "scan.pdf").write_bytes(samples.scanned_pdf(pages))
-    endpoint = {"base_url": vllm_endpoint.base_url, "model": vllm_endpoint.model, "max_tokens": 300}
+    endpoint = {
+        "base_url": vllm_endpoint.base_url,
+        "model": vllm_endpoint.model,
+        "max_tokens": 300,
+        "profile": TINY_PROFILE.id,  # the random model's answers at the cap count as healthy
+    }
     env = {
         "FOLIO_DATABASE_URL": f"sqlite:///{tmp_path / 'folio.db'}",
         "FOLIO_VLM_ENDPOINTS": json.dumps({"primary": endpoint}),
+        "FOLIO_PROFILES": json.dumps({TINY_PROFILE.id: TINY_PROFILE.model_dump()}),
     }
     args = ["eval", str(folder), "--strategies", "primary", "--out", str(tmp_path / "eval")]
     result = CliRunner(env=env).invoke(app, args)

@@ -80,7 +80,7 @@ def looping(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopingVlm]:
     yield vlm
 
 
-@pytest.mark.parametrize(("cap", "vlm_steps"), [(1, 2), (None, 3)])
+@pytest.mark.parametrize(("cap", "vlm_steps"), [(1, 2), (None, 4)])
 def test_a_repeated_loop_stops_the_vlm_steps(
     sqlite_url: str, tmp_path: Path, looping: LoopingVlm, cap: int | None, vlm_steps: int
 ) -> None:
@@ -107,7 +107,7 @@ def test_every_attempt_looping_is_degenerate_never_ok(
     db = Database(sqlite_url)
     ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "vlm"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
-    assert looping.calls == ["greedy", "penalized"]  # the cap (1) spared fallback-model
+    assert looping.calls == ["t0.1", "t0.2"]  # the cap (1) spared the rest of the ladder
     page = load_results(db, ingested.job_id).documents[0].pages[0]
     assert (page.outcome, page.retryable) == ("degenerate", False)
     assert page.failure_category == "degenerate"

@@ -6,9 +6,15 @@ import pytest
 
 from app.domain import AttemptStatus as S
 from app.plan import Limits, PageFacts, PastAttempt, next_step, repeated_loops
-from app.settings import Settings
+from app.settings import PlanStep, Settings
 
-PLAN = Settings().plan("vlm")  # greedy, penalized, fallback-model, textlayer, tesseract
+PLAN = [
+    PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0),
+    PlanStep(name="penalized", engine="vlm", endpoint="primary", temperature=0.3),
+    PlanStep(name="fallback-model", engine="vlm", endpoint="fallback", temperature=0.0),
+    PlanStep(name="textlayer", engine="textlayer"),
+    PlanStep(name="tesseract", engine="tesseract"),
+]
 BOTH = frozenset({"primary", "fallback"})
 PRIMARY = frozenset({"primary"})
 LIMITS = Limits(max_attempts=8, token_budget=10_000)
@@ -50,7 +56,19 @@ CASES = [
     (loops(("rep", 7), ("rep", 7)), False, BOTH, Limits(8, 10_000, repeated_loops=2), 2),
     (loops(("rep", 7), ("rep", 7)), False, BOTH, LIMITS, 2),
     (loops(("rep", 7)), False, BOTH, Limits(8, 10_000, repeated_loops=0), 4),
+    # an invalid answer (truncated, unparseable) is moved on from like a loop
+    (past((0, S.INVALID, 900)), False, BOTH, LIMITS, 1),
+    (past((0, S.INVALID, 900), (1, S.DEGENERATE, 900)), True, PRIMARY, LIMITS, 3),
+    (past((0, S.INVALID, 10_000)), False, BOTH, LIMITS, 4),
 ]
+
+
+def test_the_default_vlm_plan_is_the_default_profiles_ladder() -> None:
+    settings = Settings()
+    ladder = settings.profile_of("primary").ladder
+    vlm_steps = [s for s in settings.plan("vlm") if s.endpoint == "primary"]
+    assert [s.temperature for s in vlm_steps] == [0.1, 0.2, 0.5]
+    assert {s.temperature for s in vlm_steps} <= {rung.temperature for rung in ladder}
 
 
 @pytest.mark.parametrize(("history", "usable", "endpoints", "limits", "expected"), CASES)

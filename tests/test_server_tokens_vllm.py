@@ -19,6 +19,7 @@ from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.metrics import FolioMetrics
 from app.report.build import build_report
 from app.settings import PlanStep, Settings, VlmEndpoint
+from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 
 pytestmark = pytest.mark.vllm
@@ -59,13 +60,16 @@ def test_tokens_no_attempt_received_are_reported(
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "scan.pdf").write_bytes(samples.scanned_pdf([samples.page_text(n) for n in (1, 2)]))
-    endpoint = VlmEndpoint(base_url=vllm_endpoint.base_url, model=SERVED_MODEL_NAME)
+    endpoint = VlmEndpoint(
+        base_url=vllm_endpoint.base_url, model=SERVED_MODEL_NAME, profile=TINY_PROFILE.id
+    )
     settings = Settings(
         database_url=sqlite_url,
         engine="ladder",
         plans={"ladder": [GREEDY, PENALIZED]},
         vlm_endpoints={"primary": endpoint},
         vlm_concurrency=2,
+        profiles=TINY_PROFILES,
     )
     db = Database(sqlite_url)
     job = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))

@@ -26,6 +26,7 @@ from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.report.load import load_job_rows
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.test_train_dpo import train_extra_or_skip
+from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, VllmServer, default_model_dir
 
 TUNED_NAME = f"{SERVED_MODEL_NAME}-tuned"
@@ -58,7 +59,9 @@ class PhaseClock:
 
 
 def endpoint(url: str, model: str) -> VlmEndpoint:
-    return VlmEndpoint(base_url=url, model=model, transport_retry_s=5, max_tokens=600)
+    return VlmEndpoint(
+        base_url=url, model=model, transport_retry_s=5, max_tokens=600, profile=TINY_PROFILE.id
+    )
 
 
 def settings_for(db_url: str, endpoints: dict[str, VlmEndpoint]) -> Settings:
@@ -68,6 +71,7 @@ def settings_for(db_url: str, endpoints: dict[str, VlmEndpoint]) -> Settings:
         plans={"ladder": LADDER},
         vlm_endpoints=endpoints,
         vlm_concurrency=4,
+        profiles=TINY_PROFILES,
     )
 
 
@@ -122,6 +126,7 @@ def test_export_train_serve_and_compare(vllm_endpoint: VllmEndpoint, tmp_path: P
             "FOLIO_ENGINE": "ladder",
             "FOLIO_PLANS": json.dumps({"ladder": [s.model_dump() for s in LADDER]}),
             "FOLIO_VLM_ENDPOINTS": json.dumps({k: v.model_dump() for k, v in endpoints.items()}),
+            "FOLIO_PROFILES": json.dumps({k: p.model_dump() for k, p in TINY_PROFILES.items()}),
         }
         args = ["eval", str(folder), "-a", "base=ladder@primary", "-a", "tuned=ladder@tuned"]
         args += ["--pages", str(tuned / "held_out_pages.json"), "--out", str(tmp_path / "eval")]

@@ -20,6 +20,7 @@ from app.engines.vlm import VlmEngine
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.pdf.render import render_page
 from app.settings import PlanStep, Settings, VlmEndpoint
+from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, VllmServer
 
 pytestmark = pytest.mark.vllm
@@ -47,7 +48,14 @@ CLIENT_CLOSE_ONLY = {
 
 def endpoint_for(url: str, **extra: object) -> VlmEndpoint:
     settings = {**CLIENT_CLOSE_ONLY, **extra}
-    return VlmEndpoint(base_url=url, model=SERVED_MODEL_NAME, transport_retry_s=5, **settings)
+    return VlmEndpoint(
+        base_url=url,
+        model=SERVED_MODEL_NAME,
+        transport_retry_s=5,
+        profile=TINY_PROFILE.id,
+        max_image_side=1288,  # the page render as it is, at most 1288 px (no enlarging)
+        **settings,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +76,7 @@ class SilentDetector:
 def test_greedy_loop_is_caught_while_streaming_and_aborted(
     vllm_endpoint: VllmEndpoint, page: PageInput
 ) -> None:
-    engine = VlmEngine("primary", endpoint_for(vllm_endpoint.base_url))
+    engine = VlmEngine("primary", endpoint_for(vllm_endpoint.base_url), profile=TINY_PROFILE)
     before = vllm_endpoint.generation_tokens_total()
     try:
         result = engine.transcribe(page, GREEDY)
@@ -86,7 +94,7 @@ def test_greedy_loop_is_caught_while_streaming_and_aborted(
 
 
 def test_penalised_sampling_is_healthy(vllm_endpoint: VllmEndpoint, page: PageInput) -> None:
-    engine = VlmEngine("primary", endpoint_for(vllm_endpoint.base_url))
+    engine = VlmEngine("primary", endpoint_for(vllm_endpoint.base_url), profile=TINY_PROFILE)
     try:
         result = engine.transcribe(page, PENALIZED)
     finally:
@@ -99,7 +107,7 @@ def test_penalised_sampling_is_healthy(vllm_endpoint: VllmEndpoint, page: PageIn
 
 def test_server_side_repetition_detection(vllm_endpoint: VllmEndpoint, page: PageInput) -> None:
     endpoint = endpoint_for(vllm_endpoint.base_url, server_repetition_detection=True)
-    engine = VlmEngine("primary", endpoint, detector_factory=SilentDetector)
+    engine = VlmEngine("primary", endpoint, detector_factory=SilentDetector, profile=TINY_PROFILE)
     try:
         result = engine.transcribe(page, GREEDY)
     finally:
@@ -118,6 +126,7 @@ def run_vlm_job(url: str, db_url: str, folder: Path, retry_s: float = 5) -> str:
             "primary": endpoint_for(url).model_copy(update={"transport_retry_s": retry_s})
         },
         vlm_concurrency=8,
+        profiles=TINY_PROFILES,
     )
     db = Database(db_url)
     ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))

@@ -14,6 +14,7 @@ from app.cli.api import apikey_app, serve
 from app.cli.evaluate import eval_command
 from app.cli.export_dpo import export_dpo
 from app.cli.help import Panels, register, show_version
+from app.cli.models import doctor, models
 from app.cli.options import DatabaseUrl, JobId, console, load_settings
 from app.cli.purge import purge
 from app.cli.scan import scan
@@ -216,7 +217,13 @@ COMMAND_PANELS: Panels = {
         ("train-dpo", train_dpo_command),
         ("eval", eval_command),
     ],
-    "Serve": [("serve", serve), ("apikey", apikey_app), ("watch", watch)],
+    "Serve": [
+        ("serve", serve),
+        ("apikey", apikey_app),
+        ("watch", watch),
+        ("models", models),
+        ("doctor", doctor),
+    ],
     "Distributed mode": [
         ("submit", distributed.submit),
         ("worker", distributed.worker),

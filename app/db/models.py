@@ -167,6 +167,10 @@ class Attempt(Base):
     tokens_after_verdict: Mapped[int | None] = mapped_column(Integer)
     tokens_after_verdict_note: Mapped[str | None] = mapped_column(String(200))
     output: Mapped[str | None] = mapped_column(Text)
+    # Why an answer was refused (status invalid): truncated, unparseable, missing end text.
+    invalid_reason: Mapped[str | None] = mapped_column(String(32))
+    # A valid answer's structured fields beside its Markdown (olmOCR's front matter, ...).
+    answer_fields: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     output_chars: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
     # Word and line boxes where the engine gives them (text layer, Tesseract): app.positions.

@@ -164,6 +164,8 @@ def attempt_row(
         "tokens_after_verdict_note": result.tokens_after_verdict_note,
         "output": result.text,
         "output_chars": len(result.text),
+        "invalid_reason": result.invalid_reason,
+        "answer_fields": result.answer_fields or None,
         "error": result.error,
         "positions": result.positions,
     }

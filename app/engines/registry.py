@@ -42,8 +42,10 @@ class EngineSet:
         from app.degeneration import DetectorConfig, LoopDetector
         from app.engines.vlm import VlmEngine
 
-        config = DetectorConfig(**self.settings.detector)
-        return VlmEngine(step.endpoint or "", endpoint, lambda: LoopDetector(config))
+        profile = self.settings.profile_of(step.endpoint or "")
+        # The profile's thresholds for its format (structured output), the user's over them.
+        config = DetectorConfig(**(profile.detector | self.settings.detector))
+        return VlmEngine(step.endpoint or "", endpoint, lambda: LoopDetector(config), profile)
 
     def close(self) -> None:
         with self._lock:

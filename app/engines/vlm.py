@@ -10,9 +10,7 @@ the request itself, so its final usage tells how many tokens it generated after 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import io
 import random
 import threading
 import time
@@ -22,12 +20,12 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
-from PIL import Image
 
 from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
-from app.engines.prompts import PROFILES, PromptProfile
 from app.engines.sse import sse_chunks, sse_lines
+from app.engines.vlm_doctor import warn_missing_processors
+from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_stops import (
     REPETITION_DETECTION,
     EndpointStops,
@@ -45,13 +43,16 @@ from app.engines.vlm_stream import (
     finish_reason_of,
 )
 from app.errors import EngineError, TransportError
+from app.profiles import Profile, resolve_profile
+from app.profiles.judge import Judgement, judge_answer
+from app.profiles.request import messages, request_fields
 from app.settings import PlanStep, VlmEndpoint
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
 from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
 T = TypeVar("T")
-_SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed")
-_REQUEST_KEYS = ("repetition_penalty", "max_tokens", "repetition_detection", "vllm_xargs")
+_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "presence_penalty", "frequency_penalty", "seed")
+_REQUEST_KEYS = ("repetition_penalty", "max_tokens", "stop", "repetition_detection", "vllm_xargs")
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
 _DRAIN_TOKENS = 64
 _DRAIN_S = 10.0
@@ -76,22 +77,6 @@ class _LoopThread:
         self._thread.join(timeout=5)
 
 
-def fit_image(image: Image.Image, max_side: int) -> Image.Image:
-    """The page shrunk so its longest side fits `max_side` (the model's input size)."""
-    if max(image.size) <= max_side:
-        return image
-    scale = max_side / max(image.size)
-    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-    return image.resize(size, Image.Resampling.LANCZOS)
-
-
-def encode_image(image: Image.Image, max_side: int) -> str:
-    """The page as a PNG data URL, at the size the model sees."""
-    buffer = io.BytesIO()
-    fit_image(image, max_side).save(buffer, format="PNG", optimize=False)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def _default_detector() -> LoopDetecting:
     return LoopDetector()
 
@@ -104,10 +89,11 @@ class VlmEngine:
         endpoint_name: str,
         endpoint: VlmEndpoint,
         detector_factory: Callable[[], LoopDetecting] = _default_detector,
+        profile: Profile | None = None,
     ) -> None:
         self.endpoint_name = endpoint_name
         self.endpoint = endpoint
-        self.profile: PromptProfile = PROFILES[endpoint.prompt]
+        self.profile = profile or resolve_profile(endpoint.profile, endpoint.model)
         self.detector_factory = detector_factory
         self._io = _LoopThread()
         self._client: httpx.AsyncClient | None = None
@@ -118,6 +104,7 @@ class VlmEngine:
         # the main pool's, and an abort that must open a new connection to a busy server
         # landed 260-410 tokens late here (on a warm one: 0-13).
         self._control: httpx.AsyncClient | None = None
+        self._processors_checked = False
 
     def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
         """The stops to use: the probe's findings (none without a probe) and the settings."""
@@ -131,29 +118,35 @@ class VlmEngine:
     ) -> dict[str, Any]:
         """The chat completion request for one page under one plan step."""
         stops = stops or self.configured_stops()
-        image_url = encode_image(page.image, self.endpoint.max_image_side)
+        image = model_image(page, self.profile.image, self.endpoint.max_image_side)
+        image_url = encode_image(image, self.profile.request.image_format)
+        image_part = {"type": "image_url", "image_url": {"url": image_url}}
         body: dict[str, Any] = {
             "model": self.endpoint.model,
-            "messages": self.profile.messages(image_url),
+            "messages": messages(self.profile, image_part),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "max_tokens": step.max_tokens or self.endpoint.max_tokens,
         }
-        body |= {k: v for k in _SAMPLING_KEYS if (v := getattr(step, k)) is not None}
-        if step.repetition_penalty is not None:
-            body["repetition_penalty"] = step.repetition_penalty
+        overrides = step.sampling() | {"max_tokens": step.max_tokens or self.endpoint.max_tokens}
+        body |= request_fields(self.profile, overrides, self._folio_xargs(step, stops))
+        if self.endpoint.openai_fields_only:  # a hosted API refuses vLLM's own fields
+            for key in ("repetition_penalty", "top_k"):
+                body.pop(key, None)
         if stops.is_vllm:  # a token count on every chunk: tokens at the verdict, exactly
             body["stream_options"]["continuous_usage_stats"] = True
         if stops.repetition_detection:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
-        if stops.plugin:
-            body["vllm_xargs"] = {LOOP_STOP_ARG: 1}
-        if step.ngram_guard:  # the plugin's guard, asked for per request like its loop stop
-            guard = {GUARD_ARG: step.ngram_guard}
-            if step.ngram_window:
-                guard[WINDOW_ARG] = step.ngram_window
-            body["vllm_xargs"] = body.get("vllm_xargs", {}) | guard
         return body
+
+    @staticmethod
+    def _folio_xargs(step: PlanStep, stops: EndpointStops) -> dict[str, Any]:
+        """Folio's own server-side arguments: the plugin's loop stop and n-gram guard."""
+        xargs: dict[str, Any] = {LOOP_STOP_ARG: 1} if stops.plugin else {}
+        if step.ngram_guard:  # the plugin's guard, asked for per request like its loop stop
+            xargs[GUARD_ARG] = step.ngram_guard
+            if step.ngram_window:
+                xargs[WINDOW_ARG] = step.ngram_window
+        return xargs
 
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         return self._io.run(self._transcribe(page, step))
@@ -174,11 +167,21 @@ class VlmEngine:
                 self._stops = self.configured_stops(found)
         return self._stops
 
+    async def _check_processors(self) -> None:
+        """Once: warn when the server lacks a processor the profile needs against loops."""
+        if self._processors_checked or not self.profile.probes:
+            return
+        self._processors_checked = True
+        assert self._control is not None
+        with contextlib.suppress(httpx.HTTPError):
+            await warn_missing_processors(self._control, self.endpoint, self.profile)
+
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         client, slots = self._ensure_client()
         stops = await self._ensure_stops()
         if page.should_stop():
             raise EngineError("the job was cancelled before the request")
+        await self._check_processors()
         # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
         # waits behind it (one loop thread serves them all).
         body = await asyncio.to_thread(self.request_body, page, step, stops)
@@ -269,9 +272,12 @@ class VlmEngine:
         estimated = outcome.completion_tokens is None
         tokens = outcome.content_chunks if estimated else outcome.completion_tokens
         status, verdict = self._judge(outcome, tokens, max_tokens)
-        text = (
-            outcome.text if status is AttemptStatus.DEGENERATE else self.profile.parse(outcome.text)
-        )
+        judgement = Judgement(None)
+        if status is AttemptStatus.OK:
+            judgement = judge_answer(self.profile.response, outcome.finish_reason, outcome.text)
+            status = AttemptStatus.INVALID if judgement.invalid else status
+        ok = status is AttemptStatus.OK and judgement.parsed is not None
+        text = judgement.parsed.markdown if ok and judgement.parsed else outcome.text.strip()
         stop = stop_record(
             verdict=outcome.verdict is not None or outcome.cancelled,
             finish_reason=outcome.finish_reason,
@@ -288,7 +294,7 @@ class VlmEngine:
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
             params=self._params(body, retries),
-            prompt_version=self.profile.version,
+            prompt_version=self.profile.tag,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
             completion_tokens=tokens,
@@ -300,7 +306,13 @@ class VlmEngine:
             stop_mechanism=stop.mechanism,
             tokens_after_verdict=stop.tokens_after_verdict,
             tokens_after_verdict_note=stop.note,
-            error="the job was cancelled: the request was stopped" if outcome.cancelled else None,
+            invalid_reason=judgement.invalid,
+            answer_fields=judgement.parsed.fields if judgement.parsed else {},
+            error=(
+                "the job was cancelled: the request was stopped"
+                if outcome.cancelled
+                else judgement.detail or None
+            ),
         )
 
     def _judge(
@@ -339,7 +351,7 @@ class VlmEngine:
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
             params=self._params(body, retries),
-            prompt_version=self.profile.version,
+            prompt_version=self.profile.tag,
             max_tokens=int(body["max_tokens"]),
             error=f"endpoint unreachable after {retries} tries: {exc}",
         )

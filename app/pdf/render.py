@@ -38,6 +38,7 @@ class RenderedPage:
     size_pt: tuple[float, float] = (0.0, 0.0)  # the page's size in PDF points
     # The text layer's words: (x0, y0, x1, y1) in points, the word, its line's number.
     words: tuple[tuple[float, float, float, float, str, int], ...] = ()
+    points: tuple[float, float] | None = None  # the page's size in PDF points
 
 
 def inspect_document(path: Path, limits: DocumentLimits) -> int:
@@ -124,7 +125,9 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             size = (float(page.rect.width), float(page.rect.height))
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
-    return RenderedPage(image, text, layout, size, words)
+    return RenderedPage(
+        image=image, text_layer=text, layout=layout, size_pt=size, words=words, points=size
+    )
 
 
 def _words(page: pymupdf.Page) -> tuple[tuple[float, float, float, float, str, int], ...]:
@@ -135,6 +138,22 @@ def _words(page: pymupdf.Page) -> tuple[tuple[float, float, float, float, str, i
         number = lines.setdefault((block, line), len(lines))
         words.append((float(x0), float(y0), float(x1), float(y1), str(word), number))
     return tuple(words)
+
+
+# A model's own size is never this far past a page's: a bound on what rasterize allocates.
+_MAX_RASTER_SIDE = 12_000
+
+
+def rasterize(path: Path, number: int, dpi: float) -> Image.Image:
+    """Page `number` (1-based) at exactly `dpi` (a model's own size), bounded for safety."""
+    with _MUPDF_LOCK:
+        try:
+            page = _open(path).doc[number - 1]
+            zoom = min(dpi / 72, _MAX_RASTER_SIDE / max(page.rect.width, page.rect.height))
+            pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+            return Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+        except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
+            raise RenderError(f"page {number} failed to render at {dpi:.0f} DPI: {exc}") from exc
 
 
 def _layout_or_none(opened: _OpenDocument, number: int) -> PageLayout | None:

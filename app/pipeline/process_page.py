@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from app.db import page_path, repo
@@ -16,13 +17,14 @@ from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, RenderError
 from app.metrics import FolioMetrics
-from app.pdf.render import render_page
+from app.pdf.render import rasterize, render_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
 from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step, repeated_loops
 from app.positions import PageGeometry
+from app.profiles.judge import ROTATED, rotation_after
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.textlayer import GateConfig
@@ -216,6 +218,8 @@ class PageProcessor:
             layer.rejection,
             geometry=geometry,
             text_layer_words=rendered.words,
+            points=rendered.points,
+            render_at=partial(rasterize, Path(work.path), work.number),
         )
         return page, facts
 
@@ -236,6 +240,10 @@ class PageProcessor:
                 return Closing(work, replace(cancelled, rendered=facts))
             step = plan[index]
             result = self._attempt(page, step)
+            if page.rotation:
+                result.params["rotation"] = page.rotation
+            if result.invalid_reason == ROTATED:  # ask again with the page turned
+                page = replace(page, rotation=rotation_after(page.rotation, result.answer_fields))
             if self.metrics:
                 self.metrics.observe_attempt(step.engine, result)
             past.append(past_attempt(index, result))
@@ -255,7 +263,7 @@ class PageProcessor:
         started = datetime.now(UTC)
         try:
             return self.engines.for_step(step).transcribe(page, step)
-        except EngineError as exc:
+        except (EngineError, RenderError) as exc:  # a model's own render can fail too
             return EngineResult(
                 text="",
                 status=AttemptStatus.ERROR,
@@ -318,6 +326,8 @@ def _failure(past: list[PastAttempt]) -> tuple[str, str]:
     statuses = [a.status for a in past]
     if AttemptStatus.DEGENERATE in statuses and AttemptStatus.OK not in statuses:
         category = "degenerate"
+    elif AttemptStatus.INVALID in statuses:
+        category = "invalid"
     elif AttemptStatus.TRANSPORT_ERROR in statuses:
         category = "transport"
     elif all(s is AttemptStatus.EMPTY for s in statuses):

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain import DocumentStatus, PageStatus
+from app.domain import AttemptStatus, DocumentStatus, PageStatus
 from app.report.cost import COST_ATTRIBUTION, AttemptCost, attempt_costs
 from app.report.inflation import INFLATION_METHOD, estimate_inflation, wall_seconds
 from app.report.pricing import Pricing
@@ -114,6 +114,7 @@ def _token_figures(attempts: list[AttemptRow]) -> dict[str, Any]:
     return {
         "attempts_total": len(attempts),
         "degenerate_attempts": len(degenerate),
+        "invalid_attempts": sum(a.status == AttemptStatus.INVALID for a in attempts),
         "tokens_prompt": sum(a.prompt_tokens or 0 for a in attempts),
         "tokens_generated": sum(a.completion_tokens or 0 for a in attempts),
         "tokens_degenerate": sum(a.completion_tokens or 0 for a in degenerate),

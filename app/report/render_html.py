@@ -105,7 +105,11 @@ def _figures(r: Report) -> str:
             f"{r.tokens_saved_by_abort:,}",
             f"~{usd(r.cost_usd_saved_by_abort_estimate)}",
         ),
-        ("attempts", f"{r.attempts_total}", f"{r.degenerate_attempts} degenerate"),
+        (
+            "attempts",
+            f"{r.attempts_total}",
+            f"{r.degenerate_attempts} degenerate, {r.invalid_attempts} invalid",
+        ),
     ]
     items = "".join(
         f'<div class="figure">{escape(name)}<b>{escape(value)}</b>{escape(sub)}</div>'

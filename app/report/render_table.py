@@ -45,7 +45,11 @@ def _figures(r: Report) -> Table:
             f"{r.pages_total}: {r.pages_succeeded} ok, {r.pages_fallback} by fallback, "
             f"{r.pages_failed} failed",
         ),
-        ("attempts", f"{r.attempts_total} ({r.degenerate_attempts} degenerate)"),
+        (
+            "attempts",
+            f"{r.attempts_total} ({r.degenerate_attempts} degenerate, "
+            f"{r.invalid_attempts} invalid)",
+        ),
         (
             "degenerate pages",
             f"{pct(r.degeneration_rate_first_attempt)} at first attempt, "

@@ -87,6 +87,7 @@ class Report:
     pages_open: int
     attempts_total: int
     degenerate_attempts: int
+    invalid_attempts: int  # answers refused as truncated, unparseable or incomplete
     attempts_unpriced: int
     degeneration_rate_first_attempt: float | None
     degeneration_rate_final: float | None

@@ -41,8 +41,13 @@ GREEDY_LOOP = PlanStep(name="greedy", engine="vlm", endpoint="x", temperature=0.
 
 
 def loop_endpoint(server: VllmEndpoint, **stops: object) -> VlmEndpoint:
+    # max_image_side: the page as it is (the generic profile would enlarge it to 1288 px)
     return VlmEndpoint(
-        base_url=server.base_url, model=SERVED_MODEL_NAME, transport_retry_s=5, **stops
+        base_url=server.base_url,
+        model=SERVED_MODEL_NAME,
+        transport_retry_s=5,
+        max_image_side=560,
+        **stops,
     )
 
 

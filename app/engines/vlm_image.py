@@ -1,0 +1,63 @@
+"""The page image a model gets: rendered at the size its profile asks for, then encoded."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+from PIL import Image
+
+from app.domain import PageInput
+from app.profiles.model import ImageRule
+from app.profiles.sizing import render_dpi, rendered_size, target_size
+
+
+def fit_image(image: Image.Image, max_side: int) -> Image.Image:
+    """The page shrunk so its longest side fits `max_side` (an endpoint's override)."""
+    if max(image.size) <= max_side:
+        return image
+    scale = max_side / max(image.size)
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
+
+
+def sized_image(image: Image.Image, rule: ImageRule) -> Image.Image:
+    """`image` at the rule's size (unchanged when it is there already)."""
+    size = target_size(rule, image.width, image.height)
+    return image if size == image.size else image.resize(size, Image.Resampling.LANCZOS)
+
+
+def model_image(page: PageInput, rule: ImageRule, max_side: int | None = None) -> Image.Image:
+    """The page as the model sees it: rendered again at the rule's DPI where the page can be
+    (a PDF page), else resized from the render at hand; `max_side` overrides the rule."""
+    if max_side is not None:
+        return turned(fit_image(page.image, max_side), page.rotation)
+    image = page.image
+    if page.render_at is not None and page.points is not None:
+        dpi = render_dpi(rule, *page.points)
+        if rendered_size(*page.points, dpi) != image.size:  # else the render at hand is it
+            image = page.render_at(dpi)
+    return turned(sized_image(image, rule), page.rotation)
+
+
+_TURNS = {
+    90: Image.Transpose.ROTATE_90,
+    180: Image.Transpose.ROTATE_180,
+    270: Image.Transpose.ROTATE_270,
+}
+
+
+def turned(image: Image.Image, rotation: int) -> Image.Image:
+    """The image turned as olmOCR turns it for a correction (pipeline.py:114-130)."""
+    return image.transpose(_TURNS[rotation]) if rotation in _TURNS else image
+
+
+def encode_image(image: Image.Image, image_format: str = "png") -> str:
+    """The image as a data URL (PNG, or JPEG where the model's client sends JPEG)."""
+    buffer = io.BytesIO()
+    if image_format == "jpeg":
+        image.convert("RGB").save(buffer, format="JPEG", quality=95)
+    else:
+        image.save(buffer, format="PNG", optimize=False)
+    mime = "image/jpeg" if image_format == "jpeg" else "image/png"
+    return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
