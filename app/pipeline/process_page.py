@@ -32,6 +32,10 @@ from app.textlayer.words import languages_for
 
 log = logging.getLogger(__name__)
 
+_CANCELLED = PageClose(
+    PageStatus.FAILED, failure_category="cancelled", error="the job was cancelled"
+)
+
 
 class PageBusy(FolioError):
     """Another live worker holds the page; try again after its lease."""
@@ -234,10 +238,7 @@ class PageProcessor:
         attempt: Attempt | None = None
         while index is not None:
             if page.should_stop():
-                cancelled = PageClose(
-                    PageStatus.FAILED, failure_category="cancelled", error="the job was cancelled"
-                )
-                return Closing(work, replace(cancelled, rendered=facts))
+                return Closing(work, replace(_CANCELLED, rendered=facts))
             step = plan[index]
             result = self._attempt(page, step)
             if page.rotation:
@@ -255,6 +256,8 @@ class PageProcessor:
                 with self.db.transaction() as conn:
                     page_path.record_attempt(conn, repo.attempt_row(work, *attempt))
                 attempt = None
+        if page.should_stop():  # the cancel stopped the last attempt: not the engine's failure
+            return Closing(work, replace(_CANCELLED, rendered=facts), attempt)
         category, error = _failure(past)
         outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
         return Closing(work, replace(outcome, rendered=facts), attempt)
