@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import io
+import logging
 import random
 import threading
 import time
@@ -32,6 +33,7 @@ from app.engines.vlm_stops import (
     REPETITION_DETECTION,
     EndpointStops,
     choose_stops,
+    loop_stop_params,
     probe_stops,
     send_abort,
     stop_record,
@@ -50,6 +52,7 @@ from app.vllm_plugin.behaviours import LOOP_STOP_ARG
 from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 _SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed")
 _REQUEST_KEYS = ("repetition_penalty", "max_tokens", "repetition_detection", "vllm_xargs")
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
@@ -172,6 +175,8 @@ class VlmEngine:
                 except httpx.TransportError:
                     return self.configured_stops()
                 self._stops = self.configured_stops(found)
+                if found.probe_note and not found.plugin:
+                    logger.warning("endpoint %s: %s", self.endpoint_name, found.probe_note)
         return self._stops
 
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
@@ -279,7 +284,7 @@ class VlmEngine:
             ended_at=datetime.now(UTC),
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries),
+            params=self._params(body, retries) | loop_stop_params(stops),
             prompt_version=self.profile.version,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
