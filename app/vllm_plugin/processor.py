@@ -35,6 +35,7 @@ from app.vllm_plugin.behaviours import (
     behaviours_for,
     combine,
 )
+from app.vllm_plugin.deployment import check_deployment
 from app.vllm_plugin.detokenize import Decoding, IncrementalDetokenizer
 
 if TYPE_CHECKING:
@@ -175,36 +176,6 @@ def device_ids(ids: frozenset[int], device: torch.device) -> torch.Tensor:
     if device.type != "cuda":
         return host
     return host.pin_memory().to(device, non_blocking=True)
-
-
-def named_on_command_line(model_config: Any) -> bool:
-    """Whether `--logits-processors` names this class (the only way vLLM repairs the async
-    placeholders for a processor)."""
-    names = {f"{FolioLogitsProcessor.__module__}:{FolioLogitsProcessor.__qualname__}"}
-    for named in getattr(model_config, "logits_processors", None) or ():
-        if named in names or (isinstance(named, type) and issubclass(named, FolioLogitsProcessor)):
-            return True
-    return False
-
-
-def check_deployment(vllm_config: Any) -> None:
-    """Refuse to start where the plugin would accept requests and stop nothing."""
-    if getattr(vllm_config, "speculative_config", None):
-        raise RuntimeError(
-            "Folio's vLLM plugin cannot run with speculative decoding (vLLM drops or refuses "
-            "logits processors there): serve without it, or uninstall the plugin and rely on "
-            "Folio's client-side stop."
-        )
-    scheduler = getattr(vllm_config, "scheduler_config", None)
-    if getattr(scheduler, "async_scheduling", False) and not named_on_command_line(
-        vllm_config.model_config
-    ):
-        raise RuntimeError(
-            "Folio's vLLM plugin would see only placeholder token ids under async scheduling: "
-            "serve with --logits-processors app.vllm_plugin.processor:FolioLogitsProcessor "
-            "(or --no-async-scheduling), or uninstall the plugin and rely on Folio's "
-            "client-side stop (docs/loop-stop-gpu.md)."
-        )
 
 
 class _RustDecoding:
