@@ -54,7 +54,13 @@ from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 _SAMPLING_KEYS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed")
-_REQUEST_KEYS = ("repetition_penalty", "max_tokens", "repetition_detection", "vllm_xargs")
+_REQUEST_KEYS = (
+    "repetition_penalty",
+    "max_tokens",
+    "repetition_detection",
+    "vllm_xargs",
+    "stream_interval",
+)
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
 _DRAIN_TOKENS = 64
 _DRAIN_S = 10.0
@@ -145,7 +151,11 @@ class VlmEngine:
         body |= {k: v for k in _SAMPLING_KEYS if (v := getattr(step, k)) is not None}
         if step.repetition_penalty is not None:
             body["repetition_penalty"] = step.repetition_penalty
-        if stops.is_vllm:  # a token count on every chunk: tokens at the verdict, exactly
+        if self.endpoint.stream_interval:
+            body["stream_interval"] = self.endpoint.stream_interval
+        # A token count on every chunk: tokens at the verdict, exactly (and chunks are not
+        # tokens once stream_interval merges them).
+        if stops.is_vllm or self.endpoint.stream_interval:
             body["stream_options"]["continuous_usage_stats"] = True
         if stops.repetition_detection:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
