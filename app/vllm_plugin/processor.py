@@ -37,6 +37,7 @@ from app.vllm_plugin.behaviours import (
 )
 from app.vllm_plugin.deployment import check_deployment
 from app.vllm_plugin.detokenize import Decoding, IncrementalDetokenizer
+from app.vllm_plugin.logits import ban, force_eos
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -107,12 +108,9 @@ class FolioLogitsProcessor(LogitsProcessor):
         for index, request in self._requests.items():
             action = request.action
             if action.end:
-                row, eos = logits[index], request.eos_token_id
-                row.fill_(float("-inf"))
-                row[eos : eos + 1].fill_(0.0)
+                force_eos(logits, index, request.eos_token_id)
             elif action.banned:
-                ids = device_ids(action.banned, logits.device)
-                logits[index].index_fill_(0, ids, float("-inf"))
+                ban(logits, index, action.banned)
         return logits
 
     def _apply_batch_update(self, update: BatchUpdate) -> None:
@@ -167,15 +165,6 @@ class FolioLogitsProcessor(LogitsProcessor):
             backend = getattr(tokenizer, "backend_tokenizer", None)
             self._tokenizer = _RustDecoding(backend) if backend is not None else tokenizer
         return self._tokenizer
-
-
-def device_ids(ids: frozenset[int], device: torch.device) -> torch.Tensor:
-    """Token ids as an index tensor on `device`, copied without a sync: a fresh pinned host
-    tensor (the caching host allocator will not reuse it before the copy has run)."""
-    host = torch.tensor(sorted(ids), dtype=torch.long)
-    if device.type != "cuda":
-        return host
-    return host.pin_memory().to(device, non_blocking=True)
 
 
 class _RustDecoding:
