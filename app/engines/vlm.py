@@ -29,6 +29,7 @@ from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.prompts import PROFILES, PromptProfile
 from app.engines.sse import sse_chunks, sse_lines
+from app.engines.sse_http import SseResponse, post_sse
 from app.engines.vlm_stops import (
     REPETITION_DETECTION,
     EndpointStops,
@@ -119,13 +120,12 @@ class VlmEngine:
         self.profile: PromptProfile = PROFILES[endpoint.prompt]
         self.detector_factory = detector_factory
         self._io = _LoopThread()
-        self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Semaphore | None = None
         self._stops: EndpointStops | None = None
         self._stops_lock: asyncio.Lock | None = None
-        # Probes and abort calls go on their own kept-alive connections: the streams hold
-        # the main pool's, and an abort that must open a new connection to a busy server
-        # landed 260-410 tokens late here (on a warm one: 0-13).
+        # Streams each open their own connection (sse_http); probes and abort calls go on
+        # kept-alive ones: an abort that must open a new connection to a busy server landed
+        # 260-410 tokens late here (on a warm one: 0-13).
         self._control: httpx.AsyncClient | None = None
 
     def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
@@ -190,7 +190,7 @@ class VlmEngine:
         return self._stops
 
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
-        client, slots = self._ensure_client()
+        slots = self._ensure_client()
         stops = await self._ensure_stops()
         # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
         # waits behind it (one loop thread serves them all).
@@ -200,7 +200,7 @@ class VlmEngine:
         async with slots:
             while True:
                 try:
-                    outcome = await self._stream(client, body, stops)
+                    outcome = await self._stream(body, stops)
                     break
                 except TransportError as exc:
                     retries += 1
@@ -211,41 +211,35 @@ class VlmEngine:
                     )
         return self._result(body, outcome, retries, stops)
 
-    def _ensure_client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
-        if self._client is None or self._slots is None:
-            headers = (
-                {"Authorization": f"Bearer {self.endpoint.api_key}"}
-                if self.endpoint.api_key
-                else {}
-            )
-            limits = httpx.Limits(max_connections=self.endpoint.max_concurrency)
-            timeout = httpx.Timeout(self.endpoint.request_timeout_s, connect=10.0)
-            self._client = httpx.AsyncClient(headers=headers, limits=limits, timeout=timeout)
-            self._control = httpx.AsyncClient(
-                headers=headers, timeout=httpx.Timeout(30.0, connect=10.0)
-            )
+    def _ensure_client(self) -> asyncio.Semaphore:
+        if self._control is None or self._slots is None:
+            timeout = httpx.Timeout(30.0, connect=10.0)
+            self._control = httpx.AsyncClient(headers=self._headers(), timeout=timeout)
             self._slots = asyncio.Semaphore(self.endpoint.max_concurrency)
-        return self._client, self._slots
+        return self._slots
 
-    async def _stream(
-        self, client: httpx.AsyncClient, body: dict[str, Any], stops: EndpointStops
-    ) -> StreamOutcome:
+    def _headers(self) -> dict[str, str]:
+        key = self.endpoint.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _stream(self, body: dict[str, Any], stops: EndpointStops) -> StreamOutcome:
         outcome = StreamOutcome()
         detector = self.detector_factory()
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
+        timeout = self.endpoint.request_timeout_s
         sent = time.perf_counter()
+        response = await post_sse(url, body, self._headers(), 10.0, timeout)
         try:
-            async with client.stream("POST", url, json=body) as response:
-                await _raise_for_status(response)
-                lines = sse_lines(response.aiter_text())
-                async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
-                    async for chunk in chunks:
-                        if absorb_chunk(chunk, outcome, detector, sent):
-                            outcome.aborted = True
-                            await self._stop_loop(outcome, stops, chunks)
-                            break  # leaving the blocks closes the connection: vLLM aborts
-        except (httpx.TransportError, httpx.TimeoutException) as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+            await _raise_for_status(response, timeout)
+            lines = sse_lines(response.texts(timeout))
+            async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
+                async for chunk in chunks:
+                    if absorb_chunk(chunk, outcome, detector, sent):
+                        outcome.aborted = True
+                        await self._stop_loop(outcome, stops, chunks)
+                        break
+        finally:
+            await response.close()  # at a verdict: vLLM sees the client leave and aborts
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
         return outcome
@@ -349,15 +343,14 @@ class VlmEngine:
         )
 
     def close(self) -> None:
-        for client in (self._client, self._control):
-            if client is not None:
-                self._io.run(client.aclose())
+        if self._control is not None:
+            self._io.run(self._control.aclose())
         self._io.stop()
 
 
-async def _raise_for_status(response: httpx.Response) -> None:
-    if response.status_code >= 500:
-        raise TransportError(f"server error {response.status_code}")
-    if response.status_code >= 400:
-        detail = (await response.aread()).decode("utf-8", "replace")[:500]
-        raise EngineError(f"request refused ({response.status_code}): {detail}")
+async def _raise_for_status(response: SseResponse, timeout: float) -> None:
+    if response.status >= 500:
+        raise TransportError(f"server error {response.status}")
+    if response.status >= 400:
+        detail = (await response.read_text(timeout))[:500]
+        raise EngineError(f"request refused ({response.status}): {detail}")

@@ -99,7 +99,9 @@ def client_arms(args: argparse.Namespace, tokenizer: Any) -> dict[str, Any]:
     scripts = replay_scripts(tokenizer, args.loop_every)
     arms: dict[str, Any] = {}
     for interval in args.intervals:
-        arm = client_load.run_arm(scripts, args.streams, args.pages, args.step_ms, interval)
+        arm = client_load.run_arm_in_process(
+            scripts, args.streams, args.pages, args.step_ms, interval
+        )
         cores = GPU_TOKENS_PER_S * arm["client_cpu_us_per_token"] / 1e6
         arm["cores_for_one_gpu"] = round(cores, 2)
         arm["worker_processes_for_one_gpu"] = math.ceil(cores / CORE_BUDGET)

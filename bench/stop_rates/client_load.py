@@ -122,3 +122,39 @@ def summarise(
             "per_loop": after,
         },
     }
+
+
+def run_arm_in_process(
+    scripts: list[Script], streams: int, pages: int, step_ms: float, interval: int | None
+) -> dict[str, Any]:
+    """`run_arm` in a fresh worker process, as a worker starts: arms run one after another
+    in one process inherited each other's threads and heap (the second arm's first loops
+    were stopped 60-120 tokens late, whichever arm came second)."""
+    arguments = {
+        "scripts": [s.as_json() for s in scripts],
+        "streams": streams,
+        "pages": pages,
+        "step_ms": step_ms,
+        "interval": interval,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.stop_rates.client_load"],
+        input=json.dumps(arguments),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+        timeout=1800,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    arguments = json.load(sys.stdin)
+    scripts = [Script("", s["pieces"], s["verdict"]) for s in arguments.pop("scripts")]
+    print(json.dumps(run_arm(scripts, **arguments)))
+
+
+if __name__ == "__main__":
+    main()
