@@ -202,9 +202,11 @@ class VllmServer:
         env.pop("VIRTUAL_ENV", None)  # the project venv's, not the server's
         # This checkout's plugin, whichever checkout the venv's editable install follows
         # (it reaches the engine processes too: the liveness probe's behaviour proves it).
-        env["PYTHONPATH"] = str(REPO_ROOT)
         env.update(SERVER_ENV)
         env.update(self.env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, (self.env.get("PYTHONPATH"), str(REPO_ROOT)))
+        )
         return env
 
     # --- lifecycle -------------------------------------------------------------------
