@@ -3,14 +3,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 VLLM_VENV ?= $(or $(FOLIO_VLLM_VENV),$(HOME)/.cache/folio/vllm-venv)
 
-.PHONY: install train-env vllm-env lint test bench
+.PHONY: install train-env vllm-env lint test bench docs docs-reference docs-pictures docs-screenshots
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,docs]'
 	touch $@
 
 # The `folio[train]` extra (torch, TRL, PEFT) for `folio train-dpo` and its tests; the
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 train-env: $(VENV)/.train-installed
 
 $(VENV)/.train-installed: $(VENV)/.installed
-	$(PY) -m pip install -q -e '.[dev,train]'
+	$(PY) -m pip install -q -e '.[dev,docs,train]'
 	$(PY) tests/vllm_cpu/patch_torchvision.py
 	touch $@
 
@@ -27,9 +27,27 @@ vllm-env:
 	$(VLLM_VENV)/bin/python tests/vllm_cpu/build_tiny_model.py
 
 lint: install
-	$(VENV)/bin/ruff check app workers tests bench migrations
-	$(VENV)/bin/ruff format --check app workers tests bench migrations
+	$(VENV)/bin/ruff check app workers tests bench migrations docsgen
+	$(VENV)/bin/ruff format --check app workers tests bench migrations docsgen
 	$(VENV)/bin/mypy
+
+# The documentation site: the generated references must match the code (CLI, settings, API),
+# then a strict build (a broken link, anchor or missing page fails). Output in site/.
+docs: install
+	$(PY) -m docsgen check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# After adding a command, an option, a setting or a route: rewrite the generated references.
+docs-reference: install
+	$(PY) -m docsgen write
+
+# The pictures (SVG) from committed runs; the detector's needs `python -m bench detector` first.
+docs-pictures: install
+	$(PY) -m docsgen pictures
+
+# The HTML report's screenshots, taken in headless Chromium (apt-get install -y chromium).
+docs-screenshots: install
+	$(PY) -m docsgen screenshots
 
 test: install train-env vllm-env
 	$(PY) -m pytest

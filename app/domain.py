@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from PIL import Image
+
+from app.positions.model import PageGeometry
 
 
 class PageStatus(StrEnum):
@@ -23,6 +27,34 @@ class PageStatus(StrEnum):
 
 TERMINAL_PAGE_STATUSES = tuple(s.value for s in PageStatus if s.terminal)
 OPEN_PAGE_STATUSES = tuple(s.value for s in PageStatus if not s.terminal)
+
+
+class Outcome(StrEnum):
+    """What a client does with a page: use it (ok, fallback), or look at why it has no text."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    OK = "ok"  # the plan's first attempt answered
+    FALLBACK = "fallback"  # a later step answered (often after a loop)
+    DEGENERATE = "degenerate"  # no answer: every attempt that ran looped or was cut off
+    FAILED = "failed"  # no answer for another reason (failure_category says which)
+
+
+# Failures that may not come again on a new try: the page itself is not the cause.
+RETRYABLE_CATEGORIES = frozenset({"transport", "internal", "busy", "cancelled", "broker"})
+
+
+def page_outcome(status: str, failure_category: str | None) -> tuple[Outcome, bool | None]:
+    """A page's outcome and, for a page without text, whether trying it again may help."""
+    if status in (PageStatus.PENDING, PageStatus.RUNNING):
+        return Outcome(status), None
+    if status == PageStatus.SUCCEEDED:
+        return Outcome.OK, None
+    if status == PageStatus.FALLBACK:
+        return Outcome.FALLBACK, None
+    if failure_category == "degenerate":
+        return Outcome.DEGENERATE, False
+    return Outcome.FAILED, failure_category in RETRYABLE_CATEGORIES
 
 
 class DocumentStatus(StrEnum):
@@ -67,6 +99,11 @@ class PageInput:
     text_layer_usable: bool
     text_layer_markdown: str | None = None  # the layer as structured Markdown
     text_layer_rejection: str | None = None  # why the gate refused the layer ("garbled")
+    # Whether the page's job was cancelled: a streaming engine asks at each chunk and stops
+    # its request the way it stops a loop.
+    should_stop: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
+    geometry: PageGeometry | None = None  # the page's size in points and pixels
+    text_layer_words: tuple[tuple[float, float, float, float, str, int], ...] = ()
 
     @property
     def size(self) -> tuple[int, int]:
@@ -111,6 +148,8 @@ class EngineResult:
     stop_mechanism: str | None = None
     tokens_after_verdict: int | None = None
     tokens_after_verdict_note: str | None = None
+    # Word and line boxes (`app.positions`), where the engine gives them.
+    positions: dict[str, Any] | None = None
 
     @property
     def duration_s(self) -> float:

@@ -50,6 +50,12 @@ class TrainInputError(FolioError):
     category = "train-input"
 
 
+class TrainMemoryError(TrainInputError):
+    """A training run that would not fit the device's free memory, even at one pair a step."""
+
+    category = "train-memory"
+
+
 class MissingExtraError(FolioError):
     """An optional part of Folio was asked for but its extra is not installed."""
 

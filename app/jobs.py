@@ -19,6 +19,7 @@ from app.engines.registry import EngineSet
 from app.errors import ConfigError
 from app.metrics import FolioMetrics
 from app.pdf.render import DocumentLimits
+from app.pipeline.cancel import CancelWatch
 from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest, sha256_of
 from app.pipeline.local import PageCallback, run_pages
 from app.pipeline.process_page import PageProcessor
@@ -160,6 +161,7 @@ def run_job_locally(
     page_ids: Sequence[int],
     on_page: PageCallback | None = None,
     metrics: FolioMetrics | None = None,
+    cancels: CancelWatch | None = None,
 ) -> None:
     """Process the job's pages in this process, then settle documents and the job."""
     if settings.concurrency < 1:
@@ -170,7 +172,7 @@ def run_job_locally(
     engines = EngineSet(settings)
     sampler = sampler_from_settings(settings, db, worker_id())
     processor = PageProcessor(
-        settings, db, engines, owner=worker_id(), metrics=metrics, sampler=sampler
+        settings, db, engines, owner=worker_id(), metrics=metrics, sampler=sampler, cancels=cancels
     )
     try:
         run_pages(processor, page_ids, settings.page_concurrency(plan_name), on_page)
@@ -198,3 +200,27 @@ def settle_job(db: Database, job_id: str) -> bool:
             return False
         repo.set_job_status(session, job_id, JobStatus.DONE)
         return True
+
+
+def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> None:
+    """Fail every page of the job that is not terminal yet, then settle the job."""
+    with db.session() as session:
+        for page_id in repo.open_pages(session, job_id):
+            repo.finish_page(
+                session, page_id, PageStatus.FAILED, failure_category=category, error=reason
+            )
+    settle_job(db, job_id)
+
+
+def cancel_job(db: Database, job_id: str) -> bool:
+    """Cancel the job: its open pages fail as `cancelled`; the processes running its pages
+    stop their requests at their next cancel check. False when it had ended already."""
+    with db.session() as session:
+        status = session.scalar(select(Job.status).where(Job.id == job_id))
+        if status is None:
+            raise KeyError(f"no job {job_id!r}")
+        if status in (JobStatus.DONE, JobStatus.CANCELLED):
+            return False
+        repo.set_job_status(session, job_id, JobStatus.CANCELLED)
+    close_open_pages(db, job_id, "cancelled", "the job was cancelled")
+    return True

@@ -24,12 +24,16 @@ class PastAttempt:
     step_index: int
     status: AttemptStatus
     completion_tokens: int = 0
+    loop: tuple[str, int] | None = None  # a degenerate attempt's verdict: (kind, period)
 
 
 @dataclass(frozen=True)
 class Limits:
     max_attempts: int
     token_budget: int
+    # VLM attempts on a page that may repeat a loop already seen on it (same verdict kind and
+    # period); once reached, only the steps that cannot loop (text layer, Tesseract) are left.
+    repeated_loops: int | None = None
 
 
 def is_accepted(step: PlanStep, status: AttemptStatus) -> bool:
@@ -54,11 +58,25 @@ def next_step(
     dead = {
         plan[a.step_index].endpoint for a in history if a.status is AttemptStatus.TRANSPORT_ERROR
     }
+    if limits.repeated_loops is not None and repeated_loops(history) >= limits.repeated_loops:
+        dead |= set(page.endpoints)  # the loop would come again: no more VLM attempts
     start = history[-1].step_index + 1 if history else 0
     for index in range(start, len(plan)):
         if _applicable(plan[index], page, dead, budget_left=limits.token_budget - spent):
             return index
     return None
+
+
+def repeated_loops(history: Sequence[PastAttempt]) -> int:
+    """Attempts whose loop verdict (kind and period) an earlier attempt on the page had."""
+    seen: set[tuple[str, int]] = set()
+    repeats = 0
+    for attempt in history:
+        if attempt.loop is None:
+            continue
+        repeats += attempt.loop in seen
+        seen.add(attempt.loop)
+    return repeats
 
 
 def _applicable(step: PlanStep, page: PageFacts, dead: set[str | None], budget_left: int) -> bool:

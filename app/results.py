@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, selectinload
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job
-from app.domain import DocumentStatus, PageStatus
+from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
 from app.textlayer.plain import plain_text
 
 
@@ -31,6 +31,9 @@ class PageResult:
     engine_seconds: float
     render_seconds: float | None
     plain_text: str | None = None  # `text` (Markdown) without its markup
+    outcome: str | None = None  # ok, fallback, degenerate, failed (see domain.page_outcome)
+    retryable: bool | None = None  # for a page without text: whether a new try may help
+    positions: dict[str, Any] | None = None  # word and line boxes, where the engine gives them
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ def load_results(db: Database, job_id: str) -> JobResults:
         }
         job_ids = {job_id} | {e.job_id for e in earlier.values()}
         totals = _attempt_totals(session, job_ids)
-        docs = [_document_result(d, earlier.get(d.id), totals) for d in documents]
+        positions = _answer_positions(session, job_ids)
+        docs = [_document_result(d, earlier.get(d.id), totals, positions) for d in documents]
         return JobResults(job.id, job.status, job.plan_name, job.source, docs)
 
 
@@ -117,8 +121,22 @@ def _attempt_totals(session: Session, job_ids: set[str]) -> dict[int, tuple[int,
     return {page_id: (count, total or 0.0) for page_id, count, total in per_page}
 
 
+def _answer_positions(session: Session, job_ids: set[str]) -> dict[int, dict[str, Any]]:
+    """The word and line boxes of each page's answer, where its engine gave them."""
+    rows = session.execute(
+        select(Attempt.page_id, Attempt.positions)
+        .where(Attempt.job_id.in_(job_ids), Attempt.positions.is_not(None))
+        .where(Attempt.status.in_([AttemptStatus.OK, AttemptStatus.EMPTY]))
+        .order_by(Attempt.id)
+    )
+    return {page_id: positions for page_id, positions in rows if positions}
+
+
 def _document_result(
-    document: Document, earlier: Document | None, totals: dict[int, tuple[int, float]]
+    document: Document,
+    earlier: Document | None,
+    totals: dict[int, tuple[int, float]],
+    positions: dict[int, dict[str, Any]] | None = None,
 ) -> DocumentResult:
     pages = [
         PageResult(
@@ -133,6 +151,9 @@ def _document_result(
             engine_seconds=round(totals.get(p.id, (0, 0.0))[1], 4),
             render_seconds=p.render_s,
             plain_text=None if p.text is None else plain_text(p.text),
+            outcome=page_outcome(p.status, p.failure_category)[0].value,
+            retryable=page_outcome(p.status, p.failure_category)[1],
+            positions=(positions or {}).get(p.id) if p.final_engine else None,
         )
         for p in (earlier or document).pages
     ]
@@ -222,7 +243,13 @@ def _document_summary(document: DocumentResult) -> dict[str, Any]:
         "error": document.error,
         "done_in_job": document.done_in_job,
         "failed_pages": [
-            {"page": p.number, "category": p.failure_category, "error": p.error}
+            {
+                "page": p.number,
+                "outcome": p.outcome,
+                "category": p.failure_category,
+                "retryable": p.retryable,
+                "error": p.error,
+            }
             for p in document.pages
             if p.status == PageStatus.FAILED
         ],

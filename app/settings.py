@@ -132,6 +132,26 @@ class VlmEndpoint(_Strict):
     usd_per_m_output: float | None = Field(default=None, description="Price per 1M output tokens.")
 
 
+class WebhookSettings(_Strict):
+    """Job callbacks: where they may go, how long they are retried."""
+
+    allow_private: bool = Field(
+        default=False,
+        description="Deliver to loopback, private, link-local and other non-global addresses "
+        "(off: a key could make the server call its own or its network's admin routes).",
+    )
+    timeout_s: float = Field(default=10.0, gt=0, description="Seconds one delivery may take.")
+    first_retry_s: float = Field(
+        default=10.0, gt=0, description="Wait before the first retry; doubles each time, up to 1 h."
+    )
+    retry_for_h: float = Field(
+        default=24.0, gt=0, description="Hours a delivery is retried before it is given up."
+    )
+    poll_s: float = Field(
+        default=1.0, gt=0, description="Seconds between a dispatcher's looks for due deliveries."
+    )
+
+
 def metrics_url_of(endpoint: VlmEndpoint) -> str | None:
     """Where the endpoint's server publishes its counters, or None when switched off."""
     if endpoint.metrics_url == "off":
@@ -244,6 +264,13 @@ class Settings(BaseSettings):
     max_file_mb: float = Field(default=512.0, description="Larger PDFs fail with a reason.")
     max_pages_per_document: int = Field(default=5000, description="Longer PDFs fail with a reason.")
     max_attempts_per_page: int = Field(default=8, description="Hard cap on attempts for one page.")
+    repeat_loop_cap: int | None = Field(
+        default=1,
+        ge=0,
+        description="VLM attempts on a page that may repeat a loop already seen on it (same "
+        "verdict kind and period) before its remaining VLM steps are skipped for the steps "
+        "that cannot loop (text layer, Tesseract); unset: no cap. A job may set its own.",
+    )
     page_token_budget: int = Field(
         default=32_000, description="Completion tokens one page may spend across its attempts."
     )
@@ -338,6 +365,21 @@ class Settings(BaseSettings):
     )
     db_retry_max_delay_s: float = Field(
         default=30.0, description="Longest wait between retries while the database is down."
+    )
+
+    events_poll_s: float = Field(
+        default=0.5,
+        gt=0,
+        description="Seconds between the database reads behind `?wait=` and the event stream.",
+    )
+    cancel_check_s: float = Field(
+        default=0.5,
+        gt=0,
+        description="Seconds between a worker's checks for cancelled jobs among the pages it "
+        "runs (their VLM requests are stopped at the next streamed chunk).",
+    )
+    webhooks: WebhookSettings = Field(
+        default_factory=WebhookSettings, description="Job callbacks (see docs/integrations.md)."
     )
 
     @field_validator("data_dir", "upload_dir")

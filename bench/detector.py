@@ -27,6 +27,7 @@ from app.degeneration import LoopDetector, score_output
 from app.degeneration.offline import run_online_detector
 from bench import environment
 from bench.detector_baseline import DEFAULT_REF, BaselineUnavailable, load_baseline
+from bench.detector_heldout import evaluate_heldout, family_table, heldout_table, load_samples
 from bench.detector_shapes import evaluate_healthy, evaluate_shapes, healthy_table, shape_table
 from bench.detector_short_loops import evaluate_short_loops, short_loop_table
 from bench.devset_sources import healthy_texts, loop_prefixes
@@ -35,6 +36,8 @@ from bench.mixed_text import WORDS, chunks, mixed_text, prose
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "detector.json"
+# The detector before issue 32 (per-family rules), judged held out beside the current one.
+HELDOUT_REF = "cf3ba48c1b29fe15f022e20a23155e2a10e712c4"
 METHODS = ("online", "crep", "combined")
 
 
@@ -147,6 +150,16 @@ def _unit(rng: random.Random, period: int) -> str:
 
 
 def print_report(console: Console, report: dict[str, Any]) -> None:
+    heldout = report.get("heldout")
+    if heldout is not None:
+        console.print(heldout_table(heldout, report.get("heldout_baseline")))
+        console.print(family_table(heldout))
+        console.print(f"Missed held out: {', '.join(heldout['missed_held_out']) or 'none'}")
+        console.print(
+            f"False positives held out: {', '.join(heldout['false_positives_held_out']) or 'none'}"
+        )
+    if report.get("heldout_only"):
+        return
     corpus = report.get("corpus")
     if corpus is None:
         console.print(f"[yellow]Corpus skipped[/]: {report['corpus_skipped']}")
@@ -168,7 +181,8 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
     old = speed.get("baseline")
     if old:
         console.print(
-            f"[bold]Before issue 13[/]: {old['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
+            f"[bold]Baseline {report.get('baseline_ref', '')[:12]}[/]: "
+            f"{old['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
             f"({old['verdicts']} verdicts); new / before = {speed['new_over_baseline_cpu']}"
         )
     latency = Table(title="Latency on synthetic loops (16-char chunks)")
@@ -240,7 +254,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--per-shape", type=int, default=24, help="dev-set samples per shape")
     parser.add_argument("--baseline-ref", default=DEFAULT_REF, help="git revision to compare")
     parser.add_argument("--quick", action="store_true", help="1 MB, 4 samples per shape")
+    parser.add_argument(
+        "--heldout-ref", default=HELDOUT_REF, help="git revision judged held out beside"
+    )
+    parser.add_argument(
+        "--heldout-only", action="store_true", help="only the held-out real-data table"
+    )
     args = parser.parse_args(argv)
+    if args.heldout_only:
+        return _heldout_only(args.heldout_ref)
     size_mb = 1.0 if args.quick else args.size_mb
     per_shape = 4 if args.quick else args.per_shape
     report: dict[str, Any] = {"machine": machine_info()}
@@ -252,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     shared = shared_dir()
     corpus_file = shared / "corpus" / "degeneration_dev.jsonl"
     if corpus_file.is_file():
+        report.update(evaluate_real(shared, args.heldout_ref))
         report["corpus"] = evaluate_corpus(corpus_file)
         report["devset"] = evaluate_devset(shared, per_shape, baseline)
         report["short_loops"] = evaluate_short_loops(app.degeneration, baseline)
@@ -259,12 +282,41 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report["corpus_skipped"] = f"{corpus_file} not found"
     report["speed"] = compare_speed(int(size_mb * 1_000_000), args.chunk, baseline)
     report["latency"] = measure_latency()
+    return _print_and_save(report, RESULTS)
+
+
+def evaluate_real(shared: Path, ref: str) -> dict[str, Any]:
+    """Leave-one-source-out on the real samples, this detector and the one at `ref`."""
+    samples = load_samples(shared / "corpus")
+    report: dict[str, Any] = {"heldout": evaluate_heldout(app.degeneration, samples)}
+    try:
+        before = load_baseline(REPO, ref)
+    except BaselineUnavailable as exc:
+        report["heldout_baseline_skipped"] = str(exc)
+    else:
+        report["heldout_baseline"] = evaluate_heldout(before, samples)
+        report["heldout_baseline_ref"] = ref
+    return report
+
+
+def _heldout_only(ref: str) -> dict[str, Any]:
+    report: dict[str, Any] = {"machine": machine_info(), "heldout_only": True}
+    corpus = shared_dir() / "corpus"
+    if not (corpus / "degeneration_dev.jsonl").is_file():
+        report["corpus_skipped"] = f"{corpus} has no degeneration_dev.jsonl"
+        Console().print(f"[yellow]Skipped[/]: {report['corpus_skipped']}")
+        return report
+    report.update(evaluate_real(shared_dir(), ref))
+    return _print_and_save(report, RESULTS.with_name("detector_heldout.json"))
+
+
+def _print_and_save(report: dict[str, Any], path: Path) -> dict[str, Any]:
     console = Console()
     console.print(f"[bold]Machine[/]: {environment.describe(report['machine'])}")
     print_report(console, report)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    console.print(f"Results written to {RESULTS.relative_to(REPO)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    console.print(f"Results written to {path.relative_to(REPO)}")
     return report
 
 

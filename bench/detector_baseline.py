@@ -21,22 +21,28 @@ class BaselineUnavailable(RuntimeError):
 
 
 def load_baseline(repo: Path, ref: str = DEFAULT_REF) -> ModuleType:
-    """The `app.degeneration` package of `ref`, importable as `folio_baseline_degeneration`."""
+    """The `app.degeneration` package of `ref`, importable as `folio_baseline_degeneration`
+    (with the ref's first 12 characters appended for any other ref, so two can coexist)."""
     names = _git(repo, "ls-tree", "--name-only", f"{ref}:app/degeneration").split()
     if not names:
         raise BaselineUnavailable(f"no app/degeneration at {ref}")
     root = Path(tempfile.mkdtemp(prefix="folio-baseline-"))
-    package = root / _PACKAGE
+    module = _PACKAGE if ref == DEFAULT_REF else f"{_PACKAGE}_{_suffix(ref)}"
+    package = root / module
     package.mkdir()
     for name in names:
         if name.endswith(".py"):
             source = _git(repo, "show", f"{ref}:app/degeneration/{name}")
-            (package / name).write_text(source.replace("app.degeneration", _PACKAGE))
+            (package / name).write_text(source.replace("app.degeneration", module))
     sys.path.insert(0, str(root))
     try:
-        return importlib.import_module(_PACKAGE)
+        return importlib.import_module(module)
     finally:
         sys.path.remove(str(root))
+
+
+def _suffix(ref: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in ref[:12])
 
 
 def _git(repo: Path, *args: str) -> str:

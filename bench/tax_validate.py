@@ -7,7 +7,7 @@ The wall-clock is the weak part on a small machine, so these runs measure it mor
 than the plain bench: B runs again after every few arms (`--floor-every`) and each arm is
 compared with the B runs just before and after it; the spread of B's own walls is printed as
 the noise floor. The shape sweep is left out (it checks stops, not the estimate). Prints the
-error table in the README's column format, a per-arm summary, and writes
+error table in docs/benchmarks.md's column format, a per-arm summary, and writes
 `bench/results/tax_validation.json`.
 """
 

@@ -1,4 +1,4 @@
-"""The validation's figures as rows and markdown tables (the README's column format)."""
+"""The validation's figures as rows and markdown tables (docs/benchmarks.md's columns)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain import AttemptStatus as S
-from app.plan import Limits, PageFacts, PastAttempt, next_step
+from app.plan import Limits, PageFacts, PastAttempt, next_step, repeated_loops
 from app.settings import Settings
 
 PLAN = Settings().plan("vlm")  # greedy, penalized, fallback-model, textlayer, tesseract
@@ -16,6 +16,14 @@ LIMITS = Limits(max_attempts=8, token_budget=10_000)
 
 def past(*items: tuple[int, S, int]) -> list[PastAttempt]:
     return [PastAttempt(i, s, t) for i, s, t in items]
+
+
+CAP1 = Limits(max_attempts=8, token_budget=10_000, repeated_loops=1)
+
+
+def loops(*verdicts: tuple[str, int]) -> list[PastAttempt]:
+    """Degenerate attempts at the plan's first steps, with these (kind, period) verdicts."""
+    return [PastAttempt(i, S.DEGENERATE, 100, loop=v) for i, v in enumerate(verdicts)]
 
 
 CASES = [
@@ -34,6 +42,14 @@ CASES = [
     (past((0, S.DEGENERATE, 1), (4, S.ERROR, 0)), False, BOTH, LIMITS, None),
     (past((0, S.DEGENERATE, 1)), False, BOTH, Limits(1, 10_000), None),
     ([], False, frozenset(), LIMITS, 4),
+    # The repeated-loop cap: the second attempt repeats the first one's loop.
+    (loops(("rep", 7), ("rep", 7)), False, BOTH, CAP1, 4),
+    (loops(("rep", 7), ("rep", 7)), True, BOTH, CAP1, 3),
+    (loops(("rep", 7), ("rep", 9)), False, BOTH, CAP1, 2),
+    (loops(("rep", 7), ("line", 7)), False, BOTH, CAP1, 2),
+    (loops(("rep", 7), ("rep", 7)), False, BOTH, Limits(8, 10_000, repeated_loops=2), 2),
+    (loops(("rep", 7), ("rep", 7)), False, BOTH, LIMITS, 2),
+    (loops(("rep", 7)), False, BOTH, Limits(8, 10_000, repeated_loops=0), 4),
 ]
 
 
@@ -50,3 +66,9 @@ def test_auto_plan_prefers_a_usable_text_layer() -> None:
     )
     index = next_step(plan, [], PageFacts(False, frozenset()), LIMITS)
     assert index is not None and plan[index].engine == "tesseract"
+
+
+def test_repeated_loops_counts_only_repeats() -> None:
+    history = loops(("rep", 7), ("rep", 9), ("rep", 7), ("rep", 7)) + past((3, S.OK, 5))
+    assert repeated_loops(history) == 2
+    assert repeated_loops(loops(("rep", 7), ("line", 7))) == 0

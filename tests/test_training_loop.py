@@ -133,7 +133,7 @@ def test_export_train_serve_and_compare(vllm_endpoint: VllmEndpoint, tmp_path: P
     print("loss", [round(r["loss"], 4) for r in card["curves"][:: len(card["curves"]) // 4 or 1]])
     evaluation = json.loads((tmp_path / "eval" / "eval.json").read_text())
     arms = {arm["label"]: arm for arm in evaluation["arms"]}
-    for arm in evaluation["arms"]:  # the demo's figures, for the README
+    for arm in evaluation["arms"]:  # the demo's figures, for docs/training.md
         keys = ("label", "attempts", "degeneration_rate_first_attempt", "degeneration_rate_final")
         keys += ("pages_recovered", "recovered_by", "tokens_per_page", "engine_seconds_per_page")
         steps = [

@@ -75,3 +75,56 @@ def running_head_pdf(header: str, bodies: list[str]) -> bytes:
         page.insert_text((72, 110), wrapped, fontsize=11, fontname="helv")
         page.insert_text((290, 760), f"Page {number}", fontsize=9, fontname="helv")
     return bytes(doc.tobytes(garbage=3, deflate=True))
+
+
+def _cmap(mapping: dict[int, str]) -> bytes:
+    """A ToUnicode CMap for one-byte codes: each code in `mapping` reads as its string."""
+    entries = [
+        f"<{code:02X}> <{''.join(f'{ord(ch):04X}' for ch in text)}>"
+        for code, text in sorted(mapping.items())
+    ]
+    blocks = [
+        f"{len(chunk)} beginbfchar\n" + "\n".join(chunk) + "\nendbfchar"
+        for chunk in (entries[i : i + 100] for i in range(0, len(entries), 100))
+    ]
+    return (
+        "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n"
+        "/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n"
+        "/CMapName /Folio-Broken-UCS def\n/CMapType 2 def\n"
+        "1 begincodespacerange\n<00> <FF>\nendcodespacerange\n"
+        + "\n".join(blocks)
+        + "\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n"
+    ).encode("ascii")
+
+
+def broken_font_pdf(text: str, changes: dict[str, str]) -> bytes:
+    """One page of `text` drawn right, whose font's ToUnicode map reads each character in
+    `changes` as its replacement ("" drops it, " " leaves a gap, "f " splits after it)."""
+    mapping = {code: changes.get(chr(code), chr(code)) for code in range(0x20, 0x7F)}
+    doc = pymupdf.open()
+    page = _text_page(doc, text)
+    cmap = doc.get_new_xref()
+    doc.update_object(cmap, "<<>>")
+    doc.update_stream(cmap, _cmap(mapping))
+    for font in page.get_fonts():
+        doc.xref_set_key(font[0], "ToUnicode", f"{cmap} 0 R")
+    return bytes(doc.tobytes(garbage=3, deflate=True))
+
+
+def borderless_pdf(rows: list[list[str]], intro: str, x_columns: list[float]) -> bytes:
+    """A paragraph, then `rows` set in columns starting at `x_columns`, with no rulings: each
+    row its own text block, as layout programs write them. A row of one cell under a column
+    other than the first is a value that wrapped."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 72, 540, 150), intro, fontsize=11, fontname="helv")
+    y = 180.0
+    for row in rows:
+        for x, cell in zip(x_columns, row, strict=False):
+            if cell:
+                page.insert_text((x, y), cell, fontsize=10, fontname="helv")
+        y += 16
+    page.insert_textbox(
+        pymupdf.Rect(72, y + 20, 540, y + 120), "The figures above are provisional.", fontsize=11
+    )
+    return bytes(doc.tobytes(garbage=3, deflate=True))

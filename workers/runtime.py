@@ -18,6 +18,7 @@ from app.queue import Enqueuer
 from app.queue_view import QueueView
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
+from app.webhooks.dispatcher import WebhookDispatcher
 
 
 @dataclass
@@ -29,6 +30,7 @@ class WorkerRuntime:
     enqueuer: Enqueuer
     sweeper: FinalizeSweeper
     lost: LostTaskSweeper | None
+    webhooks: WebhookDispatcher
 
 
 class RuntimeHolder:
@@ -52,8 +54,10 @@ class RuntimeHolder:
                 )
                 sweeper = FinalizeSweeper(db, self.enqueuer)
                 lost = self._lost_task_sweeper(db)
+                webhooks = WebhookDispatcher(self.settings.webhooks, db)
+                webhooks.start()  # any worker sends the outbox's due webhooks
                 self._runtime = WorkerRuntime(
-                    self.settings, db, engines, processor, self.enqueuer, sweeper, lost
+                    self.settings, db, engines, processor, self.enqueuer, sweeper, lost, webhooks
                 )
             return self._runtime
 
@@ -73,4 +77,5 @@ class RuntimeHolder:
                 if self._runtime.lost is not None:
                     self._runtime.lost.close()
                 self._runtime.engines.close()
+                self._runtime.webhooks.close()
                 self._runtime = None

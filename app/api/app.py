@@ -18,6 +18,7 @@ from app.db.engine import Database
 from app.metrics import make_metrics
 from app.retention import RetentionTimer
 from app.settings import Settings
+from app.webhooks.dispatcher import WebhookDispatcher
 
 
 def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
@@ -32,8 +33,11 @@ def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
         if settings.retention_days:
             retention = RetentionTimer(db, Path(settings.upload_dir), settings.retention_days)
             retention.start()
+        webhooks = WebhookDispatcher(settings.webhooks, db)
+        webhooks.start()
         yield
         ctx.runner.close()
+        webhooks.close()
         if retention:
             retention.stop()
 

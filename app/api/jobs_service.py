@@ -14,13 +14,14 @@ from starlette.datastructures import UploadFile
 
 from app.api import schemas
 from app.api.context import ApiContext
-from app.api.runner import close_open_pages
 from app.api.submit import FolderRefused, JobOptions, create_job, discard, folder_files
 from app.api.uploads import UploadError, UploadFolder, UploadLimits
-from app.db import job_views, repo
+from app.db import job_views
 from app.db.models import Job
 from app.domain import JobStatus
+from app.jobs import cancel_job
 from app.results import load_results, write_outputs
+from app.webhooks.urls import UrlRefused, check_url
 
 
 def submit_uploads(
@@ -63,7 +64,13 @@ def _options(ctx: ApiContext, options: schemas.JobOptionsIn) -> JobOptions:
     if plan not in ctx.settings.plans:
         known = ", ".join(sorted(ctx.settings.plans))
         raise HTTPException(422, f"unknown engine plan {options.engine!r}; known: {known}")
-    return JobOptions(plan, options.dpi, options.priority, options.metadata)
+    if options.callback_url:
+        try:
+            check_url(options.callback_url, ctx.settings.webhooks.allow_private)
+        except UrlRefused as exc:
+            raise HTTPException(422, f"callback_url: {exc}") from exc
+    extra = options.model_dump(include={"callback_url", "callback_events", "repeat_loop_cap"})
+    return JobOptions(plan, options.dpi, options.priority, options.metadata, extra)
 
 
 def _owned(session: Session, job_id: str, key: int) -> Job:
@@ -91,7 +98,11 @@ def list_jobs(
 def documents(ctx: ApiContext, key: int, job_id: str) -> list[schemas.DocumentOut]:
     with ctx.db.session() as session:
         _owned(session, job_id, key)
-        return [schemas.DocumentOut.of(d) for d in job_views.documents(session, job_id)]
+        failed = job_views.failed_pages(session, job_id)
+        return [
+            schemas.DocumentOut.of(d, failed.get(d.id))
+            for d in job_views.documents(session, job_id)
+        ]
 
 
 def pages(
@@ -129,9 +140,10 @@ def results_zip(ctx: ApiContext, key: int, job_id: str) -> Path:
 def cancel(ctx: ApiContext, key: int, job_id: str) -> schemas.JobOut:
     with ctx.db.session() as session:
         job = _owned(session, job_id, key)
-        if job.status in (JobStatus.DONE, JobStatus.CANCELLED):
-            raise HTTPException(409, f"job {job_id!r} is {job.status} already")
-        repo.set_job_status(session, job_id, JobStatus.CANCELLED)
-    ctx.runner.cancel(job_id)
-    close_open_pages(ctx.db, job_id, "cancelled", "the job was cancelled")
+        status = job.status
+    if status in (JobStatus.DONE, JobStatus.CANCELLED):
+        raise HTTPException(409, f"job {job_id!r} is {status} already")
+    ctx.runner.cancel(job_id)  # first: this process's streams of the job stop at once
+    if not cancel_job(ctx.db, job_id):
+        raise HTTPException(409, f"job {job_id!r} ended meanwhile")
     return get_job(ctx, key, job_id)

@@ -6,24 +6,26 @@ import json
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import jobs_service, schemas
+from app.api import events, jobs_service, schemas, webhook_schemas, webhooks_service
 from app.api.context import Ctx, KeyId
 from app.api.schemas import FolderJob, JobOptionsIn
 from app.domain import JobStatus, PageStatus
+from app.progress.feed import JobFeed
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
 
 router = APIRouter(prefix="/v1")
+MAX_WAIT_S = 300
 _PROBLEM = {
     "content": {"application/problem+json": {"schema": schemas.Problem.model_json_schema()}}
 }
@@ -35,10 +37,12 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
         422: "Invalid parameters",
     }.items()
 }
+KEY_PROBLEMS: dict[int | str, dict[str, Any]] = {code: PROBLEMS[code] for code in (401, 422)}
 _FORM_FIELDS = {
     "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
     **{k: v for k, v in JobOptionsIn.model_json_schema()["properties"].items() if k != "metadata"},
     "metadata": {"type": "string", "description": "A JSON object kept with the job."},
+    "callback_events": {"type": "string", "description": "Comma-separated: page.finished."},
 }
 _SUBMIT_BODY = {
     "requestBody": {
@@ -108,10 +112,13 @@ async def _read_form(request: Request, max_files: int) -> Any:
 
 def _form_options(form: Any) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    for name in ("engine", "dpi", "priority", "metadata"):
+    for name in ("engine", "dpi", "priority", "metadata", "callback_url", "repeat_loop_cap"):
         value = form.get(name)
         if isinstance(value, str) and value != "":
             options[name] = value
+    events = form.get("callback_events")
+    if isinstance(events, str) and events:
+        options["callback_events"] = [e.strip() for e in events.split(",") if e.strip()]
     if "metadata" in options:
         try:
             options["metadata"] = json.loads(options["metadata"])
@@ -140,9 +147,62 @@ def list_jobs(
 
 
 @router.get("/jobs/{job_id}", responses=PROBLEMS)
-def get_job(ctx: Ctx, key: KeyId, job_id: str) -> schemas.JobOut:
-    """Status and progress counts."""
-    return jobs_service.get_job(ctx, key, job_id)
+async def get_job(
+    ctx: Ctx,
+    key: KeyId,
+    job_id: str,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_S,
+            description="Seconds to hold the answer until the job is done or cancelled "
+            "(a long poll); 0 answers at once.",
+            examples=[30],
+        ),
+    ] = 0,
+) -> schemas.JobOut:
+    """Status and progress counts; with `wait`, as soon as the job ends or the wait runs out."""
+    job = await run_in_threadpool(jobs_service.get_job, ctx, key, job_id)
+    if wait == 0 or job.status in events.ENDED:
+        return job
+    poll = ctx.settings.events_poll_s
+    return await events.wait_for_end(lambda: jobs_service.get_job(ctx, key, job_id), wait, poll)
+
+
+@router.get(
+    "/jobs/{job_id}/events",
+    responses={
+        **PROBLEMS,
+        200: {
+            "description": "Server-Sent Events: `page.finished` per page, then one of "
+            "`job.finished`, `job.failed`, `job.cancelled`; the stream ends after it.",
+            "content": {"text/event-stream": {"example": schemas.EVENTS_EXAMPLE}},
+        },
+    },
+    response_class=StreamingResponse,
+)
+async def job_events(
+    ctx: Ctx,
+    key: KeyId,
+    job_id: str,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            max_length=64,
+            description="Resume after this event: pages that finished from a few seconds "
+            "before it are sent again (dedupe by page id).",
+        ),
+    ] = None,
+) -> StreamingResponse:
+    """Live progress: each finished page with its outcome, the counts and an ETA."""
+    await run_in_threadpool(jobs_service.get_job, ctx, key, job_id)
+    feed = JobFeed(ctx.db, job_id, last_event_id)
+    return StreamingResponse(
+        events.sse_stream(feed, ctx.settings.events_poll_s),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @router.get("/jobs/{job_id}/documents", responses=PROBLEMS)
@@ -204,6 +264,26 @@ def get_results(ctx: Ctx, key: KeyId, job_id: str) -> FileResponse:
 def cancel_job(ctx: Ctx, key: KeyId, job_id: str) -> schemas.JobOut:
     """Stop a job: pages not finished yet fail as `cancelled`."""
     return jobs_service.cancel(ctx, key, job_id)
+
+
+@router.get("/jobs/{job_id}/deliveries", responses=PROBLEMS)
+def list_deliveries(ctx: Ctx, key: KeyId, job_id: str) -> list[webhook_schemas.DeliveryOut]:
+    """Every webhook of the job, each with its HTTP attempts (status code, latency)."""
+    return webhooks_service.deliveries(ctx, key, job_id)
+
+
+@router.get("/webhook", responses=KEY_PROBLEMS)
+def get_webhook(ctx: Ctx, key: KeyId) -> webhook_schemas.WebhookOut:
+    """Your key's default webhook and the secret that signs all your webhooks."""
+    return webhooks_service.get_webhook(ctx, key)
+
+
+@router.put("/webhook", responses=KEY_PROBLEMS)
+def put_webhook(
+    ctx: Ctx, key: KeyId, request: webhook_schemas.WebhookIn
+) -> webhook_schemas.WebhookOut:
+    """Set (or, with a null url, clear) your key's default webhook."""
+    return webhooks_service.set_webhook(ctx, key, request)
 
 
 metrics_router = APIRouter()

@@ -13,15 +13,15 @@ from sqlalchemy import select
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Job
-from app.domain import PageStatus
 from app.jobs import (
+    close_open_pages,
     interrupted_api_jobs,
     job_priority,
     release_dead_leases,
     run_job_locally,
-    settle_job,
 )
 from app.metrics import FolioMetrics
+from app.pipeline.cancel import CancelWatch
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ class LocalJobRunner:
         self._closed = False
         self._changed = threading.Condition()
         self._threads: list[threading.Thread] = []
+        self.cancels = CancelWatch(db, settings.cancel_check_s)
         if start:
             self.start()
 
@@ -96,11 +97,13 @@ class LocalJobRunner:
         with self._changed:
             if job_id in self._done:
                 self._cancelled.add(job_id)
+        self.cancels.cancel(job_id)  # its streams in flight stop at their next chunk
 
     def close(self) -> None:
         with self._changed:
             self._closed = True
             self._changed.notify_all()
+        self.cancels.close()
 
     def wait(self, job_id: str, timeout: float | None = None) -> None:
         """Block until the job's run ends (tests and `folio watch`)."""
@@ -128,20 +131,12 @@ class LocalJobRunner:
         try:
             with self.db.session() as session:
                 page_ids = repo.open_pages(session, job_id)
-            run_job_locally(self.settings, self.db, job_id, page_ids, metrics=self.metrics)
+            run_job_locally(
+                self.settings, self.db, job_id, page_ids, metrics=self.metrics, cancels=self.cancels
+            )
         except Exception as exc:
             log.exception("job %s failed to run", job_id)
             close_open_pages(self.db, job_id, "internal", f"{type(exc).__name__}: {exc}")
-
-
-def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> None:
-    """Fail every page of the job that is not terminal yet, then settle the job."""
-    with db.session() as session:
-        for page_id in repo.open_pages(session, job_id):
-            repo.finish_page(
-                session, page_id, PageStatus.FAILED, failure_category=category, error=reason
-            )
-    settle_job(db, job_id)
 
 
 class CeleryJobRunner:
@@ -159,7 +154,8 @@ class CeleryJobRunner:
         queue_job(self.db, self.enqueuer, job_id)
 
     def cancel(self, job_id: str) -> None:
-        # The job's pages are closed in the database: their queued tasks find them terminal.
+        # The job's pages are closed in the database: their queued tasks find them terminal,
+        # and the workers' cancel checks (every cancel_check_s) stop the pages in flight.
         pass
 
     def close(self) -> None:

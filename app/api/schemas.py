@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.db.models import Attempt, Document, Job, Page
+from app.domain import Outcome, page_outcome
 
 
 class JobOptionsIn(BaseModel):
@@ -24,12 +25,33 @@ class JobOptionsIn(BaseModel):
         description="Waiting jobs and their queued tasks go highest first.",
     )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Kept with the job.")
+    callback_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="Webhook for this job's end (job.finished, job.failed, job.cancelled), "
+        "signed with your key's secret (GET /v1/webhook); default: your key's webhook.",
+        examples=["https://example.com/folio-hook"],
+    )
+    callback_events: list[Literal["page.finished"]] = Field(
+        default_factory=list,
+        max_length=1,
+        description="Also send these events to callback_url (opt-in: one per page).",
+    )
+    repeat_loop_cap: int | None = Field(
+        default=None,
+        ge=0,
+        le=8,
+        description="VLM attempts on a page that may repeat a loop already seen on it before "
+        "its other VLM steps are skipped (default: the server's repeat_loop_cap).",
+    )
 
 
 class FolderJob(JobOptionsIn):
     """`POST /v1/jobs` as JSON: a folder on the server, under one of its allowed roots."""
 
-    folder: str = Field(min_length=1, max_length=4096, description="Server-side folder path.")
+    folder: str = Field(
+        min_length=1, max_length=4096, pattern=r"^[^\x00]+$", description="Server-side folder path."
+    )
 
 
 class JobLinks(BaseModel):
@@ -85,17 +107,62 @@ class JobList(BaseModel):
     offset: int
 
 
+class FailedPageOut(BaseModel):
+    """A page of a `partial` (or `failed`) document that has no text."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": 41,
+                    "number": 3,
+                    "outcome": "degenerate",
+                    "failure_category": "degenerate",
+                    "retryable": False,
+                    "error": "every attempt failed (degenerate, degenerate); the same loop "
+                    "came back 1 time(s)",
+                }
+            ]
+        }
+    )
+
+    id: int
+    number: int
+    outcome: Outcome
+    failure_category: str | None
+    retryable: bool | None
+    error: str | None
+
+    @classmethod
+    def of(cls, p: Page) -> FailedPageOut:
+        outcome, retryable = page_outcome(p.status, p.failure_category)
+        return cls(
+            id=p.id,
+            number=p.number,
+            outcome=outcome,
+            failure_category=p.failure_category,
+            retryable=retryable,
+            error=p.error,
+        )
+
+
 class DocumentOut(BaseModel):
     id: int
     name: str
-    status: str
+    status: str = Field(
+        description="pending, running, done, partial (some pages failed: see failed_pages), "
+        "failed or skipped."
+    )
     page_count: int
     size_bytes: int
     error_category: str | None
     error: str | None
+    failed_pages: list[FailedPageOut] = Field(
+        default_factory=list, description="The pages without text, each with why."
+    )
 
     @classmethod
-    def of(cls, d: Document) -> DocumentOut:
+    def of(cls, d: Document, failed: list[Page] | None = None) -> DocumentOut:
         return cls(
             id=d.id,
             name=d.name,
@@ -104,6 +171,7 @@ class DocumentOut(BaseModel):
             size_bytes=d.size_bytes,
             error_category=d.error_category,
             error=d.error,
+            failed_pages=[FailedPageOut.of(p) for p in failed or []],
         )
 
 
@@ -112,6 +180,15 @@ class PageOut(BaseModel):
     document_id: int
     number: int
     status: str
+    outcome: Outcome = Field(
+        description="ok (first attempt answered), fallback (a later step answered), "
+        "degenerate (every attempt looped: no text), failed (no text; failure_category says "
+        "why), or pending/running."
+    )
+    retryable: bool | None = Field(
+        description="For a page without text: whether a new try may succeed (transport, "
+        "internal, cancelled) or not (degenerate, render, empty ...); null otherwise."
+    )
     engine: str | None
     step: str | None
     failure_category: str | None
@@ -119,11 +196,14 @@ class PageOut(BaseModel):
 
     @classmethod
     def fields_of(cls, p: Page) -> dict[str, Any]:
+        outcome, retryable = page_outcome(p.status, p.failure_category)
         return {
             "id": p.id,
             "document_id": p.document_id,
             "number": p.number,
             "status": p.status,
+            "outcome": outcome,
+            "retryable": retryable,
             "engine": p.final_engine,
             "step": p.final_step,
             "failure_category": p.failure_category,
@@ -197,14 +277,70 @@ class AttemptOut(BaseModel):
         )
 
 
+POSITIONS_EXAMPLE = {
+    "source": "textlayer",
+    "page": {"width_pt": 612.0, "height_pt": 792.0, "width_px": 1700, "height_px": 2200},
+    "lines": [
+        {
+            "text": "Annual report",
+            "box_pt": [72.0, 71.2, 160.3, 85.1],
+            "box_px": [200.0, 197.8, 445.3, 236.4],
+        }
+    ],
+    "words": [
+        {
+            "text": "Annual",
+            "box_pt": [72.0, 71.2, 110.5, 85.1],
+            "box_px": [200.0, 197.8, 306.9, 236.4],
+            "line": 0,
+        },
+        {
+            "text": "report",
+            "box_pt": [113.2, 71.2, 160.3, 85.1],
+            "box_px": [314.4, 197.8, 445.3, 236.4],
+            "line": 0,
+        },
+    ],
+}
+
+
 class PageDetail(PageOut):
     text: str | None
+    positions: dict[str, Any] | None = Field(
+        description="Words and lines of the answer with their boxes, [x0, y0, x1, y1] from the "
+        "top left, in PDF points (box_pt) and in pixels of the page as rendered (box_px); "
+        "null where the engine that answered gives none (a VLM).",
+        examples=[POSITIONS_EXAMPLE],
+    )
     attempts: list[AttemptOut]
 
     @classmethod
     def detail_of(cls, p: Page) -> PageDetail:
         attempts = [AttemptOut.of(a) for a in p.attempts]
-        return cls(**cls.fields_of(p), text=p.text, attempts=attempts)
+        answer = next(
+            (
+                a
+                for a in reversed(p.attempts)
+                if a.step_name == p.final_step and a.status in ANSWERS
+            ),
+            None,
+        )
+        positions = answer.positions if answer is not None and p.final_step else None
+        return cls(**cls.fields_of(p), text=p.text, positions=positions, attempts=attempts)
+
+
+ANSWERS = ("ok", "empty")
+
+
+EVENTS_EXAMPLE = (
+    "retry: 2000\n\n"
+    "id: 1795000000123456-41\nevent: page.finished\n"
+    'data: {"job_id":"9f2c...","page":{"id":41,"document_id":7,"number":3,"status":"fallback",'
+    '"outcome":"fallback","retryable":null,"failure_category":null,"engine":"textlayer"},'
+    '"pages":{"succeeded":2,"fallback":1,"pending":5},"finished":3,"total":8,"eta_s":12.5}\n\n'
+    "id: 1795000009000000-end\nevent: job.finished\n"
+    'data: {"pages":{"succeeded":7,"fallback":1},"finished":8,"total":8,"eta_s":0.0}\n\n'
+)
 
 
 class Problem(BaseModel):

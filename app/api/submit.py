@@ -32,12 +32,13 @@ class JobOptions:
     dpi: int | None = None
     priority: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # callback_url, repeat_loop_cap ...
 
     def as_json(self) -> dict[str, Any]:
         options: dict[str, Any] = {"priority": self.priority, "metadata": self.metadata}
         if self.dpi:
             options["dpi"] = self.dpi
-        return options
+        return options | {k: v for k, v in self.extra.items() if v not in (None, [])}
 
 
 def check_page_limits(settings: Settings, files: Sequence[tuple[Path, str]]) -> None:

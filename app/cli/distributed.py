@@ -19,7 +19,8 @@ from app.cli.options import BrokerUrl, DatabaseUrl, JobId, console, load_setting
 from app.cli.views import STATUS_STYLE
 from app.db.engine import Database
 from app.errors import ConfigError
-from app.jobs import JobRequest
+from app.jobs import JobRequest, cancel_job
+from app.progress.feed import JobFeed
 from app.queue import BrokerUnavailable, Enqueuer, check_broker
 from app.report.fit import FittedTable
 from app.settings import Settings
@@ -55,7 +56,7 @@ def submit(
     engine: Annotated[str | None, typer.Option(help="Attempt plan.")] = None,
     dpi: Annotated[int | None, typer.Option(help="Rendering resolution.")] = None,
     wait: Annotated[
-        bool, typer.Option("--wait", help="Show progress until the job is done.")
+        bool, typer.Option("--wait", help="Follow the job's events (pages, ETA) until it ends.")
     ] = False,
     database_url: DatabaseUrl = None,
     broker_url: BrokerUrl = None,
@@ -81,7 +82,7 @@ def submit(
         raise typer.Exit(exit_codes.NO_INPUT)
     typer.echo(ingested.job_id)
     if wait:
-        _wait(db, ingested.job_id)
+        _wait(db, ingested.job_id, settings.events_poll_s)
         _show(db, ingested.job_id)
 
 
@@ -91,6 +92,24 @@ def status(
 ) -> None:
     """Pages of a job by status."""
     _show(Database(load_settings(database_url=database_url).database_url), job_id)
+
+
+def cancel(
+    job_id: JobId,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Cancel a job: its open pages fail as `cancelled`, and the workers (or `folio run`,
+    `folio serve`) running its pages stop their VLM requests within `cancel_check_s`."""
+    db = Database(load_settings(database_url=database_url).database_url)
+    try:
+        cancelled = cancel_job(db, job_id)
+    except KeyError as exc:
+        console.print(f"[red]No job {job_id!r} in {db.url}[/]")
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
+    if not cancelled:
+        console.print(f"[yellow]Job {job_id} had ended already[/]")
+        raise typer.Exit(exit_codes.USAGE)
+    _show(db, job_id)
 
 
 def worker(
@@ -157,15 +176,28 @@ def recover(
         )
 
 
-def _wait(db: Database, job_id: str, poll_s: float = 0.5) -> None:
-    columns = (TextColumn("[bold]pages"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+def _wait(db: Database, job_id: str, poll_s: float) -> None:
+    """Follow the job's event feed (the one `GET /v1/jobs/{id}/events` streams) to its end."""
+    columns = (
+        TextColumn("[bold]pages"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
+    feed = JobFeed(db, job_id)
     with Progress(*columns, console=console) as progress:
-        bar = progress.add_task("pages", total=None)
-        while True:
-            state = distributed.job_progress(db, job_id)
-            progress.update(bar, total=state.total, completed=state.finished)
-            if state.status == "done":
-                return
+        bar = progress.add_task("", total=None)
+        while not feed.ended:
+            for event in feed.poll():
+                data = event.data
+                eta = data.get("eta_s")
+                progress.update(
+                    bar,
+                    total=data.get("total"),
+                    completed=data.get("finished"),
+                    description=f"ETA {eta:.0f} s" if eta else "",
+                )
             time.sleep(poll_s)
 
 

@@ -1,4 +1,4 @@
-"""Exit codes of the `folio` command (documented in the README)."""
+"""Exit codes of the `folio` command (documented in docs/cli.md)."""
 
 OK = 0
 USAGE = 2  # Typer/Click's own code for bad arguments

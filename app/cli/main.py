@@ -205,7 +205,7 @@ db_app.command("upgrade")(db_upgrade)
 # order: the order a user meets them (try it on a folder, serve it, scale it out, maintain it).
 # A new command goes into the panel where a user would look for it; tests/test_cli_help.py fails
 # on a command registered elsewhere (it would land in an unnamed panel above these) and
-# tests/test_readme.py on one missing from the README's command table.
+# tests/test_docs.py on one missing from docs/cli.md's command table.
 COMMAND_PANELS: Panels = {
     "Transcribe and inspect": [
         ("run", run),
@@ -221,6 +221,7 @@ COMMAND_PANELS: Panels = {
         ("submit", distributed.submit),
         ("worker", distributed.worker),
         ("status", distributed.status),
+        ("cancel", distributed.cancel),
         ("recover", distributed.recover),
     ],
     "Maintenance": [("db", db_app), ("purge", purge), ("samples", samples)],

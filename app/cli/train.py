@@ -65,9 +65,44 @@ def train_dpo_command(
     gradient_checkpointing: Annotated[
         bool,
         typer.Option(
-            "--gradient-checkpointing", help="Trade compute for memory (large models, small GPUs)."
+            "--gradient-checkpointing",
+            help="Trade compute for memory (the default with CUDA; off on CPU).",
         ),
     ] = False,
+    no_checkpointing: Annotated[
+        bool,
+        typer.Option("--no-checkpointing", help="No gradient checkpointing, even with CUDA."),
+    ] = False,
+    fp32_adapters: Annotated[
+        bool,
+        typer.Option(
+            "--fp32-adapters",
+            help="Keep LoRA adapters in float32 (default: the model's dtype where safe, bf16).",
+        ),
+    ] = False,
+    max_image_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=4,
+            metavar="N",
+            help="Resize page images to at most this many image tokens (less memory).",
+        ),
+    ] = None,
+    no_memory_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-memory-check",
+            help="Skip the estimate of peak memory that lowers the batch to fit, or stops.",
+        ),
+    ] = False,
+    memory_budget: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            metavar="GIB",
+            help="GiB the run may use (default: the device's free memory), e.g. to leave room.",
+        ),
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace --out if it exists (at the end).")
     ] = False,
@@ -75,6 +110,9 @@ def train_dpo_command(
     """DPO fine-tuning on looping/healthy pairs: a model that loops less, served by vLLM as is."""
     if method not in ("lora", "full") or device not in ("auto", "cpu", "cuda"):
         console.print("[red]--method is lora or full; --device is auto, cpu or cuda[/]")
+        raise typer.Exit(exit_codes.USAGE)
+    if gradient_checkpointing and no_checkpointing:
+        console.print("[red]--gradient-checkpointing and --no-checkpointing exclude each other[/]")
         raise typer.Exit(exit_codes.USAGE)
     options = TrainOptions(
         method="lora" if method == "lora" else "full",
@@ -92,7 +130,13 @@ def train_dpo_command(
         held_out_share=held_out,
         seed=seed,
         device=_device(device),
-        gradient_checkpointing=gradient_checkpointing,
+        gradient_checkpointing=True
+        if gradient_checkpointing
+        else (False if no_checkpointing else None),
+        adapter_dtype="float32" if fp32_adapters else "model",
+        max_image_tokens=max_image_tokens,
+        memory_check=not no_memory_check,
+        memory_budget_gib=memory_budget,
     )
     try:
         plan = prepare(pairs, base_model, out, options, force=force)
@@ -100,7 +144,7 @@ def train_dpo_command(
             f"Training on {len(plan.split.train)} pairs, holding out "
             f"{len(plan.split.held_out)} ({options.method}, lr {options.lr:g})"
         )
-        card = train_dpo(plan, options)
+        card = train_dpo(plan, options, notify=console.print)
     except TrainInputError as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(exit_codes.NO_INPUT) from exc

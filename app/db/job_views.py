@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Document, Job, Page
+from app.domain import PageStatus
 
 
 def owned_job(session: Session, job_id: str, api_key_id: int) -> Job | None:
@@ -47,6 +48,15 @@ def progress(session: Session, job_id: str) -> dict[str, Any]:
 
 def documents(session: Session, job_id: str) -> list[Document]:
     return list(session.scalars(select(Document).where(Document.job_id == job_id).order_by("id")))
+
+
+def failed_pages(session: Session, job_id: str) -> dict[int, list[Page]]:
+    """The job's failed pages by document id."""
+    query = select(Page).where(Page.job_id == job_id, Page.status == PageStatus.FAILED)
+    by_document: dict[int, list[Page]] = {}
+    for page in session.scalars(query.order_by(Page.document_id, Page.number)):
+        by_document.setdefault(page.document_id, []).append(page)
+    return by_document
 
 
 def pages(

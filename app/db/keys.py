@@ -11,6 +11,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from app.db.models import ApiKey
+from app.webhooks.signing import new_secret
 
 TOKEN_PREFIX = "folio_"
 
@@ -67,3 +68,31 @@ def list_keys(session: Session) -> list[KeyInfo]:
 
 def _info(key: ApiKey) -> KeyInfo:
     return KeyInfo(key.id, key.name, key.created_at, key.revoked_at)
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    url: str | None
+    page_events: bool
+    secret: str
+
+
+def webhook_of(session: Session, key_id: int) -> WebhookConfig:
+    """The key's default webhook and its signing secret (made on first use)."""
+    key = session.get(ApiKey, key_id)
+    if key is None:
+        raise KeyError(f"no API key {key_id}")
+    if key.webhook_secret is None:
+        key.webhook_secret = new_secret()
+        session.flush()
+    return WebhookConfig(key.webhook_url, key.webhook_page_events, key.webhook_secret)
+
+
+def set_webhook(session: Session, key_id: int, url: str | None, page_events: bool) -> WebhookConfig:
+    key = session.get(ApiKey, key_id)
+    if key is None:
+        raise KeyError(f"no API key {key_id}")
+    key.webhook_url = url
+    key.webhook_page_events = page_events
+    session.flush()
+    return webhook_of(session, key_id)

@@ -49,6 +49,11 @@ class ApiKey(Base):
     token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None]
+    # The key's default callback, and the secret its webhooks are signed with (HMAC-SHA256;
+    # kept in clear: the server must sign with it, and the key's holder reads it back).
+    webhook_url: Mapped[str | None] = mapped_column(Text)
+    webhook_page_events: Mapped[bool] = mapped_column(Boolean, default=False)
+    webhook_secret: Mapped[str | None] = mapped_column(String(80))
 
 
 class Job(Base):
@@ -164,6 +169,8 @@ class Attempt(Base):
     output: Mapped[str | None] = mapped_column(Text)
     output_chars: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
+    # Word and line boxes where the engine gives them (text layer, Tesseract): app.positions.
+    positions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     page: Mapped[Page] = relationship(back_populates="attempts")
 
@@ -188,4 +195,44 @@ class ServerSample(Base):
     prompt_tokens: Mapped[float | None] = mapped_column(Float)
     requests: Mapped[float | None] = mapped_column(Float)
     server_started: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class WebhookDelivery(Base):
+    """One event for one callback URL: an outbox row, sent until it is delivered or its
+    retries run out. `dedupe_key` makes the row once per event, whichever process saw it."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_due", "status", "next_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    api_key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(32))
+    event_id: Mapped[str] = mapped_column(String(32), default=new_id)
+    dedupe_key: Mapped[str] = mapped_column(String(120), unique=True)
+    url: Mapped[str] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(16))  # pending, delivered, failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    next_at: Mapped[datetime] = mapped_column(default=utcnow)
+    lease_until: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+    tries: Mapped[list[WebhookAttempt]] = relationship(order_by="WebhookAttempt.id")
+
+
+class WebhookAttempt(Base):
+    """One HTTP request of a delivery: what the receiver answered, and how fast."""
+
+    __tablename__ = "webhook_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    delivery_id: Mapped[int] = mapped_column(
+        ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), index=True
+    )
+    attempted_at: Mapped[datetime] = mapped_column(default=utcnow)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    latency_s: Mapped[float] = mapped_column(Float)
     error: Mapped[str | None] = mapped_column(Text)

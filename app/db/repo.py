@@ -113,7 +113,13 @@ def page_status(session: Session, page_id: int) -> PageStatus:
 def history(session: Session, page_id: int) -> list[PastAttempt]:
     rows = session.scalars(select(Attempt).where(Attempt.page_id == page_id).order_by(Attempt.id))
     return [
-        PastAttempt(a.step_index, AttemptStatus(a.status), a.completion_tokens or 0) for a in rows
+        PastAttempt(
+            a.step_index,
+            AttemptStatus(a.status),
+            a.completion_tokens or 0,
+            (a.verdict_kind, a.verdict_period or 0) if a.verdict_kind else None,
+        )
+        for a in rows
     ]
 
 
@@ -159,6 +165,7 @@ def attempt_row(
         "output": result.text,
         "output_chars": len(result.text),
         "error": result.error,
+        "positions": result.positions,
     }
 
 

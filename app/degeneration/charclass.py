@@ -89,7 +89,11 @@ _ASCII_FILL_DELETE = _ascii_byte_tables(_FILL_DELETE_TABLE)
 _NUMERIC_DELETE_TABLE: dict[int, int | None] = {ord(ch): None for ch in _DIGITS + "%$€£¥°()[]"}
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _DIGIT_RE = re.compile(r"\d")
-_TAG_RE = re.compile(r"<[^<>]*>|&#?\w{2,8};")
+# A model's special tokens (`<|im_start|>`, `<|user|>`, `<|txtMask ...>`) are not markup: no
+# page holds them, so copies of them are the model echoing its own template, and they count
+# as words. HTML/XML tags and entities are markup, which documents repeat (empty cells).
+_TAG_RE = re.compile(r"<(?!\|)[^<>]*>|&#?\w{2,8};")
+_SPECIAL_TOKEN_RE = re.compile(r"<\|[^<>]*>")
 # Hex literals (`0x00`, `0xFF`) are numbers: register tables and byte arrays repeat them.
 _HEX_RE = re.compile(r"0x[0-9a-fA-F]+")
 
@@ -105,7 +109,8 @@ class UnitClass(Enum):
 
 
 def strip_markup(text: str) -> str:
-    """Remove HTML/XML tags and entities (`<td>`, `<!-- image -->`, `&nbsp;`)."""
+    """Remove HTML/XML tags and entities (`<td>`, `<!-- image -->`, `&nbsp;`); special tokens
+    (`<|user|>`) stay."""
     if "<" not in text and "&" not in text:
         return text
     return _TAG_RE.sub("", text)
@@ -164,6 +169,12 @@ def is_mostly_fill(text: str) -> bool:
     else:
         kept = len(text.translate(_FILL_DELETE_TABLE))
     return 2 * kept < len(text)
+
+
+def has_cell_bar(unit: str) -> bool:
+    """Whether a unit holds a table-cell bar `|` (the bars of special tokens are not cells)."""
+    content = unit_content(unit)
+    return "|" in (_SPECIAL_TOKEN_RE.sub("", content) if "<|" in content else content)
 
 
 def count_letters(unit: str) -> int:

@@ -49,6 +49,11 @@ class DetectorConfig:
     # copy, so numbered lists ("List item 3") and rows of numbers stay healthy.
     drift_min_repeats: int = 3
     drift_min_letters: int = 16
+    # ... except a block at least this long (normalised characters: a heading and a table, a
+    # few paragraphs), which counts from `min_repeats` copies: the offline tail rule's two. A
+    # page does not re-emit a long section word for word with only its numbers changed; a
+    # model that loops on it does, and at that size two copies already cost a lot.
+    drift_long_block_chars: int = 128
     # ... and at least one number per this many characters: a long block whose only change is
     # a heading number (`## Section 2` over filler text) is how documents repeat themselves.
     drift_max_chars_per_number: int = 160
@@ -83,15 +88,29 @@ class DetectorConfig:
     line_min_repeats: int = 9
     line_min_chars: int = 96
     line_history: int = 16
+    # A rule line (`===`, `---`, `***`, `───`: separators, nothing to fill in) stacked this many
+    # times in a row is a loop whatever its length: a rule separates content, so a document
+    # never stacks more than two or three. Blanks to fill (`____`, `....`, empty cells) do
+    # stack (forms, lined paper) and are left to `fill_min_covered`.
+    rule_line_min_repeats: int = 8
+    # Lines holding one number each that count on by a fixed step (`0.5`, `1`, `1.5`, ...) are a
+    # counter loop after this many steps: a page's line numbers, a column of years or an axis
+    # count a few dozen, since a page holds 50-80 lines; a model stuck counting runs to the cap.
+    counter_min_steps: int = 128
     # Lines longer than this are never compared (a loop of long lines is periodic anyway).
     line_max_chars: int = 256
     # Structural view (`structure`): copies of up to this many lines (or CJK sentences) that
     # come back in step, with other numbers or one changed word ...
     structure_max_lines: int = 8
     # ... where a changed word is allowed in lines of at least this many characters (a third
-    # of it for CJK), and diagram rows in a code fence count from this many characters.
+    # of it for CJK); at the cap, a diagram row of this many characters is a long enough copy.
     fuzzy_min_chars: int = 40
     diagram_min_chars: int = 16
+    # A diagram row (box drawing, pipes and spaces inside a code fence), of any width, is a loop
+    # after this many copies in step: healthy drawings repeat a row too (the inside of a tall
+    # box, the empty rows of a drawn table, a long connector), a handful of times, as tables
+    # repeat cells (`table_min_repeats`); a model stuck on one repeats it dozens of times.
+    diagram_min_repeats: int = 16
 
     def drift_row_repeats(self, letters: int) -> int:
         """Copies a table row coming back with other numbers needs, by the letters it holds."""

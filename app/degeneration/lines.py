@@ -19,6 +19,10 @@ from app.degeneration.config import DetectorConfig
 EMPHASIS_TABLE: dict[int, int | None] = {ord(ch): None for ch in "*_#>`"}
 _ASCII_EMPHASIS = b"*_#>`"
 _LETTER_RE = re.compile(r"[^\W\d_]")
+# Separator rules: drawn to divide content, never to be filled in (unlike `_` and `.`).
+_RULE_CHARS = frozenset("=-*~#+─━═‐‑‒–—―−")
+_NUMBER_STARTS = frozenset("-0123456789")
+_NUMBER_LINE_RE = re.compile(r"-?\d{1,9}(?:\.\d{1,6})?")
 # Edit-tolerant comparison is for short lines only: it is the costly path, and a loop of
 # long lines is caught by character periodicity anyway.
 _NEAR_DUPLICATE_MAX_CHARS = 64
@@ -45,6 +49,15 @@ class _Line:
     exact: bool = True  # the copy is identical, not a near-duplicate
 
 
+@dataclass(slots=True)
+class _Count:
+    last: float  # the last number, on the line starting at `last_start`
+    last_start: int
+    step: float = 0.0
+    steps: int = 0  # steps of `step` in a row
+    onset: int = 0  # where the first line of the run starts
+
+
 def near_duplicate(first: str, second: str) -> bool:
     """Same length, at most one character in six differs, and no differing digit."""
     if len(first) != len(second):
@@ -64,6 +77,10 @@ class LineRepeatTracker:
         self._line_start = 0
         # One more than the history: a line repeating the oldest one in it still finds its copy.
         self._lines: deque[_Line] = deque(maxlen=max(config.line_window, config.line_history + 1))
+        self._rule = ""  # the rule line stacked last, how many times, from where
+        self._rule_run = 0
+        self._rule_onset = 0
+        self._count: _Count | None = None  # lines of one number counting on
 
     def feed(self, raw: str, raw_base: int, piece_start: int) -> LineLoop | None:
         """Scan the raw tail (`raw` starts at offset `raw_base`) from `piece_start` on."""
@@ -87,6 +104,15 @@ class LineRepeatTracker:
             self._lines.append(_Line(key="", start=start, end=end, repeat_of=0))  # not compared
             return None
         visible = exact_view(raw[start - raw_base : end - raw_base])
+        first = visible[:1]  # blank lines ("") are neutral: they neither stack nor break
+        if first and (first in _RULE_CHARS or self._rule_run):
+            loop = self._stack_rule(visible, start, end)
+            if loop is not None:
+                return loop
+        if first and (first in _NUMBER_STARTS or self._count is not None):
+            loop = self._count_on(visible, start, end)
+            if loop is not None:
+                return loop
         key = _without_emphasis(strip_markup(visible))
         if not _LETTER_RE.search(key) or is_mostly_fill(visible):
             # Numbers, rules, blank lines, bare markup (`<!-- image -->`) and form blanks
@@ -95,6 +121,53 @@ class LineRepeatTracker:
         repeat_of, exact = self._repeat_of(key)
         self._lines.append(_Line(key, start, end, repeat_of, exact))
         return self._loop_if_established()
+
+    def _stack_rule(self, visible: str, start: int, end: int) -> LineLoop | None:
+        """Count identical rule lines stacked in a row (blank lines between them are neutral)."""
+        if not _RULE_CHARS.issuperset(visible):
+            self._rule_run = 0
+            return None
+        if visible == self._rule and self._rule_run:
+            self._rule_run += 1
+        else:
+            self._rule, self._rule_run, self._rule_onset = visible, 1, start
+        if self._rule_run < self._config.rule_line_min_repeats:
+            return None
+        return LineLoop(
+            onset=self._rule_onset,
+            end=end,
+            period=(end - self._rule_onset) // self._rule_run,
+            distinct_lines=1,
+            unit=visible,
+            drift=False,
+        )
+
+    def _count_on(self, visible: str, start: int, end: int) -> LineLoop | None:
+        """Follow lines of one number counting on by a fixed step."""
+        if _NUMBER_LINE_RE.fullmatch(visible) is None:
+            self._count = None
+            return None
+        value = float(visible)
+        count = self._count
+        if count is None:
+            self._count = _Count(value, start)
+            return None
+        step = round(value - count.last, 6)
+        if count.steps and step == count.step:
+            count.steps += 1
+        else:  # a new run, from the previous line
+            count.step, count.steps, count.onset = step, int(step != 0), count.last_start
+        count.last, count.last_start = value, start
+        if count.steps < self._config.counter_min_steps:
+            return None
+        return LineLoop(
+            onset=count.onset,
+            end=end,
+            period=(end - count.onset) // (count.steps + 1),
+            distinct_lines=1,
+            unit=visible,
+            drift=True,
+        )
 
     def _repeat_of(self, key: str) -> tuple[int, bool]:
         """Distance (in lines) to the nearest earlier copy of a new line (0 when there is

@@ -8,7 +8,8 @@
    was re-emitted from mid-line, or three copies of a unit whose numbers count up), or, when
    the request stopped at the token cap, inside 2+ copies of a long block, however aligned
    (`tail.find_cap_loop`: a chat-template turn, a section, rows that come back in step);
-3. many different words stutter close together (`stutter.find_stutter`);
+3. many different words stutter close together (`stutter.find_stutter`), or one clause is
+   said three times back to back inside a sentence (`clauses.find_clause_repeat`);
 4. CREP coverage >= 0.3 *and* the text ends in n-gram repetition (`tail_repetition`), and
    the repeated segment has words: CREP alone flags healthy pages that reuse a paragraph
    (filler text), so it must be backed by repetition where a loop ends up, at the very end
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.degeneration.charclass import count_letters
+from app.degeneration.clauses import find_clause_repeat
 from app.degeneration.config import DetectorConfig, LoopKind, LoopVerdict
 from app.degeneration.crep import CREP_THRESHOLD, CrepResult, crep_coverage, unique_ngram_rates
 from app.degeneration.online import LoopDetector
@@ -31,9 +33,10 @@ from app.degeneration.stutter import find_stutter
 from app.degeneration.tail import CAP_CONFIG, TAIL_CONFIG, find_cap_loop, find_tail_loop
 from app.degeneration.tokens import token_texts
 
-Reason = Literal["online_loop", "tail_loop", "cap_loop", "stutter", "crep_tail"]
+Reason = Literal["online_loop", "tail_loop", "cap_loop", "stutter", "clause_repeat", "crep_tail"]
 # The last this many 4-grams must all repeat earlier ones for the tail to count as repeating.
 _ENDING_4GRAMS = 8
+_SENTENCE_CLOSERS = frozenset(".!?。！？")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +216,20 @@ def _first_finding(
     stutter = find_stutter(text, config.stutter_window_tokens, config.stutter_min_words)
     if stutter is not None:
         return _Finding("stutter", "phrase", stutter.period, stutter.onset, None)
-    if crep.coverage >= config.crep_threshold and repeating and count_letters(crep.segment):
+    clause = find_clause_repeat(text)
+    if clause is not None:
+        return _Finding("clause_repeat", "phrase", clause.period, clause.onset, 3.0)
+    # Filler text and boilerplate repeat whole sentences and end with one; a loop is cut
+    # wherever the cap falls. So an output that ends a sentence needs the cap to count.
+    cut = hit_cap or not ends_a_sentence(text)
+    if crep.coverage >= config.crep_threshold and repeating and cut and count_letters(crep.segment):
         return _Finding("crep_tail", _crep_kind(crep), crep.segment_chars, crep.onset, None)
     return None
+
+
+def ends_a_sentence(text: str) -> bool:
+    """Whether the text's last visible character closes a sentence."""
+    return text.rstrip()[-1:] in _SENTENCE_CLOSERS
 
 
 def _finding_from_verdict(reason: Reason, verdict: LoopVerdict) -> _Finding:

@@ -16,7 +16,7 @@ from app.degeneration.charclass import (
     classify_unit,
     content_chars,
     count_letters,
-    unit_content,
+    has_cell_bar,
 )
 from app.degeneration.config import DetectorConfig
 from app.degeneration.periodicity import (
@@ -56,14 +56,17 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
             return None
         if unit.count("0") * config.drift_max_chars_per_number < content_chars(unit):
             return None
-        need = max(need, config.drift_min_repeats * period)
+        copies = config.drift_min_repeats
+        if period >= config.drift_long_block_chars:
+            copies = min(copies, config.min_repeats)
+        need = max(need, copies * period)
         if is_table_row(unit):
             need = max(need, config.drift_row_repeats(count_letters(unit)) * period)
     elif (class_minimum := _class_min_covered(unit_class, config)) is not None:
         need = max(need, class_minimum)
     elif config.min_unit_letters and count_letters(unit) < config.min_unit_letters:
         return None
-    if "|" in unit_content(unit) and "||" not in unit + unit[0]:
+    if has_cell_bar(unit) and "||" not in unit + unit[0]:
         # Cells within one row (merged cells, values that differ only in digits): `||` is
         # where one markdown row ends and the next begins (the unit is a rotation, so the
         # junction may straddle its two ends). Whole rows or sections that come back with

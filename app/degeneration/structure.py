@@ -49,6 +49,7 @@ _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac0
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
 _NOT_SENTENCE_END = frozenset(". \t0123456789")
+_ROW_LOOKBACK = 256  # characters back from a sentence end where a table row's bar must be
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,14 @@ def _exact(segment: Segment) -> str:
     return exact_view(segment.line)
 
 
+def _in_table_row(raw: str, at: int) -> bool:
+    # A bounded look for a bar first: prose has none, and its line start may lie far back.
+    if raw.rfind("|", max(0, at - _ROW_LOOKBACK), at) < 0:
+        return False
+    line_start = raw.rfind("\n", 0, at) + 1
+    return raw[line_start : line_start + 8].lstrip().startswith("|")
+
+
 class StructureTracker:
     """Reads completed segments out of the detector's raw tail; only pieces holding a line
     break or a CJK full stop cost anything, plus one prefix test per check while a candidate
@@ -73,6 +82,7 @@ class StructureTracker:
         self._config = config
         self._min_repeats = min_repeats or config.min_repeats
         self._max_step = config.structure_max_lines
+        self._diagram_repeats = max(self._min_repeats, config.diagram_min_repeats)
         self._start = 0
         self._in_fence = False
         self._segments: deque[Segment] = deque(maxlen=self._max_step * (self._min_repeats + 1))
@@ -91,6 +101,8 @@ class StructureTracker:
                 continue  # completed by the previous piece
             if at and boundary.group() not in ("\n", "。") and raw[at - 1] in _NOT_SENTENCE_END:
                 continue  # leader dots (`. . .`), list numbers (`1. `), decimals: not an end
+            if boundary.group() != "\n" and _in_table_row(raw, at):
+                continue  # a row is one record: `GEO. M.` in a cell ends no sentence
             loop = self._complete(raw, raw_base, raw_base + boundary.end())
             if loop is not None:
                 return loop
@@ -158,9 +170,8 @@ class StructureTracker:
             )
         waiting = self.candidate
         continued = self._push(segment)
-        if waiting is not None and self._runs[waiting.step] > (self._min_repeats - 1) * (
-            waiting.step
-        ):
+        need = self._diagram_repeats if waiting and waiting.expected.diagram else self._min_repeats
+        if waiting is not None and self._runs[waiting.step] > (need - 1) * waiting.step:
             return self._loop(waiting, end)
         self.candidate = self._candidate(allow_exact=False) if continued else None
         return None
@@ -176,9 +187,7 @@ class StructureTracker:
             exact = exact_view(line)
             if is_mostly_fill(exact):
                 row = self._key(line, diagram=True)
-                if len(row) < self._config.diagram_min_chars or len(exact) < 3:
-                    return None
-                return Segment(row, line, start, end, diagram=True)
+                return Segment(row, line, start, end, diagram=True) if exact else None
         key = self._key(line, diagram=False)
         return Segment(key, line, start, end, diagram=False) if key else None  # blank: neutral
 
@@ -240,7 +249,10 @@ class StructureTracker:
         step = max(steps, key=lambda s: (runs[s] + s, -s))
         segments = list(self._segments)
         unit = segments[-step:]
-        if not all(s.diagram for s in unit) and not self._words_loop(unit, step, allow_exact):
+        if all(s.diagram for s in unit):
+            if runs[step] < (self._diagram_repeats - 1) * step:
+                return None
+        elif not self._words_loop(unit, step, allow_exact):
             return None
         period = segments[-1].end - segments[-1 - step].end
         drift = bool(self._drifts[step])
@@ -258,6 +270,12 @@ class StructureTracker:
         long_block = exact_chars > self._config.max_period
         if not (allow_exact or self._drifts[step] or long_block):
             return False  # an exact repeat the periodic search judges
+        rows = all(is_row(segment.key) for segment in unit)
+        # Rows whose copies change a word (a name, a label) besides numbers are how tables look
+        # (one record per row): they need as many copies as cells do (`table_min_repeats`).
+        records = rows and self._changed_words[step] and not long_block
+        if records and self._runs[step] // step + 1 < self._config.table_min_repeats:
+            return False
         if self._drifts[step] and not self._changed_words[step] and not long_block:
             # Leader dots and rules say nothing: a number per 160 characters of the rest.
             said = sum(content_chars(_exact(s)) for s in unit)
@@ -266,7 +284,6 @@ class StructureTracker:
                 # Only a heading number changes: a document's sections. A single line or
                 # sentence that carries its own counter (`Step 7: ...`) is a loop however long.
                 return False
-            rows = all(is_row(segment.key) for segment in unit)
             if rows and not self._row_repeats(self._runs[step], step, letters):
                 return False  # rows of a real table may differ in numbers only
         return True

@@ -38,6 +38,7 @@ CAP_CONFIG = DetectorConfig(
     min_unit_letters=16,
     drift_min_repeats=2,
     drift_min_letters=16,
+    diagram_min_repeats=2,
     max_period=4096,
     tail_window=16384,
 )

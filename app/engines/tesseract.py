@@ -6,6 +6,7 @@ import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 # OpenMP inside Tesseract oversubscribes small machines (7x slower measured on 2 cores); Folio
 # parallelises across pages instead. Must be set before libtesseract loads.
@@ -15,6 +16,7 @@ import tesserocr
 
 from app.domain import AttemptStatus, EngineResult, PageInput
 from app.errors import ConfigError, EngineError
+from app.positions.model import Placed, lines_of, positions_json
 from app.settings import PlanStep
 from app.textlayer.edges import running_lines
 from app.textlayer.model import Box, PageLayout, TextLine
@@ -62,6 +64,7 @@ class TesseractEngine:
             api.SetImage(page.image)
             api.Recognize()
             text = "\n\n".join(_paragraphs(api, page.image.size))
+            positions = _positions(api, page) if text else None
         except RuntimeError as exc:
             raise EngineError(f"tesseract failed: {exc}") from exc
         finally:
@@ -73,6 +76,7 @@ class TesseractEngine:
             started_at=started,
             ended_at=datetime.now(UTC),
             model=f"tesseract-{tesserocr.tesseract_version().split()[1]}:{self.lang}",
+            positions=positions,
         )
 
     def close(self) -> None:
@@ -122,3 +126,24 @@ def _text_lines(api: tesserocr.PyTessBaseAPI) -> list[TextLine]:
             )
         )
     return lines
+
+
+def _positions(api: tesserocr.PyTessBaseAPI, page: PageInput) -> dict[str, Any] | None:
+    """Every recognised word with its box (pixels), numbered by line, and the lines."""
+    iterator = api.GetIterator()
+    if page.geometry is None or iterator is None:
+        return None
+    words: list[Placed] = []
+    line = -1
+    for item in tesserocr.iterate_level(iterator, tesserocr.RIL.WORD):
+        if item.IsAtBeginningOf(tesserocr.RIL.TEXTLINE):
+            line += 1
+        try:
+            word = (item.GetUTF8Text(tesserocr.RIL.WORD) or "").strip()
+        except RuntimeError:
+            continue
+        box = item.BoundingBox(tesserocr.RIL.WORD)
+        if word and box is not None:
+            x0, y0, x1, y1 = map(float, box)
+            words.append(Placed(word, (x0, y0, x1, y1), max(line, 0)))
+    return positions_json("tesseract", page.geometry, words, lines_of(words), "px")

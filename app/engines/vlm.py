@@ -192,6 +192,8 @@ class VlmEngine:
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         slots = self._ensure_client()
         stops = await self._ensure_stops()
+        if page.should_stop():
+            raise EngineError("the job was cancelled before the request")
         # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
         # waits behind it (one loop thread serves them all).
         body = await asyncio.to_thread(self.request_body, page, step, stops)
@@ -200,7 +202,7 @@ class VlmEngine:
         async with slots:
             while True:
                 try:
-                    outcome = await self._stream(body, stops)
+                    outcome = await self._stream(body, stops, page.should_stop)
                     break
                 except TransportError as exc:
                     retries += 1
@@ -222,7 +224,12 @@ class VlmEngine:
         key = self.endpoint.api_key
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    async def _stream(self, body: dict[str, Any], stops: EndpointStops) -> StreamOutcome:
+    async def _stream(
+        self,
+        body: dict[str, Any],
+        stops: EndpointStops,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> StreamOutcome:
         outcome = StreamOutcome()
         detector = self.detector_factory()
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
@@ -234,12 +241,14 @@ class VlmEngine:
             lines = sse_lines(response.texts(timeout))
             async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
                 async for chunk in chunks:
-                    if absorb_chunk(chunk, outcome, detector, sent):
+                    looped = absorb_chunk(chunk, outcome, detector, sent)
+                    if looped or should_stop():  # a cancel takes the loop's stops
+                        outcome.cancelled = not looped
                         outcome.aborted = True
                         await self._stop_loop(outcome, stops, chunks)
                         break
         finally:
-            await response.close()  # at a verdict: vLLM sees the client leave and aborts
+            await response.close()  # at a verdict or a cancel: vLLM sees the client leave
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
         return outcome
@@ -253,8 +262,8 @@ class VlmEngine:
             outcome.abort_sent = await send_abort(
                 self._control, self.endpoint.base_url, stops.abort_path, outcome.request_id
             )
-        if not (stops.plugin or outcome.abort_sent):
-            return
+        if not ((stops.plugin and not outcome.cancelled) or outcome.abort_sent):
+            return  # the plugin ends loops only: a cancelled stream is closed at once
         limit = outcome.tokens_at_verdict + _DRAIN_TOKENS
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_DRAIN_S):
@@ -274,7 +283,7 @@ class VlmEngine:
             outcome.text if status is AttemptStatus.DEGENERATE else self.profile.parse(outcome.text)
         )
         stop = stop_record(
-            verdict=outcome.verdict is not None,
+            verdict=outcome.verdict is not None or outcome.cancelled,
             finish_reason=outcome.finish_reason,
             stops=stops,
             abort_sent=outcome.abort_sent,
@@ -301,11 +310,14 @@ class VlmEngine:
             stop_mechanism=stop.mechanism,
             tokens_after_verdict=stop.tokens_after_verdict,
             tokens_after_verdict_note=stop.note,
+            error="the job was cancelled: the request was stopped" if outcome.cancelled else None,
         )
 
     def _judge(
         self, outcome: StreamOutcome, tokens: int | None, max_tokens: int
     ) -> tuple[AttemptStatus, Verdict | None]:
+        if outcome.cancelled:  # stopped by a cancel: its text is cut off, not an answer
+            return AttemptStatus.ERROR, None
         if outcome.verdict is not None:
             return AttemptStatus.DEGENERATE, outcome.verdict
         if outcome.finish_reason in ("repetition", "length"):

@@ -34,6 +34,7 @@ class StreamOutcome:
     tokens_at_verdict: int | None = None
     tokens_at_last_content: int | None = None
     abort_sent: bool = False
+    cancelled: bool = False  # the page's job was cancelled mid-stream
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 

@@ -35,6 +35,9 @@ class RenderedPage:
     image: Image.Image
     text_layer: str
     layout: PageLayout | None = None  # read when the page has a text layer
+    size_pt: tuple[float, float] = (0.0, 0.0)  # the page's size in PDF points
+    # The text layer's words: (x0, y0, x1, y1) in points, the word, its line's number.
+    words: tuple[tuple[float, float, float, float, str, int], ...] = ()
 
 
 def inspect_document(path: Path, limits: DocumentLimits) -> int:
@@ -117,9 +120,21 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
             text = page.get_text()
             layout = _layout_or_none(opened, number) if text.strip() else None
+            words = _words(page) if text.strip() else ()
+            size = (float(page.rect.width), float(page.rect.height))
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
-    return RenderedPage(image=image, text_layer=text, layout=layout)
+    return RenderedPage(image, text, layout, size, words)
+
+
+def _words(page: pymupdf.Page) -> tuple[tuple[float, float, float, float, str, int], ...]:
+    """The page's words in reading order, each with its line numbered across the page."""
+    lines: dict[tuple[int, int], int] = {}
+    words = []
+    for x0, y0, x1, y1, word, block, line, _ in page.get_text("words", sort=True):
+        number = lines.setdefault((block, line), len(lines))
+        words.append((float(x0), float(y0), float(x1), float(y1), str(word), number))
+    return tuple(words)
 
 
 def _layout_or_none(opened: _OpenDocument, number: int) -> PageLayout | None:

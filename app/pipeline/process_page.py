@@ -18,9 +18,11 @@ from app.errors import EngineError, FolioError, RenderError
 from app.metrics import FolioMetrics
 from app.pdf.render import render_page
 from app.pdf.textlayer import text_layer_is_usable
+from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
-from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step
+from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step, repeated_loops
+from app.positions import PageGeometry
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.textlayer import GateConfig
@@ -86,6 +88,7 @@ class PageProcessor:
         owner: str,
         metrics: FolioMetrics | None = None,
         sampler: ServerSampler | None = None,
+        cancels: CancelWatch | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -96,6 +99,8 @@ class PageProcessor:
         self.lease_s = settings.page_lease_s
         self.leases = LeaseKeeper(db, owner, self.lease_s)
         self.gate = GateConfig(languages_for(settings.tesseract_lang))
+        self._own_cancels = cancels is None
+        self.cancels = cancels or CancelWatch(db, settings.cancel_check_s)
 
     def process(self, page_id: int) -> PageStatus:
         """Bring the page to a terminal status; a page already terminal is left as it is."""
@@ -156,6 +161,8 @@ class PageProcessor:
     def close(self) -> None:
         """Stop the lease heartbeat (the engines belong to the caller)."""
         self.leases.close()
+        if self._own_cancels:
+            self.cancels.close()
 
     def _work(self, claimed: ClaimedPage) -> Closing:
         """Process a claimed page up to its terminal outcome, which is returned, not written."""
@@ -182,9 +189,11 @@ class PageProcessor:
         endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
         if self.sampler:
             self.sampler.before_page(work.job_id, endpoints)
+        page = replace(page, should_stop=self.cancels.watch(work.job_id))
         try:
             return self._walk_plan(work, page, facts, past)
         finally:
+            self.cancels.unwatch(work.job_id)
             if self.sampler:
                 self.sampler.after_page(work.job_id, endpoints)
 
@@ -198,8 +207,15 @@ class PageProcessor:
             path, enforce = Path(work.path), self.settings.textlayer_gate
             layer = judge_layer(path, work.number, rendered, self.gate, enforce)
         facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
+        geometry = PageGeometry(*rendered.size_pt, *rendered.image.size)
         page = PageInput(
-            rendered.image, rendered.text_layer, usable, layer.markdown, layer.rejection
+            rendered.image,
+            rendered.text_layer,
+            usable,
+            layer.markdown,
+            layer.rejection,
+            geometry=geometry,
+            text_layer_words=rendered.words,
         )
         return page, facts
 
@@ -208,15 +224,21 @@ class PageProcessor:
     ) -> Closing:
         plan = self.settings.plan(work.plan_name)
         applies = PageFacts(page.text_layer_usable, frozenset(self.settings.vlm_endpoints))
-        limits = Limits(self.settings.max_attempts_per_page, self.settings.page_token_budget)
+        cap = work.options.get("repeat_loop_cap", self.settings.repeat_loop_cap)
+        limits = Limits(self.settings.max_attempts_per_page, self.settings.page_token_budget, cap)
         index = next_step(plan, past, applies, limits)
         attempt: Attempt | None = None
         while index is not None:
+            if page.should_stop():
+                cancelled = PageClose(
+                    PageStatus.FAILED, failure_category="cancelled", error="the job was cancelled"
+                )
+                return Closing(work, replace(cancelled, rendered=facts))
             step = plan[index]
             result = self._attempt(page, step)
             if self.metrics:
                 self.metrics.observe_attempt(step.engine, result)
-            past.append(PastAttempt(index, result.status, result.completion_tokens or 0))
+            past.append(past_attempt(index, result))
             attempt = (index, step, result)
             if is_accepted(step, result.status):
                 return Closing(work, _answer(step, len(past), result.text, facts), attempt)
@@ -270,6 +292,13 @@ class PageProcessor:
         return outcomes
 
 
+def past_attempt(index: int, result: EngineResult) -> PastAttempt:
+    """What the next choice needs of an attempt that just ended."""
+    verdict = result.verdict
+    loop = (verdict.kind, verdict.period) if verdict else None
+    return PastAttempt(index, result.status, result.completion_tokens or 0, loop)
+
+
 def _answer(
     step: PlanStep, attempts: int, text: str, facts: RenderFacts | None = None
 ) -> PageClose:
@@ -298,4 +327,7 @@ def _failure(past: list[PastAttempt]) -> tuple[str, str]:
     else:
         category = "engine"
     summary = ", ".join(s.value for s in statuses)
+    repeats = repeated_loops(past)
+    if repeats:
+        summary += f"; the same loop came back {repeats} time(s)"
     return category, f"every attempt failed ({summary})"

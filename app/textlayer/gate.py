@@ -1,7 +1,10 @@
 """The text-layer quality gate: is this text a plausible rendering of the page?
 
 Cheap checks on what the PDF's text layer holds, each naming why a layer is refused, so the
-page goes on to OCR with the reason on record (`textlayer_rejected: garbled`).
+page goes on to OCR with the reason on record (`textlayer_rejected: garbled`):
+`garbled` (junk characters, presentation forms, too few known words), `mojibake`, `word_soup`
+(run-together letters), `broken_words` (words a broken font cut, lost a glyph of, glued or
+spelled out letter by letter: `splits`), `poor_ocr_layer`, `text_as_image`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from ftfy.badness import badness
 
 from app.textlayer.model import PageLayout
+from app.textlayer.splits import split_report
 from app.textlayer.words import known_share, words_of
 
 _MIN_WORDS = 20  # fewer words than this: too few to judge plausibility
@@ -31,6 +35,11 @@ class GateConfig:
     max_soup: float = 0.4  # share of letters in run-together tokens of 20+ letters
     max_image_without_text: float = 0.25  # page share of images with no text over them
     min_chars_beside_images: int = 500  # ... on a page whose layer holds fewer characters
+    # Words a broken font cut apart, glued or spelled out (`splits`): refused from this share
+    # of the page's words (healthy corpus pages: at most 0.012) and this many; as many words
+    # mended by one glyph the page hardly shows (a letter or ligature its font cannot give).
+    max_broken_words: float = 0.04
+    min_broken_words: int = 8
 
 
 def rejection(layout: PageLayout, config: GateConfig) -> str | None:
@@ -54,10 +63,20 @@ def rejection(layout: PageLayout, config: GateConfig) -> str | None:
     floor = config.min_known_words_invisible if invisible else config.min_known_words
     if len(words) >= _MIN_WORDS and known_share(words, config.languages) < floor:
         return "poor_ocr_layer" if invisible else "garbled"
+    if _broken_words(text, len(words), config):
+        return "broken_words"
     sparse = sum(ch.isalnum() for ch in visible) < config.min_chars_beside_images
     if sparse and _image_share_without_text(layout) > config.max_image_without_text:
         return "text_as_image"
     return None
+
+
+def _broken_words(text: str, words: int, config: GateConfig) -> bool:
+    report = split_report(text, config.languages)
+    if report.glyph_missing and report.mended >= config.min_broken_words:
+        return True  # a glyph the page needs again and again and hardly shows
+    judged = words + report.spelled  # a spelled-out word has no three-letter token
+    return report.misspaced >= max(config.min_broken_words, config.max_broken_words * judged)
 
 
 def _is_junk(ch: str) -> bool:

@@ -1,10 +1,12 @@
-"""Markdown from a page's text layer: reading order, headings, paragraphs, tables."""
+"""Markdown from a page's text layer: reading order, headings, paragraphs, tables (ruled ones
+from the table finder, borderless ones from aligned short cells: `borderless`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.textlayer.borderless import borderless_tables
 from app.textlayer.edges import body_size, running_lines
 from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
 from app.textlayer.paragraphs import join_lines
@@ -30,11 +32,15 @@ def page_markdown(layout: PageLayout) -> str:
         headers |= header
         tables.append(table)
     dropped = running_lines(layout, protected=headers) | headers
-    kept = [
-        line
+    dropped |= {
+        i
         for i, line in enumerate(layout.lines)
-        if i not in dropped and not any(t.box.contains_center_of(line.box) for t in tables)
-    ]
+        if any(t.box.contains_center_of(line.box) for t in tables)
+    }
+    for grid, members in borderless_tables(layout.lines, dropped):
+        tables.append(grid)
+        dropped.update(members)
+    kept = [line for i, line in enumerate(layout.lines) if i not in dropped]
     items = [*_blocks(kept), *(Item(t.box, table=t) for t in tables)]
     body = body_size(kept)
     parts = [_render(item, body) for item in reading_order(items, layout.width)]

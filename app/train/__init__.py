@@ -1,6 +1,7 @@
 """DPO fine-tuning on `folio export-dpo` pairs, written as a folder vLLM serves as it is.
 
-Only `trainer.py` and `serving.py` import torch and friends, and only when a training run
-starts: reading the pairs, the held-out split and the input checks are plain Python, so
-`folio --help` and bad input never pay for loading torch.
+Only `trainer.py` and what it alone imports (`fitting.py`, `peak.py`) import torch and friends,
+and only when a training run starts: reading the pairs, the held-out split, the input checks
+and the memory estimate (`memory.py`, `preflight.py`) are plain Python, so `folio --help` and
+bad input never pay for loading torch.
 """

@@ -88,6 +88,7 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"- loss: {first.get('loss', float('nan')):.4f} -> {last.get('loss', float('nan')):.4f}; "
         f"reward margin: {first.get('rewards/margins', float('nan')):.4f} -> "
         f"{last.get('rewards/margins', float('nan')):.4f}",
+        *_memory_lines(card.get("memory") or {}),
         "",
         "Curves: training_curves.svg. Config and data hashes: training_card.json.",
         "",
@@ -100,3 +101,16 @@ def card_markdown(card: dict[str, Any]) -> str:
 
 def _inline(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def _memory_lines(memory: dict[str, Any]) -> list[str]:
+    preflight = memory.get("preflight")
+    if not preflight:
+        return []
+    measured = memory.get("measured_peak_bytes")
+    seen = f"{measured / 1024**3:.2f} GiB ({memory['measured_by']})" if measured else "not measured"
+    return [
+        f"- memory: estimated peak {preflight['estimated_peak_bytes'] / 1024**3:.2f} GiB, "
+        f"measured {seen}; batch {preflight['batch_size']} x accumulation "
+        f"{preflight['grad_accum']} ({preflight['note']})"
+    ]

@@ -29,11 +29,22 @@ class TrainOptions:
     held_out_share: float = 0.1
     seed: int = 42
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool | None = None  # None: on for CUDA, off on CPU
+    adapter_dtype: Literal["model", "float32"] = "model"  # "model": bf16 adapters on a bf16 model
+    max_image_tokens: int | None = None  # None: the processor's own image budget
+    memory_check: bool = True  # the preflight: fit the batch to the device, or refuse
+    memory_budget_gib: float | None = None  # at most this much memory; None: what is free
+    # Leave a frozen vision tower out of the backward (False only to measure the old behaviour).
+    release_frozen_vision: bool = True
 
     @property
     def lr(self) -> float:
         return self.learning_rate or DEFAULT_LEARNING_RATE[self.method]
+
+    def checkpointing_on(self, device: str) -> bool:
+        if self.gradient_checkpointing is None:
+            return device == "cuda"
+        return self.gradient_checkpointing
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "learning_rate": self.lr}

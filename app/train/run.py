@@ -10,7 +10,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +62,9 @@ def prepare(
     return TrainPlan(list(folders), base, config, out, split)
 
 
-def train_dpo(plan: TrainPlan, options: TrainOptions) -> dict[str, Any]:
+def train_dpo(
+    plan: TrainPlan, options: TrainOptions, notify: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Train and write the folder at `plan.out`; return the training card."""
     trainer = _import_trainer()
     partial = plan.out.with_name(f"{plan.out.name}.partial-{os.getpid()}")
@@ -70,9 +72,15 @@ def train_dpo(plan: TrainPlan, options: TrainOptions) -> dict[str, Any]:
     partial.mkdir(parents=True)
     try:
         began = time.monotonic()
-        model, processor, curves = trainer.train(
-            plan.base, plan.split.train, options, partial / "checkpoints"
+        result = trainer.train(
+            plan.base,
+            plan.split.train,
+            options,
+            partial / "checkpoints",
+            base_config=plan.base_config,
+            notify=notify,
         )
+        model, processor, curves = result.model, result.processor, result.curves
         seconds = time.monotonic() - began
         shutil.rmtree(partial / "checkpoints", ignore_errors=True)
         trainer.save_for_serving(model, processor, plan.base_config, partial)
@@ -80,6 +88,7 @@ def train_dpo(plan: TrainPlan, options: TrainOptions) -> dict[str, Any]:
         held = held_out_pages(plan.split.held_out)
         (partial / HELD_OUT_FILE).write_text(json.dumps(held, indent=2) + "\n", encoding="utf-8")
         card = _card(plan, options, curves, seconds, trainer.pick_device(options.device), held)
+        card["memory"] = result.memory
         write_card(partial, card)
         _move_into_place(partial, plan.out)
     except BaseException:

@@ -1,0 +1,49 @@
+"""The API's webhook services: a key's default callback, and a job's delivery log."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from app.api import webhook_schemas
+from app.api.context import ApiContext
+from app.db import job_views, keys
+from app.db.models import WebhookDelivery
+from app.webhooks.urls import UrlRefused, check_url
+
+
+def _out(config: keys.WebhookConfig) -> webhook_schemas.WebhookOut:
+    return webhook_schemas.WebhookOut(
+        url=config.url, page_events=config.page_events, secret=config.secret
+    )
+
+
+def get_webhook(ctx: ApiContext, key: int) -> webhook_schemas.WebhookOut:
+    with ctx.db.session() as session:
+        return _out(keys.webhook_of(session, key))
+
+
+def set_webhook(
+    ctx: ApiContext, key: int, request: webhook_schemas.WebhookIn
+) -> webhook_schemas.WebhookOut:
+    if request.url is not None:
+        try:
+            check_url(request.url, ctx.settings.webhooks.allow_private)
+        except UrlRefused as exc:
+            raise HTTPException(422, f"url: {exc}") from exc
+    with ctx.db.session() as session:
+        return _out(keys.set_webhook(session, key, request.url, request.page_events))
+
+
+def deliveries(ctx: ApiContext, key: int, job_id: str) -> list[webhook_schemas.DeliveryOut]:
+    with ctx.db.session() as session:
+        if job_views.owned_job(session, job_id, key) is None:
+            raise HTTPException(404, f"no job {job_id!r}")
+        rows = session.scalars(
+            select(WebhookDelivery)
+            .where(WebhookDelivery.job_id == job_id)
+            .order_by(WebhookDelivery.id)
+            .options(selectinload(WebhookDelivery.tries))
+        )
+        return [webhook_schemas.DeliveryOut.of(d) for d in rows]

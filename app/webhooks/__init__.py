@@ -1,0 +1,1 @@
+"""Job callbacks: signed, retried for a day, every attempt stored, sent from a DB outbox."""

@@ -1,0 +1,201 @@
+"""The delivery outbox in the database: rows made once per event, claimed by one sender at a
+time, retried with backoff until delivered or a day has passed. Any process may run it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from app.db.models import ApiKey, Job, Page, WebhookAttempt, WebhookDelivery, new_id
+from app.domain import TERMINAL_PAGE_STATUSES, JobStatus
+from app.progress.feed import job_end_kind
+from app.webhooks.payloads import envelope, job_data, page_event_data
+from app.webhooks.signing import new_secret
+
+PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
+PAGE_FINISHED = "page.finished"
+MAX_BACKOFF_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a job's webhooks go, and whether its pages' events go too."""
+
+    url: str
+    page_events: bool
+
+
+def target_of(options: dict[str, Any], key: ApiKey) -> Target | None:
+    """The job's own `callback_url` (with its `callback_events`), else its key's default."""
+    if url := options.get("callback_url"):
+        return Target(url, PAGE_FINISHED in (options.get("callback_events") or []))
+    if key.webhook_url:
+        return Target(key.webhook_url, key.webhook_page_events)
+    return None
+
+
+def backoff_s(attempts: int, first_s: float) -> float:
+    """Seconds before the next try after `attempts` failed ones: doubling, capped at an hour."""
+    return float(min(MAX_BACKOFF_S, first_s * 2 ** max(0, attempts - 1)))
+
+
+def schedule(session: Session, now: datetime, window: timedelta) -> int:
+    """Make the outbox rows of every event not yet in it (jobs open or ended within
+    `window`); rows another process made first are left as they are. Rows made."""
+    query = (
+        select(Job, ApiKey)
+        .join(ApiKey, Job.api_key_id == ApiKey.id)
+        .where(or_(Job.finished_at.is_(None), Job.finished_at >= now - window))
+    )
+    made = 0
+    for job, key in session.execute(query).all():
+        target = target_of(job.options or {}, key)
+        if target is None:
+            continue
+        if key.webhook_secret is None:
+            key.webhook_secret = new_secret()
+        if target.page_events:
+            made += _schedule_pages(session, job, key, target)
+        end = job_end_kind(job.status, _document_counts(job)) if _ended(job) else None
+        dedupe = f"{job.id}:end"
+        if end and not _exists(session, dedupe):
+            made += _insert(session, job, key, target.url, end, dedupe, job_data(session, job))
+    return made
+
+
+def _ended(job: Job) -> bool:
+    return job.status in (JobStatus.DONE, JobStatus.CANCELLED)
+
+
+def _exists(session: Session, dedupe: str) -> bool:
+    query = select(WebhookDelivery.id).where(WebhookDelivery.dedupe_key == dedupe)
+    return session.scalar(query) is not None
+
+
+def _schedule_pages(session: Session, job: Job, key: ApiKey, target: Target) -> int:
+    sent = set(
+        session.scalars(
+            select(WebhookDelivery.dedupe_key).where(
+                WebhookDelivery.job_id == job.id, WebhookDelivery.event == PAGE_FINISHED
+            )
+        )
+    )
+    pages = session.scalars(
+        select(Page)
+        .where(Page.job_id == job.id, Page.status.in_(TERMINAL_PAGE_STATUSES))
+        .order_by(Page.finished_at, Page.id)
+    )
+    made = 0
+    for page in pages:
+        dedupe = f"{job.id}:page:{page.id}"
+        if dedupe not in sent:
+            data = page_event_data(job, page)
+            made += _insert(session, job, key, target.url, PAGE_FINISHED, dedupe, data)
+    return made
+
+
+def _insert(
+    session: Session,
+    job: Job,
+    key: ApiKey,
+    url: str,
+    kind: str,
+    dedupe: str,
+    data: dict[str, Any],
+) -> int:
+    event_id = new_id()
+    row = {
+        "job_id": job.id,
+        "api_key_id": key.id,
+        "event": kind,
+        "event_id": event_id,
+        "dedupe_key": dedupe,
+        "url": url,
+        "payload": envelope(kind, event_id, data),
+        "status": PENDING,
+        "attempts": 0,
+        "created_at": datetime.now(UTC),
+        "next_at": datetime.now(UTC),
+    }
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    statement = insert(WebhookDelivery).values(**row).on_conflict_do_nothing()
+    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+
+def _document_counts(job: Job) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for document in job.documents:
+        counts[document.status] = counts.get(document.status, 0) + 1
+    return counts
+
+
+def due(session: Session, now: datetime, limit: int) -> list[int]:
+    """Ids of pending deliveries whose time has come and that no sender holds."""
+    query = select(WebhookDelivery.id).where(
+        WebhookDelivery.status == PENDING, WebhookDelivery.next_at <= now, _unheld(now)
+    )
+    return list(session.scalars(query.order_by(WebhookDelivery.next_at).limit(limit)))
+
+
+def claim(session: Session, delivery_id: int, now: datetime, lease: timedelta) -> bool:
+    """Hold the delivery for one send; False when another sender took it first."""
+    result = session.execute(
+        update(WebhookDelivery)
+        .where(WebhookDelivery.id == delivery_id, WebhookDelivery.status == PENDING, _unheld(now))
+        .values(lease_until=now + lease)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _unheld(now: datetime) -> Any:
+    return or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    status_code: int | None
+    latency_s: float
+    error: str | None
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+def record(
+    session: Session,
+    delivery: WebhookDelivery,
+    sent: SendResult,
+    first_retry_s: float,
+    give_up: timedelta,
+) -> None:
+    """Store the attempt; the delivery is delivered, retried later, or failed for good."""
+    now = datetime.now(UTC)
+    session.add(
+        WebhookAttempt(
+            delivery_id=delivery.id,
+            attempted_at=now,
+            status_code=sent.status_code,
+            latency_s=round(sent.latency_s, 4),
+            error=sent.error,
+        )
+    )
+    delivery.attempts += 1
+    delivery.lease_until = None
+    next_at = now + timedelta(seconds=backoff_s(delivery.attempts, first_retry_s))
+    created = (
+        delivery.created_at
+        if delivery.created_at.tzinfo
+        else delivery.created_at.replace(tzinfo=UTC)
+    )
+    if sent.delivered or next_at > created + give_up:
+        delivery.status = DELIVERED if sent.delivered else FAILED
+        delivery.finished_at = now
+    else:
+        delivery.next_at = next_at

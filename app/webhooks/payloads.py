@@ -1,0 +1,67 @@
+"""What a webhook says: the event, the job's counts, a report summary and links."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db.models import Attempt, Job, Page
+from app.progress.feed import page_data, progress_data
+
+
+def envelope(kind: str, event_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    return {"id": event_id, "type": kind, "created": created, "data": data}
+
+
+def links(job_id: str) -> dict[str, str]:
+    base = f"/v1/jobs/{job_id}"
+    names = ("documents", "pages", "report", "results", "events", "deliveries")
+    return {"self": base, **{name: f"{base}/{name}" for name in names}}
+
+
+def report_summary(session: Session, job_id: str) -> dict[str, Any]:
+    """The attempts behind the job: how many, how many looped, tokens and engine seconds."""
+    row = session.execute(
+        select(
+            func.count(),
+            func.count(Attempt.verdict_kind),
+            func.coalesce(func.sum(Attempt.completion_tokens), 0),
+            func.coalesce(func.sum(Attempt.duration_s), 0.0),
+        ).where(Attempt.job_id == job_id)
+    ).one()
+    return {
+        "attempts": int(row[0]),
+        "degenerate_attempts": int(row[1]),
+        "completion_tokens": int(row[2] or 0),
+        "engine_seconds": round(float(row[3]), 3),
+    }
+
+
+def job_data(session: Session, job: Job) -> dict[str, Any]:
+    progress = progress_data(session, job.id)
+    outcomes: dict[str, int] = {}
+    for page in session.scalars(select(Page).where(Page.job_id == job.id)):
+        outcome = page_data(page)["outcome"]
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return {
+        "job": {
+            "id": job.id,
+            "status": job.status,
+            "plan": job.plan_name,
+            "metadata": (job.options or {}).get("metadata", {}),
+            "created_at": job.created_at.isoformat(),
+            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+            "pages": progress["pages"],
+            "outcomes": outcomes,
+            "report": report_summary(session, job.id),
+            "links": links(job.id),
+        }
+    }
+
+
+def page_event_data(job: Job, page: Page) -> dict[str, Any]:
+    return {"job_id": job.id, "page": page_data(page), "links": links(job.id)}

@@ -1,0 +1,77 @@
+"""Tables drawn without rulings come out of the text layer as Markdown tables; prose in
+columns, lists and justified lines do not."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from app import samples
+from app.pdf.layout import read_layout
+from app.textlayer import page_markdown
+from tests.textlayer_pdfs import borderless_pdf
+
+INTRO = "Flow in March at the three gates, measured every morning by the lock keeper."
+
+
+def markdown_of(data: bytes) -> str:
+    return page_markdown(read_layout(pymupdf.open("pdf", data), 0))
+
+
+def test_aligned_columns_of_short_cells_are_a_table() -> None:
+    rows = [
+        ["Station", "Flow", "Level"],
+        ["North gate", "12.4", "3.1"],
+        ["South gate", "9.8", "2.7"],
+        ["East bank", "15.0", "3.9"],
+    ]
+    markdown = markdown_of(borderless_pdf(rows, INTRO, [72, 250, 400]))
+    assert (
+        "| Station | Flow | Level |\n| --- | --- | --- |\n| North gate | 12.4 | 3.1 |\n"
+        "| South gate | 9.8 | 2.7 |\n| East bank | 15.0 | 3.9 |"
+    ) in markdown
+    assert markdown.startswith(INTRO)
+    assert markdown.rstrip().endswith("The figures above are provisional.")
+
+
+def test_an_infobox_of_labels_and_values_is_a_table_with_wrapped_values() -> None:
+    info = [
+        ["Born", "12 May 1820"],
+        ["Died", "3 June 1901"],
+        ["Spouses", "Anna Berg"],
+        ["", "Clara Holt"],
+        ["Known for", "Flood maps"],
+    ]
+    markdown = markdown_of(borderless_pdf(info, "Johan Lind was a surveyor.", [350, 430]))
+    assert (
+        "| Born | 12 May 1820 |\n| --- | --- |\n| Died | 3 June 1901 |\n"
+        "| Spouses | Anna Berg |\n|  | Clara Holt |\n| Known for | Flood maps |"
+    ) in markdown
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [["•", "Open the north gate"], ["•", "Check the level"], ["•", "Close it at dusk"]],
+        [["1.", "Open the north gate"], ["2.", "Check the level"], ["3.", "Close it at dusk"]],
+        [["Open the north gate", "Check"]],  # one row is no table
+    ],
+)
+def test_lists_and_single_rows_are_not_tables(rows: list[list[str]]) -> None:
+    assert "|" not in markdown_of(borderless_pdf(rows, INTRO, [72, 100]))
+
+
+def two_column_page() -> bytes:
+    """Prose in two narrow columns: lines side by side with a column gap between them."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    text = " ".join(samples.page_text(n).replace("\n", " ") for n in (1, 2))
+    page.insert_textbox(pymupdf.Rect(72, 72, 290, 700), text, fontsize=10, align=3)
+    page.insert_textbox(pymupdf.Rect(320, 72, 540, 700), text[::-1][:1500][::-1], fontsize=10)
+    return bytes(doc.tobytes(garbage=3, deflate=True))
+
+
+def test_prose_in_two_columns_is_not_a_table() -> None:
+    markdown = markdown_of(two_column_page())
+    assert "|" not in markdown
+    assert len(markdown) > 1000
