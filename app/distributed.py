@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import and_, func, select
@@ -32,6 +32,7 @@ class JobProgress:
     job_id: str
     status: str
     pages: dict[str, int]
+    loop_stops: dict[str, str] = field(default_factory=dict)  # endpoint -> stop relied on
 
     @property
     def total(self) -> int:
@@ -228,4 +229,9 @@ def job_progress(db: Database, job_id: str) -> JobProgress:
         status = session.scalar(select(Job.status).where(Job.id == job_id))
         if status is None:
             raise KeyError(f"no job {job_id!r}")
-        return JobProgress(job_id, status, repo.count_pages_by_status(session, job_id))
+        return JobProgress(
+            job_id,
+            status,
+            repo.count_pages_by_status(session, job_id),
+            repo.loop_stops_by_endpoint(session, job_id),
+        )

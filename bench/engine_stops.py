@@ -1,5 +1,6 @@
 """`python -m bench stops [--quick] [--lagging] [--cost-only] [--pairs N]`: what each loop stop lets
-through, and what Folio's vLLM plugin costs.
+through, and what Folio's vLLM plugin costs. `--gpu-rates`: the same stops at a GPU server's
+rates instead (bench.stop_rates).
 
 On one vLLM CPU test server (tiny model, VLLM_SERVER_DEV_MODE=1 for the abort route, Folio's
 plugin installed by setup_env.sh), rounds interleave:
@@ -28,6 +29,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -222,6 +224,11 @@ def plugin_cpu_in_process(server: VllmServer, engine_us_per_token: float) -> dic
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if "--gpu-rates" in args_in:  # the stop at a GPU server's rates: bench.stop_rates
+        from bench import stop_rates
+
+        return stop_rates.main([a for a in args_in if a != "--gpu-rates"])
     parser = argparse.ArgumentParser(prog="python -m bench stops", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 rounds instead of 5")
     parser.add_argument("--lagging", action="store_true", help="engine not reniced")
@@ -232,7 +239,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         default=None,
         help=f"cost pairs (default {COST_PAIRS} with --cost-only, else one per round)",
     )
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--gpu-rates", action="store_true", help="bench.stop_rates instead (its own options)"
+    )
+    args = parser.parse_args(args_in)
     rounds = 0 if args.cost_only else (2 if args.quick else 5)
     pairs = args.pairs or (COST_PAIRS if args.cost_only else rounds)
     nice = None if args.lagging else DEFAULT_ENGINE_NICE

@@ -2,14 +2,16 @@
 
 Runs with the vLLM venv's python (it imports vllm and torch), started by `bench.engine_stops`:
 
-    VENV/bin/python -m bench.plugin_cpu MODEL_DIR STEPS < texts.json
+    VENV/bin/python -m bench.plugin_cpu MODEL_DIR STEPS [BATCH ...] < texts.json
 
 Drives FolioLogitsProcessor as vLLM's model runner does, once per decoding step: the batch's
 output token lists grow by one token each, then `update_state` and `apply` over a logits
 tensor of the served vocabulary. The batch holds one request per text (real healthy page
 texts, tokenised with the served tokenizer), first none asking for the loop stop (the path
 every request pays), then all asking. Prints JSON: this thread's CPU time per token for both.
-Thread CPU time, unlike wall time on a shared machine, barely moves with other load.
+Thread CPU time, unlike wall time on a shared machine, barely moves with other load. With
+BATCH sizes (`bench stops --gpu-rates`), the texts are cycled to fill each batch and the
+figures are per engine step as well: what the engine thread spends on the plugin each step.
 """
 
 from __future__ import annotations
@@ -73,10 +75,27 @@ def measure(model_dir: str, texts: list[str], steps: int, repeats: int = 5) -> d
     }
 
 
+def per_step(model_dir: str, texts: list[str], steps: int, batches: list[int]) -> dict[str, Any]:
+    """Per batch size: the engine thread's CPU per step with every request asking, and with
+    none asking (the plugin installed while Folio's client stop is relied on)."""
+    found: dict[str, Any] = {}
+    for batch in batches:
+        filled = [texts[i % len(texts)] for i in range(batch)]
+        row = measure(model_dir, filled, steps, repeats=3)
+        row["us_per_step_asked"] = round(row["us_per_token_asked"] * batch, 1)
+        row["us_per_step_not_asked"] = round(row["us_per_token_not_asked"] * batch, 1)
+        found[str(batch)] = row
+    return found
+
+
 def main() -> None:
     model_dir, steps = sys.argv[1], int(sys.argv[2])
+    batches = [int(b) for b in sys.argv[3:]]
     texts = json.load(sys.stdin)
-    print(json.dumps(measure(model_dir, texts, steps)))
+    if batches:
+        print(json.dumps(per_step(model_dir, texts, steps, batches)))
+    else:
+        print(json.dumps(measure(model_dir, texts, steps)))
 
 
 if __name__ == "__main__":

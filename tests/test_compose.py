@@ -44,12 +44,16 @@ def test_the_gpu_pieces_reserve_a_gpu_and_serve_the_primary_model() -> None:
     for flag in BUILTIN["olmocr2"].serve_flags:
         name, _, value = flag.partition(" ")
         assert name in command and command[command.index(name) + 1] == value.strip("'")
-    # The primary server is vLLM's image plus Folio's plugin, on the V1 model runner.
-    assert found["vllm"]["build"]["dockerfile"] == "Dockerfile.vllm"
+    # The primary server is vLLM's own image on its GPU defaults: Folio's client is the stop.
+    assert found["vllm"]["image"].startswith("vllm/vllm-openai:v")
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in found["vllm"].get("environment", {})
+    # The optional plugin image names the plugin on the command line (the only way it sees
+    # real token ids under async scheduling) and serves on the V1 runner.
     dockerfile = (ROOT / "Dockerfile.vllm").read_text()
     assert "FROM vllm/vllm-openai:" in dockerfile
     assert "pip install --no-cache-dir --no-deps" in dockerfile
-    assert found["vllm"]["environment"]["VLLM_USE_V2_MODEL_RUNNER"] == "0"
+    assert "ENV VLLM_USE_V2_MODEL_RUNNER=0" in dockerfile
+    assert '"--logits-processors", "app.vllm_plugin.processor:FolioLogitsProcessor"' in dockerfile
     devices = found["vllm"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["capabilities"] == ["gpu"]
     assert found["worker-gpu"]["command"][:3] == ["worker", "--queues", "gpu"]
@@ -67,6 +71,9 @@ def test_the_workers_environment_is_valid_settings() -> None:
         engine=env["FOLIO_ENGINE"],
         vlm_endpoints=json.loads(env["FOLIO_VLM_ENDPOINTS"]),
     )
-    assert settings.vlm_endpoints["primary"].model == "allenai/olmOCR-2-7B-1025-FP8"
+    primary = settings.vlm_endpoints["primary"]
+    assert primary.model == "allenai/olmOCR-2-7B-1025-FP8"
     profile = settings.profile_of("primary")
     assert profile.id == "olmocr2" and profile.status == "official"
+    # No server-side stop on the engine thread: the client closes looping streams.
+    assert (primary.engine_plugin, primary.server_repetition_detection) == (False, False)

@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app.cli import exit_codes
 from app.cli.main import app
 from app.db.engine import Database
+from app.db.models import Attempt
 from app.report.build import build_report
 from tests.report_scenario import A1, EXPECTED, Spec, insert_job, settings
 
@@ -69,3 +71,21 @@ def test_folio_report_formats(db_url: str, tmp_path: Path, monkeypatch: pytest.M
 
     missing = runner.invoke(app, ["report", "nope", "--database-url", db_url])
     assert missing.exit_code == exit_codes.NO_INPUT
+
+
+def test_the_loop_stop_each_endpoint_relied_on_is_in_the_report_and_status(db_url: str) -> None:
+    db = Database(db_url)
+    job_id = insert_job(db)
+    probe = "engine plugin installed but NOT live: client-side stops used"
+    with db.session() as session:
+        for attempt in session.scalars(select(Attempt).where(Attempt.job_id == job_id)):
+            if attempt.endpoint == "gpu":  # the engine records these (app/engines/vlm_stops)
+                attempt.params = {"loop_stop": "client_close", "loop_stop_probe": probe}
+        session.commit()
+
+    report = build_report(db, settings(db_url), job_id).report
+    shown = runner.invoke(app, ["status", job_id, "--database-url", db_url])
+
+    assert report.loop_stops == {"gpu": f"client_close ({probe})"}
+    assert shown.exit_code == 0, shown.output
+    assert "loop stop on gpu: client_close" in " ".join(shown.output.split())

@@ -9,16 +9,20 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import pytest
 
 from app.vllm_plugin.behaviours import (
     LOOP_STOP_ARG,
+    STOP_AFTER_ARG,
     LoopStop,
     StepAction,
+    StopAfter,
     behaviours_for,
     combine,
 )
+from app.vllm_plugin.deployment import PROCESSOR, check_deployment
 from app.vllm_plugin.detokenize import IncrementalDetokenizer
 
 
@@ -101,6 +105,7 @@ def test_plugin_pure_parts_import_nothing_of_folios_core_dependencies() -> None:
     """The plugin runs in vLLM's venv, where Folio is installed with --no-deps."""
     probe = (
         "import sys, app.vllm_plugin.behaviours, app.vllm_plugin.detokenize\n"
+        "import app.vllm_plugin.deployment\n"
         "heavy = {'sqlalchemy', 'pydantic', 'pydantic_settings', 'httpx', 'typer', 'celery',"
         " 'redis', 'fastapi', 'PIL', 'fitz', 'pymupdf', 'torch', 'vllm', 'transformers'}\n"
         "loaded = sorted(heavy & {m.split('.')[0] for m in sys.modules})\n"
@@ -112,3 +117,43 @@ def test_plugin_pure_parts_import_nothing_of_folios_core_dependencies() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[] []"
+
+
+def test_the_liveness_probe_behaviour_ends_after_n_real_tokens_only() -> None:
+    stop = StopAfter.from_args({STOP_AFTER_ARG: 3})
+    assert stop is not None
+
+    actions = [stop.step(ids, "") for ids in ([7], [], [8], [9], [10])]
+
+    assert [a.end for a in actions] == [False, False, False, True, True]
+    for bad in (0, 65, "3", True, 2.5):
+        with pytest.raises(ValueError, match=STOP_AFTER_ARG):
+            StopAfter.from_args({STOP_AFTER_ARG: bad})
+
+
+def vllm_config(async_scheduling: bool, named: list | None = None, speculative: object = None):
+    return SimpleNamespace(
+        speculative_config=speculative,
+        scheduler_config=SimpleNamespace(async_scheduling=async_scheduling),
+        model_config=SimpleNamespace(logits_processors=named),
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "refused"),
+    [
+        (vllm_config(False), None),  # the CPU server: no async scheduling
+        (vllm_config(True, [PROCESSOR]), None),  # GPU, named with --logits-processors
+        (vllm_config(True), "placeholder"),  # GPU, entry point only: blind
+        (vllm_config(True, ["other.module:Processor"]), "placeholder"),
+        (vllm_config(True, [PROCESSOR], speculative=object()), "speculative"),
+    ],
+)
+def test_the_plugin_refuses_to_start_where_it_would_stop_nothing(
+    config: SimpleNamespace, refused: str | None
+) -> None:
+    if refused is None:
+        check_deployment(config)
+    else:
+        with pytest.raises(RuntimeError, match=refused):
+            check_deployment(config)

@@ -214,3 +214,5 @@ def _show(db: Database, job_id: str) -> None:
         table.add_row(f"[{STATUS_STYLE.get(name, 'white')}]{name}[/]", str(n))
     table.caption = f"{state.finished} of {state.total} pages finished"
     Console().print(FittedTable(table))
+    for endpoint, stop in sorted(state.loop_stops.items()):
+        console.print(f"loop stop on {endpoint}: {stop}")

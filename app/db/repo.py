@@ -240,6 +240,25 @@ def count_pages_by_status(session: Session, job_id: str) -> dict[str, int]:
     return {status: int(n) for status, n in session.execute(query)}
 
 
+def loop_stops_by_endpoint(session: Session, job_id: str) -> dict[str, str]:
+    """Per endpoint, the loop stop its latest attempt in the job relied on, and what the
+    start-up probe found (the attempt's params, recorded by the VLM engine)."""
+    latest = (
+        select(Attempt.endpoint, func.max(Attempt.id))
+        .where(Attempt.job_id == job_id, Attempt.endpoint.is_not(None))
+        .group_by(Attempt.endpoint)
+    )
+    ids = [attempt_id for _, attempt_id in session.execute(latest)]
+    found: dict[str, str] = {}
+    for endpoint, params in session.execute(
+        select(Attempt.endpoint, Attempt.params).where(Attempt.id.in_(ids))
+    ):
+        if endpoint and params and params.get("loop_stop"):
+            note = params.get("loop_stop_probe")
+            found[endpoint] = params["loop_stop"] + (f" ({note})" if note else "")
+    return found
+
+
 def job_plan(session: Session, job_id: str) -> str:
     plan = session.scalar(select(Job.plan_name).where(Job.id == job_id))
     if plan is None:

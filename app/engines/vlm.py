@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import threading
 import time
@@ -24,12 +25,14 @@ import httpx
 from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.sse import sse_chunks, sse_lines
+from app.engines.sse_http import SseResponse, post_sse
 from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_stops import (
     REPETITION_DETECTION,
     EndpointStops,
     choose_stops,
+    loop_stop_params,
     probe_stops,
     send_abort,
     stop_record,
@@ -51,8 +54,16 @@ from app.vllm_plugin.behaviours import LOOP_STOP_ARG
 from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 _SAMPLING_KEYS = ("temperature", "top_p", "top_k", "presence_penalty", "frequency_penalty", "seed")
-_REQUEST_KEYS = ("repetition_penalty", "max_tokens", "stop", "repetition_detection", "vllm_xargs")
+_REQUEST_KEYS = (
+    "repetition_penalty",
+    "max_tokens",
+    "stop",
+    "repetition_detection",
+    "vllm_xargs",
+    "stream_interval",
+)
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
 _DRAIN_TOKENS = 64
 _DRAIN_S = 10.0
@@ -96,13 +107,12 @@ class VlmEngine:
         self.profile = profile or resolve_profile(endpoint.profile, endpoint.model)
         self.detector_factory = detector_factory
         self._io = _LoopThread()
-        self._client: httpx.AsyncClient | None = None
         self._slots: asyncio.Semaphore | None = None
         self._stops: EndpointStops | None = None
         self._stops_lock: asyncio.Lock | None = None
-        # Probes and abort calls go on their own kept-alive connections: the streams hold
-        # the main pool's, and an abort that must open a new connection to a busy server
-        # landed 260-410 tokens late here (on a warm one: 0-13).
+        # Streams each open their own connection (sse_http); probes and abort calls go on
+        # kept-alive ones: an abort that must open a new connection to a busy server landed
+        # 260-410 tokens late here (on a warm one: 0-13).
         self._control: httpx.AsyncClient | None = None
         self._processors_checked = False
 
@@ -132,7 +142,11 @@ class VlmEngine:
         if self.endpoint.openai_fields_only:  # a hosted API refuses vLLM's own fields
             for key in ("repetition_penalty", "top_k"):
                 body.pop(key, None)
-        if stops.is_vllm:  # a token count on every chunk: tokens at the verdict, exactly
+        if self.endpoint.stream_interval:
+            body["stream_interval"] = self.endpoint.stream_interval
+        # A token count on every chunk: tokens at the verdict, exactly (and chunks are not
+        # tokens once stream_interval merges them).
+        if stops.is_vllm or self.endpoint.stream_interval:
             body["stream_options"]["continuous_usage_stats"] = True
         if stops.repetition_detection:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
@@ -165,6 +179,8 @@ class VlmEngine:
                 except httpx.TransportError:
                     return self.configured_stops()
                 self._stops = self.configured_stops(found)
+                if found.probe_note and not found.plugin:
+                    logger.warning("endpoint %s: %s", self.endpoint_name, found.probe_note)
         return self._stops
 
     async def _check_processors(self) -> None:
@@ -177,7 +193,7 @@ class VlmEngine:
             await warn_missing_processors(self._control, self.endpoint, self.profile)
 
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
-        client, slots = self._ensure_client()
+        slots = self._ensure_client()
         stops = await self._ensure_stops()
         if page.should_stop():
             raise EngineError("the job was cancelled before the request")
@@ -190,7 +206,7 @@ class VlmEngine:
         async with slots:
             while True:
                 try:
-                    outcome = await self._stream(client, body, stops, page.should_stop)
+                    outcome = await self._stream(body, stops, page.should_stop)
                     break
                 except TransportError as exc:
                     retries += 1
@@ -201,25 +217,19 @@ class VlmEngine:
                     )
         return self._result(body, outcome, retries, stops)
 
-    def _ensure_client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
-        if self._client is None or self._slots is None:
-            headers = (
-                {"Authorization": f"Bearer {self.endpoint.api_key}"}
-                if self.endpoint.api_key
-                else {}
-            )
-            limits = httpx.Limits(max_connections=self.endpoint.max_concurrency)
-            timeout = httpx.Timeout(self.endpoint.request_timeout_s, connect=10.0)
-            self._client = httpx.AsyncClient(headers=headers, limits=limits, timeout=timeout)
-            self._control = httpx.AsyncClient(
-                headers=headers, timeout=httpx.Timeout(30.0, connect=10.0)
-            )
+    def _ensure_client(self) -> asyncio.Semaphore:
+        if self._control is None or self._slots is None:
+            timeout = httpx.Timeout(30.0, connect=10.0)
+            self._control = httpx.AsyncClient(headers=self._headers(), timeout=timeout)
             self._slots = asyncio.Semaphore(self.endpoint.max_concurrency)
-        return self._client, self._slots
+        return self._slots
+
+    def _headers(self) -> dict[str, str]:
+        key = self.endpoint.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def _stream(
         self,
-        client: httpx.AsyncClient,
         body: dict[str, Any],
         stops: EndpointStops,
         should_stop: Callable[[], bool] = lambda: False,
@@ -227,21 +237,22 @@ class VlmEngine:
         outcome = StreamOutcome()
         detector = self.detector_factory()
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
+        timeout = self.endpoint.request_timeout_s
         sent = time.perf_counter()
+        response = await post_sse(url, body, self._headers(), 10.0, timeout)
         try:
-            async with client.stream("POST", url, json=body) as response:
-                await _raise_for_status(response)
-                lines = sse_lines(response.aiter_text())
-                async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
-                    async for chunk in chunks:
-                        looped = absorb_chunk(chunk, outcome, detector, sent)
-                        if looped or should_stop():  # a cancel takes the loop's stops
-                            outcome.cancelled = not looped
-                            outcome.aborted = True
-                            await self._stop_loop(outcome, stops, chunks)
-                            break  # leaving the blocks closes the connection: vLLM aborts
-        except (httpx.TransportError, httpx.TimeoutException) as exc:
-            raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+            await _raise_for_status(response, timeout)
+            lines = sse_lines(response.texts(timeout))
+            async with aclosing(lines), aclosing(sse_chunks(lines)) as chunks:
+                async for chunk in chunks:
+                    looped = absorb_chunk(chunk, outcome, detector, sent)
+                    if looped or should_stop():  # a cancel takes the loop's stops
+                        outcome.cancelled = not looped
+                        outcome.aborted = True
+                        await self._stop_loop(outcome, stops, chunks)
+                        break
+        finally:
+            await response.close()  # at a verdict or a cancel: vLLM sees the client leave
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
         return outcome
@@ -293,7 +304,7 @@ class VlmEngine:
             ended_at=datetime.now(UTC),
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries),
+            params=self._params(body, retries) | loop_stop_params(stops),
             prompt_version=self.profile.tag,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
@@ -357,15 +368,14 @@ class VlmEngine:
         )
 
     def close(self) -> None:
-        for client in (self._client, self._control):
-            if client is not None:
-                self._io.run(client.aclose())
+        if self._control is not None:
+            self._io.run(self._control.aclose())
         self._io.stop()
 
 
-async def _raise_for_status(response: httpx.Response) -> None:
-    if response.status_code >= 500:
-        raise TransportError(f"server error {response.status_code}")
-    if response.status_code >= 400:
-        detail = (await response.aread()).decode("utf-8", "replace")[:500]
-        raise EngineError(f"request refused ({response.status_code}): {detail}")
+async def _raise_for_status(response: SseResponse, timeout: float) -> None:
+    if response.status >= 500:
+        raise TransportError(f"server error {response.status}")
+    if response.status >= 400:
+        detail = (await response.read_text(timeout))[:500]
+        raise EngineError(f"request refused ({response.status}): {detail}")

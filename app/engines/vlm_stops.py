@@ -8,7 +8,11 @@ Stops, from the one that owes nothing to the server's front end to the one that 
   detector fires (vLLM with VLLM_SERVER_DEV_MODE=1 or --tokens-only; never behind the API key).
 - `client_close`: closing the stream, always available; the server stops when its API server
   notices the closed socket.
-Probes never assume: each sends one request a server without the feature answers otherwise.
+Probes never assume: each sends one request a server without the feature answers otherwise,
+and the plugin is relied on only once a request it must end early has ended early (it can be
+installed and accept requests yet see nothing: docs/loop-stop-gpu.md). Which stop each attempt
+relied on, and what the probe found, go into the attempt's params (`loop_stop`,
+`loop_stop_probe`), which `folio status` shows.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Literal
 
 import httpx
 
-from app.vllm_plugin.behaviours import LOOP_STOP_ARG
+from app.vllm_plugin.behaviours import LOOP_STOP_ARG, STOP_AFTER_ARG
 
 StopMechanism = Literal["engine_plugin", "abort_call", "server_repetition", "client_close", "none"]
 Switch = bool | Literal["auto"]
@@ -28,6 +32,13 @@ REPETITION_DETECTION = {"max_pattern_size": 16, "min_count": 4}
 # Abort routes, api-key guarded first: vLLM 0.32 serves /inference/v1/abort_requests with
 # --enable-scale-out (403 otherwise), /abort_requests with --tokens-only or VLLM_SERVER_DEV_MODE=1.
 ABORT_PATHS = ("/inference/v1/abort_requests", "/abort_requests")
+# The liveness probe asks the plugin to end greedy requests after each of these many tokens,
+# under a cap it would otherwise run to. Two lengths: a model's own EOS cannot land on both.
+LIVENESS_LENGTHS = (3, 5)
+LIVENESS_CAP = 24
+# Tokens over N a live plugin may let through: the EOS it forces, and one step of lag where
+# vLLM hands it the real ids a step late (async scheduling, gpu_input_batch.py:1038-1081).
+LIVENESS_SLACK = 2
 
 
 @dataclass(frozen=True)
@@ -37,10 +48,20 @@ class EndpointStops:
     plugin: bool = False
     abort_path: str | None = None  # relative to the server root
     repetition_detection: bool = False
+    probe_note: str | None = None  # what the liveness probe found, when it ran
 
     @property
     def is_vllm(self) -> bool:
         return self.plugin or self.repetition_detection or self.abort_path is not None
+
+    @property
+    def relied_on(self) -> StopMechanism:
+        """The stop a loop on this endpoint is expected to end by."""
+        if self.plugin:
+            return "engine_plugin"
+        if self.repetition_detection:
+            return "server_repetition"
+        return "abort_call" if self.abort_path else "client_close"
 
 
 def root_url(base_url: str) -> str:
@@ -58,10 +79,38 @@ async def probe_stops(client: httpx.AsyncClient, base_url: str, model: str) -> E
     # A bad value is refused (400, naming the field) only where the field is understood:
     # vLLM 0.32 answers an unknown field with 200 and ignores it.
     plugin = await _refuses(client, url, probe | {"vllm_xargs": {LOOP_STOP_ARG: "probe"}})
+    note = None
+    if plugin:
+        plugin, note = await probe_plugin_live(client, url, model)
     repetition = await _refuses(
         client, url, probe | {"repetition_detection": {"max_pattern_size": "probe"}}
     )
-    return EndpointStops(plugin, await _abort_path(client, base_url), repetition)
+    return EndpointStops(plugin, await _abort_path(client, base_url), repetition, note)
+
+
+async def probe_plugin_live(client: httpx.AsyncClient, url: str, model: str) -> tuple[bool, str]:
+    """Whether the installed plugin sees real token ids and ends requests: greedy requests
+    asking it to end after N tokens must end there (finish "stop"), for each N."""
+    counts: list[str] = []
+    live = True
+    for n in LIVENESS_LENGTHS:
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": "Count from 1 to 100, one number a line."}],
+            "max_tokens": LIVENESS_CAP,
+            "temperature": 0,
+            "vllm_xargs": {STOP_AFTER_ARG: n},
+        }
+        response = await client.post(url, json=body)
+        if response.status_code != 200:
+            return False, f"plugin probe refused ({response.status_code}): {response.text[:200]}"
+        answer = response.json()
+        finish = answer["choices"][0].get("finish_reason")
+        tokens = int((answer.get("usage") or {}).get("completion_tokens") or 0)
+        counts.append(f"{n}->{tokens} ({finish})")
+        live = live and finish == "stop" and n < tokens <= n + LIVENESS_SLACK
+    verdict = "live" if live else "installed but NOT live: client-side stops used"
+    return live, f"engine plugin {verdict}; asked to end after N tokens: {', '.join(counts)}"
 
 
 async def _refuses(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> bool:
@@ -98,7 +147,16 @@ def choose_stops(found: EndpointStops, plugin: Switch, abort: Switch, rep: Switc
         repetition_detection=(found.repetition_detection and not use_plugin)
         if rep == "auto"
         else rep,
+        probe_note=found.probe_note,
     )
+
+
+def loop_stop_params(stops: EndpointStops) -> dict[str, str]:
+    """What an attempt records about the stop it relied on (kept in its params)."""
+    found: dict[str, str] = {"loop_stop": stops.relied_on}
+    if stops.probe_note:
+        found["loop_stop_probe"] = stops.probe_note
+    return found
 
 
 async def send_abort(client: httpx.AsyncClient, base_url: str, path: str, request_id: str) -> bool:

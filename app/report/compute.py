@@ -68,6 +68,7 @@ def compute_report(
         by_outcome=_by_outcome(rows.attempts, costs),
         per_model=_per_model(rows.attempts, costs),
         server_endpoints=servers,
+        loop_stops=rows.loop_stops,
         slowest_pages=_slowest_pages(rows.pages, by_page, slowest),
         degenerate_pages=_degenerate_attempts(rows, tail_chars, listed),
         cost_attribution=COST_ATTRIBUTION,

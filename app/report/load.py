@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page, ServerSample
+from app.db.repo import loop_stops_by_endpoint
 from app.domain import AttemptStatus
 from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow, ServerSampleRow
 
@@ -92,6 +93,7 @@ def load_job_rows(db: Database, job_id: str) -> JobRows:
             attempts=attempts,
             neighbours=_neighbours(session, job_id, attempts),
             server_samples=_server_samples(session, job_id),
+            loop_stops=loop_stops_by_endpoint(session, job_id),
         )
 
 

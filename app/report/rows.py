@@ -110,3 +110,5 @@ class JobRows:
     attempts: list[AttemptRow] = field(default_factory=list)
     neighbours: list[AttemptRow] = field(default_factory=list)
     server_samples: list[ServerSampleRow] = field(default_factory=list)
+    # endpoint -> the loop stop its attempts relied on, and what the start-up probe found
+    loop_stops: dict[str, str] = field(default_factory=dict)

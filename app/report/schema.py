@@ -118,6 +118,8 @@ class Report:
     by_outcome: dict[str, OutcomeFigures] = field(default_factory=dict)
     per_model: list[ModelFigures] = field(default_factory=list)
     server_endpoints: list[ServerTokens] = field(default_factory=list)
+    # endpoint -> the loop stop relied on and what the start-up probe found (attempt params)
+    loop_stops: dict[str, str] = field(default_factory=dict)
     slowest_pages: list[SlowPage] = field(default_factory=list)
     degenerate_pages: list[DegenerateAttempt] = field(default_factory=list)
     cost_attribution: str = ""

@@ -17,6 +17,10 @@ from app.degeneration import LoopDetector, LoopVerdict
 
 # Per-request arg that asks for the loop stop: {"folio_loop_stop": 1}.
 LOOP_STOP_ARG = "folio_loop_stop"
+# Per-request arg of the liveness probe: {"folio_stop_after": N} ends the request once the
+# plugin has seen N real output tokens (vllm_stops.probe_plugin_live).
+STOP_AFTER_ARG = "folio_stop_after"
+MAX_STOP_AFTER = 64
 
 
 @dataclass(frozen=True)
@@ -60,9 +64,34 @@ class LoopStop:
         return cls()
 
 
+class StopAfter:
+    """Ends the request once N real token ids have been seen: the start-up probe that proves
+    the plugin sees the tokens (a plugin fed only async-scheduling placeholders never counts
+    to N, and the request runs to its cap)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen = n, 0
+
+    def step(self, new_token_ids: Sequence[int], new_text: str) -> StepAction:
+        self.seen += len(new_token_ids)
+        return END if self.seen >= self.n else NO_ACTION
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> StopAfter | None:
+        value = args.get(STOP_AFTER_ARG)
+        if value is None:
+            return None
+        if type(value) is not int or not 1 <= value <= MAX_STOP_AFTER:
+            raise ValueError(f"{STOP_AFTER_ARG} must be an integer from 1 to {MAX_STOP_AFTER}")
+        return cls(value)
+
+
 # arg name -> factory: None when the request does not ask; ValueError on a bad value.
 BehaviourFactory = Callable[[Mapping[str, Any]], RequestBehaviour | None]
-BEHAVIOURS: dict[str, BehaviourFactory] = {LOOP_STOP_ARG: LoopStop.from_args}
+BEHAVIOURS: dict[str, BehaviourFactory] = {
+    LOOP_STOP_ARG: LoopStop.from_args,
+    STOP_AFTER_ARG: StopAfter.from_args,
+}
 
 
 def behaviours_for(args: Mapping[str, Any] | None) -> list[RequestBehaviour]:

@@ -29,16 +29,18 @@ class IncrementalDetokenizer:
         self._prefix = 0  # tokens before this are settled and out of the context window
         self._read = 0  # tokens before this have been turned into text
 
-    def push(self, token_ids: Sequence[int]) -> str:
-        """All output ids so far (a growing list) -> the text added since the last call."""
-        if len(token_ids) <= self._read:
+    def push(self, token_ids: Sequence[int], end: int | None = None) -> str:
+        """All output ids so far (a growing list; only the first `end` when given) -> the text
+        added since the last call. Reads only the ids after the settled prefix."""
+        end = len(token_ids) if end is None else end
+        if end <= self._read:
             return ""
         decode = self._tokenizer.decode
-        window = list(token_ids[self._prefix :])
+        window = list(token_ids[self._prefix : end])
         settled = decode(window[: self._read - self._prefix], skip_special_tokens=True)
         full = decode(window, skip_special_tokens=True)
-        pending = len(token_ids) - self._read
+        pending = end - self._read
         if full.endswith(_REPLACEMENT) and pending < self._max_pending:
             return ""  # a character still being spelled out byte by byte
-        self._prefix, self._read = self._read, len(token_ids)
+        self._prefix, self._read = self._read, end
         return full[len(settled) :]

@@ -1,22 +1,28 @@
 """The vLLM V1 logits processor that hosts Folio's per-request behaviours.
 
-Loaded by vLLM through the `vllm.logits_processors` entry point (or `--logits-processors
-app.vllm_plugin.processor:FolioLogitsProcessor` when not installed as a package). It sees
-token ids only, so each opted-in request gets an incremental detokeniser over the served
-model's tokenizer; every step the new text goes to the request's behaviours, and a request
-whose behaviour says `end` gets only EOS left possible on that very step. Requests that do
-not ask cost one dictionary lookup when they join the batch.
+Optional on a GPU server: Folio's default loop stop is its own client (docs/loop-stop-gpu.md).
+Where it is used on a GPU it must be named on the command line, `--logits-processors
+app.vllm_plugin.processor:FolioLogitsProcessor`: under async scheduling (vLLM's GPU default)
+vLLM writes the real token ids into the output lists only for processors named there
+(gpu_model_runner.py:697-736), and an entry-point instance alone would see `-1` placeholders
+for ever. So an instance refuses to start where it would be blind (async scheduling, not
+named on the command line) and where vLLM would drop it (speculative decoding); installed both
+by entry point and by flag, only the last instance built does the work. Model Runner V2
+refuses V1-interface processors by itself: serve with VLLM_USE_V2_MODEL_RUNNER=0.
 
-Needs the V1 logits-processor interface: on GPU, vLLM 0.32's Model Runner V2 refuses it, so
-serve with VLLM_USE_V2_MODEL_RUNNER=0. Not usable with speculative decoding (vLLM refuses
-custom logits processors there).
+It sees token ids only, so each opted-in request gets an incremental detokeniser over the
+served model's tokenizer; every step the new text goes to the request's behaviours, and a
+request whose behaviour says `end` gets only EOS left possible on that very step. `apply`
+writes the logits with fills and `index_fill_` only: a Python scalar written into a CUDA
+tensor element blocks the CPU until the GPU's queue drains. Requests that do not ask cost one
+dictionary lookup when they join the batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from vllm.logger import init_logger
@@ -29,7 +35,9 @@ from app.vllm_plugin.behaviours import (
     behaviours_for,
     combine,
 )
+from app.vllm_plugin.deployment import check_deployment
 from app.vllm_plugin.detokenize import Decoding, IncrementalDetokenizer
+from app.vllm_plugin.logits import ban, force_eos
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -56,7 +64,7 @@ class _Request:
         if end <= self.seen:
             return
         new_ids = ids[self.seen : end]
-        new_text = self.text.push(ids[:end] if end < len(ids) else ids)
+        new_text = self.text.push(ids, end)
         self.seen = end
         self.action = combine([b.step(new_ids, new_text) for b in self.behaviours])
 
@@ -69,8 +77,16 @@ class FolioLogitsProcessor(LogitsProcessor):
         if behaviours_for(sampling_params.extra_args) and sampling_params.ignore_eos:
             raise ValueError("Folio's loop stop ends a request with EOS: drop ignore_eos")
 
+    # Per engine configuration, the last instance built: the one that works (vLLM builds one
+    # per entry point and one per --logits-processors name, with no de-duplication).
+    _latest: ClassVar[dict[int, FolioLogitsProcessor]] = {}
+
     def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool):
+        check_deployment(vllm_config)
         self._model_config = vllm_config.model_config
+        self._config_key = id(vllm_config)
+        self._latest[self._config_key] = self
+        self._active: bool | None = None  # settled at the first step, once all are built
         self._tokenizer: Decoding | None = None
         self._eos_fallback: int | None = None
         self._requests: dict[int, _Request] = {}
@@ -79,6 +95,10 @@ class FolioLogitsProcessor(LogitsProcessor):
         return False  # forcing EOS changes the greedy choice
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
+        if self._active is None:
+            self._active = self._latest.get(self._config_key) is self
+        if not self._active:
+            return
         if batch_update is not None:
             self._apply_batch_update(batch_update)
         for request in self._requests.values():
@@ -88,10 +108,9 @@ class FolioLogitsProcessor(LogitsProcessor):
         for index, request in self._requests.items():
             action = request.action
             if action.end:
-                logits[index] = float("-inf")
-                logits[index, request.eos_token_id] = 0.0
+                force_eos(logits, index, request.eos_token_id)
             elif action.banned:
-                logits[index, list(action.banned)] = float("-inf")
+                ban(logits, index, action.banned)
         return logits
 
     def _apply_batch_update(self, update: BatchUpdate) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 
 CACHE_DIR = Path.home() / ".cache" / "folio"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVED_MODEL_NAME = "tiny-qwen2vl"
 HOST = "127.0.0.1"
 
@@ -199,8 +200,13 @@ class VllmServer:
     def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         env.pop("VIRTUAL_ENV", None)  # the project venv's, not the server's
+        # This checkout's plugin, whichever checkout the venv's editable install follows
+        # (it reaches the engine processes too: the liveness probe's behaviour proves it).
         env.update(SERVER_ENV)
         env.update(self.env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, (self.env.get("PYTHONPATH"), str(REPO_ROOT)))
+        )
         return env
 
     # --- lifecycle -------------------------------------------------------------------

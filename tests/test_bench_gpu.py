@@ -1,0 +1,63 @@
+"""`python -m bench gpu --dry-run`: every part runs at toy sizes and writes the JSON CI reads."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from bench import gpu
+
+
+def test_the_dry_run_writes_every_part_with_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "gpu.json"
+
+    gpu.run_parts(dry_run=True, out=out)
+
+    report = json.loads(out.read_text())
+    assert report["dry_run"] is True and "cpus" in report["host"]
+    assert not [name for name, part in report.items() if isinstance(part, dict) and "error" in part]
+    rows = report["decode_floor"]["rows"]
+    assert {row["batch"] for row in rows} == {2, 4} and all(row["step_ms"] > 0 for row in rows)
+    cost = report["stop_engine_cost"]["4"]
+    assert cost["plugin_today_us_per_step"] > 0 and cost["client_stop_us_per_step"] == 0
+    writes = report["logits_writes"]
+    assert {"force_eos (fills)", "ban (index_fill_)"} <= set(writes)
+    assert report["client_parse"]["tokens"] > 0 and report["client_parse"]["us_per_token"] > 0
+
+
+def test_a_failing_part_is_recorded_and_the_others_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(dry_run: bool) -> dict:
+        raise RuntimeError("no such kernel")
+
+    monkeypatch.setattr(gpu.gpu_parts, "decode_floor", broken)
+    out = tmp_path / "gpu.json"
+
+    gpu.run_parts(dry_run=True, out=out, only=["decode_floor", "client_parse"])
+
+    report = json.loads(out.read_text())
+    assert report["decode_floor"]["error"] == "RuntimeError: no such kernel"
+    assert report["client_parse"]["us_per_token"] > 0
+    assert "logits_writes" not in report
+
+
+def test_a_training_part_joins_when_its_module_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("bench.gpu_train")
+    module.run = lambda dry_run: {"dry_run": dry_run}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bench.gpu_train", module)
+
+    names = [name for name, _ in gpu.parts()]
+
+    assert names[-1] == "train" and names[:4] == [
+        "decode_floor",
+        "stop_engine_cost",
+        "logits_writes",
+        "client_parse",
+    ]
