@@ -94,6 +94,18 @@ CASES = [
         (560.0, 714.0, 1120.0, 1428.0),
         (306.0, 396.0, 612.0, 792.0),
     ),
+    # the same on an endpoint that shrinks the image to 256 px (198 x 256, off the grid):
+    # the server's smart_resize makes it 196 x 252, the boxes' pixels
+    (
+        "qwenvl-html",
+        LETTER,
+        256,
+        '<html><body><p data-bbox="98 126 196 252">Lower right</p></body></html>',
+        (198, 256),
+        "p",
+        (99.0, 128.0, 198.0, 256.0),
+        (306.0, 396.0, 612.0, 792.0),
+    ),
 ]
 
 

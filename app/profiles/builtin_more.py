@@ -113,8 +113,13 @@ def qwenvl_html() -> Profile:
             system=p.QWENVL_HTML_SYSTEM, prompt=p.QWENVL_HTML, order="text_first", max_tokens=8192
         ),
         image=ImageRule(rule="pixels", value=2048 * 28 * 28, factor=28, min_pixels=512 * 28 * 28),
-        # data-bbox in pixels of the image (already on the 28 grid: the server keeps its size)
-        response=ResponseRule(format="html_blocks", drop_furniture=False, boxes=BoxFrame()),
+        # Qwen2.5-VL's data-bbox: pixels of its smart_resize of the image (its processor's
+        # bounds); the image is sent on that grid already, unless max_image_side shrinks it
+        response=ResponseRule(
+            format="html_blocks",
+            drop_furniture=False,
+            boxes=BoxFrame(factor=28, min_pixels=3136, max_pixels=12845056),
+        ),
         serve_flags=['--limit-mm-per-prompt \'{"image": 2, "video": 0}\''],
     )
 
