@@ -16,6 +16,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app import samples
+from app.api.schemas import PageDetail
 from app.cli.main import app
 from app.db.engine import Database
 from app.db.models import Attempt, Page
@@ -251,6 +252,9 @@ def test_the_models_boxes_reach_the_results_json(
     with db.session() as session:
         attempt = session.scalars(select(Attempt)).one()
         assert attempt.status == "ok" and attempt.positions is not None
+        # the API's page detail (GET /v1/jobs/{id}/pages/{page_id}) gives the same
+        detail = PageDetail.detail_of(session.scalars(select(Page)).one())
+        assert detail.positions == attempt.positions
     (result,) = load_results(db, ingested.job_id).documents
     page = result.pages[0]
     assert page.text == "All over\n\n# Top left" and page.positions == attempt.positions
