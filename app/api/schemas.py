@@ -304,13 +304,32 @@ POSITIONS_EXAMPLE = {
 }
 
 
+VLM_POSITIONS_EXAMPLE = {
+    "source": "vlm",
+    "profile": "deepseek-ocr-grounding@2025-10",
+    "page": {"width_pt": 612.0, "height_pt": 792.0, "width_px": 1224, "height_px": 1584},
+    "lines": [],
+    "words": [],
+    "blocks": [
+        {
+            "text": "# Annual report",
+            "box_pt": [61.26, 39.64, 551.35, 95.14],
+            "box_px": [122.5, 79.3, 1102.7, 190.3],
+            "category": "title",
+        }
+    ],
+}
+
+
 class PageDetail(PageOut):
     text: str | None
     positions: dict[str, Any] | None = Field(
         description="Words and lines of the answer with their boxes, [x0, y0, x1, y1] from the "
-        "top left, in PDF points (box_pt) and in pixels of the page as rendered (box_px); "
-        "null where the engine that answered gives none (a VLM).",
-        examples=[POSITIONS_EXAMPLE],
+        "top left, in PDF points (box_pt) and in pixels of the page as rendered (box_px); for "
+        "a VLM whose profile places blocks (source vlm), its blocks with their category, the "
+        "pixels being those of the image sent to the model; null where the engine that "
+        "answered gives none.",
+        examples=[POSITIONS_EXAMPLE, VLM_POSITIONS_EXAMPLE],
     )
     attempts: list[AttemptOut]
 

@@ -28,6 +28,7 @@ from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
 from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_image import encode_image, model_image
+from app.engines.vlm_positions import vlm_positions
 from app.engines.vlm_stops import (
     REPETITION_DETECTION,
     EndpointStops,
@@ -215,7 +216,7 @@ class VlmEngine:
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
-        return self._result(body, outcome, retries, stops)
+        return self._result(page, body, outcome, retries, stops)
 
     def _ensure_client(self) -> asyncio.Semaphore:
         if self._control is None or self._slots is None:
@@ -277,7 +278,12 @@ class VlmEngine:
                         return  # the server did not stop: close the stream
 
     def _result(
-        self, body: dict[str, Any], outcome: StreamOutcome, retries: int, stops: EndpointStops
+        self,
+        page: PageInput,
+        body: dict[str, Any],
+        outcome: StreamOutcome,
+        retries: int,
+        stops: EndpointStops,
     ) -> EngineResult:
         max_tokens = int(body["max_tokens"])
         estimated = outcome.completion_tokens is None
@@ -287,8 +293,8 @@ class VlmEngine:
         if status is AttemptStatus.OK:
             judgement = judge_answer(self.profile.response, outcome.finish_reason, outcome.text)
             status = AttemptStatus.INVALID if judgement.invalid else status
-        ok = status is AttemptStatus.OK and judgement.parsed is not None
-        text = judgement.parsed.markdown if ok and judgement.parsed else outcome.text.strip()
+        parsed = judgement.parsed if status is AttemptStatus.OK else None
+        text = parsed.markdown if parsed else outcome.text.strip()
         stop = stop_record(
             verdict=outcome.verdict is not None or outcome.cancelled,
             finish_reason=outcome.finish_reason,
@@ -319,6 +325,7 @@ class VlmEngine:
             tokens_after_verdict_note=stop.note,
             invalid_reason=judgement.invalid,
             answer_fields=judgement.parsed.fields if judgement.parsed else {},
+            positions=vlm_positions(page, self.profile, parsed, self.endpoint.max_image_side),
             error=(
                 "the job was cancelled: the request was stopped"
                 if outcome.cancelled

@@ -12,13 +12,18 @@ from app.profiles.model import ImageRule
 from app.profiles.sizing import render_dpi, rendered_size, target_size
 
 
+def fitted_size(width: int, height: int, max_side: int) -> tuple[int, int]:
+    """The size shrunk so its longest side fits `max_side` (unchanged when it does)."""
+    if max(width, height) <= max_side:
+        return width, height
+    scale = max_side / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
 def fit_image(image: Image.Image, max_side: int) -> Image.Image:
     """The page shrunk so its longest side fits `max_side` (an endpoint's override)."""
-    if max(image.size) <= max_side:
-        return image
-    scale = max_side / max(image.size)
-    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-    return image.resize(size, Image.Resampling.LANCZOS)
+    size = fitted_size(image.width, image.height, max_side)
+    return image if size == image.size else image.resize(size, Image.Resampling.LANCZOS)
 
 
 def sized_image(image: Image.Image, rule: ImageRule) -> Image.Image:
@@ -38,6 +43,19 @@ def model_image(page: PageInput, rule: ImageRule, max_side: int | None = None) -
         if rendered_size(*page.points, dpi) != image.size:  # else the render at hand is it
             image = page.render_at(dpi)
     return turned(sized_image(image, rule), page.rotation)
+
+
+def model_image_size(
+    page: PageInput, rule: ImageRule, max_side: int | None = None
+) -> tuple[int, int]:
+    """The size of `model_image(page, rule, max_side)`, by arithmetic alone (no render)."""
+    if max_side is not None:
+        size = fitted_size(*page.image.size, max_side)
+    elif page.render_at is not None and page.points is not None:
+        size = target_size(rule, *rendered_size(*page.points, render_dpi(rule, *page.points)))
+    else:
+        size = target_size(rule, *page.image.size)
+    return (size[1], size[0]) if page.rotation in (90, 270) else size
 
 
 _TURNS = {

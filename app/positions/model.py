@@ -27,18 +27,37 @@ class PageGeometry:
     def px_per_pt(self) -> float:
         return self.width_px / self.width_pt if self.width_pt else 0.0
 
+    @property
+    def px_per_pt_xy(self) -> tuple[float, float]:
+        """Pixels per point across and down."""
+        down = self.height_px / self.height_pt if self.height_pt else 0.0
+        return self.px_per_pt, down
+
 
 @dataclass(frozen=True)
 class Placed:
-    """A word or a line and its box; `line` numbers a word's line (words only)."""
+    """A word, a line or a model's block and its box; `line` numbers a word's line (words
+    only), `category` says what a block is (a model's layout label: Title, Table, ...)."""
 
     text: str
     box: Box
     line: int | None = None
+    category: str | None = None
 
 
-def _scaled(box: Box, factor: float, digits: int) -> list[float]:
-    return [round(v * factor, digits) for v in box]
+def _scaled(box: Box, factor: tuple[float, float], digits: int) -> list[float]:
+    x0, y0, x1, y1 = box
+    fx, fy = factor
+    return [
+        round(x0 * fx, digits),
+        round(y0 * fy, digits),
+        round(x1 * fx, digits),
+        round(y1 * fy, digits),
+    ]
+
+
+def _inverse(ratio: float) -> float:
+    return 1 / ratio if ratio else 0.0
 
 
 def positions_json(
@@ -47,11 +66,15 @@ def positions_json(
     words: Sequence[Placed],
     lines: Sequence[Placed],
     unit: str,
+    blocks: Sequence[Placed] = (),
 ) -> dict[str, Any]:
-    """The page JSON's `positions`: boxes read in `unit` ("pt" or "px") given in both."""
-    ratio = geometry.px_per_pt
-    to_pt = 1.0 if unit == "pt" else (1 / ratio if ratio else 0.0)
-    to_px = ratio if unit == "pt" else 1.0
+    """The page JSON's `positions`: boxes read in `unit` ("pt" or "px") given in both; a
+    model's blocks under `blocks` (only where a model placed them)."""
+    # Each axis at its own scale: a model's image need not keep the page's aspect exactly.
+    across, down = geometry.px_per_pt_xy
+    same = (1.0, 1.0)
+    to_pt = same if unit == "pt" else (_inverse(across), _inverse(down))
+    to_px = (across, down) if unit == "pt" else same
 
     def entry(item: Placed) -> dict[str, Any]:
         placed: dict[str, Any] = {
@@ -61,9 +84,11 @@ def positions_json(
         }
         if item.line is not None:
             placed["line"] = item.line
+        if item.category is not None:
+            placed["category"] = item.category
         return placed
 
-    return {
+    found = {
         "source": source,
         "page": {
             "width_pt": round(geometry.width_pt, 2),
@@ -74,6 +99,9 @@ def positions_json(
         "lines": [entry(line) for line in lines],
         "words": [entry(word) for word in words],
     }
+    if blocks:
+        found["blocks"] = [entry(block) for block in blocks]
+    return found
 
 
 def lines_of(words: Sequence[Placed]) -> list[Placed]:

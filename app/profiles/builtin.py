@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from app.profiles import prompts as p
 from app.profiles.model import (
+    BoxFrame,
     ImageRule,
     LadderStep,
     Profile,
@@ -110,7 +111,11 @@ def dots(variant: str) -> Profile:
             sampling=Sampling(temperature=0.1, top_p=1.0),
         ),
         image=ImageRule(rule="dpi", value=200, max_side_fallback=4500),
-        response=ResponseRule(format="dots_layout_json" if layout else "markdown"),
+        response=ResponseRule(
+            format="dots_layout_json" if layout else "markdown",
+            # cells in pixels of the server's smart_resize (layout_utils.py post_process_cells)
+            boxes=BoxFrame(factor=28) if layout else None,
+        ),
         serve_flags=["--trust-remote-code", "--async-scheduling"],
     )
 
@@ -139,6 +144,7 @@ def deepseek(grounding: bool) -> Profile:
         response=ResponseRule(
             format="deepseek_grounding" if grounding else "markdown",
             require_end_text=p.DEEPSEEK_EOS,
+            boxes=BoxFrame(scale=999) if grounding else None,  # `x / 999 * image_width`
         ),
         serve_flags=[
             "--logits-processors " + DEEPSEEK_NGRAM_PROCESSOR,

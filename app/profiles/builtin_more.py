@@ -15,6 +15,7 @@ from app.profiles.builtin import (
     source_at,
 )
 from app.profiles.model import (
+    BoxFrame,
     ImageRule,
     LadderStep,
     Profile,
@@ -44,7 +45,8 @@ def chandra() -> Profile:
             sampling=Sampling(temperature=0.0, top_p=0.1),
         ),
         image=ImageRule(rule="pixels", value=3072 * 2048, render_dpi=192, min_short_side=1024),
-        response=ResponseRule(format="html_blocks"),
+        # data-bbox normalised 0-1024 (chandra/settings.py BBOX_SCALE; output.py parse_layout)
+        response=ResponseRule(format="html_blocks", boxes=BoxFrame(scale=1024)),
         # chandra/model/vllm.py:54-134: greedy-ish first, then T 0.3 / top_p 0.95 on a repeat
         ladder=[
             LadderStep(name="first", temperature=0.0, top_p=0.1),
@@ -94,7 +96,7 @@ def granite_docling() -> Profile:
             extra_body={"skip_special_tokens": False, "include_stop_str_in_output": True},
         ),
         image=ImageRule(rule="dpi", value=144),
-        response=ResponseRule(format="doctags"),
+        response=ResponseRule(format="doctags", boxes=BoxFrame(scale=500)),
         serve_flags=["--revision untied"],
     )
 
@@ -111,7 +113,13 @@ def qwenvl_html() -> Profile:
             system=p.QWENVL_HTML_SYSTEM, prompt=p.QWENVL_HTML, order="text_first", max_tokens=8192
         ),
         image=ImageRule(rule="pixels", value=2048 * 28 * 28, factor=28, min_pixels=512 * 28 * 28),
-        response=ResponseRule(format="html_blocks", drop_furniture=False),
+        # Qwen2.5-VL's data-bbox: pixels of its smart_resize of the image (its processor's
+        # bounds); the image is sent on that grid already, unless max_image_side shrinks it
+        response=ResponseRule(
+            format="html_blocks",
+            drop_furniture=False,
+            boxes=BoxFrame(factor=28, min_pixels=3136, max_pixels=12845056),
+        ),
         serve_flags=['--limit-mm-per-prompt \'{"image": 2, "video": 0}\''],
     )
 

@@ -95,6 +95,23 @@ class ImageRule(_Data):
     )
 
 
+class BoxFrame(_Data):
+    """What the numbers of the answer's boxes count: a 0..scale grid over the image sent
+    (DeepSeek 999, DocTags 500, Chandra 1024), or pixels of the image as the server resized
+    it (Qwen's smart_resize grid: dots.ocr), or, with neither, pixels of the image sent."""
+
+    scale: int | None = Field(
+        default=None, gt=0, description="Boxes normalised 0..scale over the image sent."
+    )
+    factor: int | None = Field(
+        default=None, gt=0, description="Pixel boxes on the server's smart_resize grid (28)."
+    )
+    min_pixels: int = Field(default=3136, gt=0, description="That resize's smallest pixel count.")
+    max_pixels: int = Field(
+        default=11289600, gt=0, description="That resize's largest pixel count."
+    )
+
+
 class ResponseRule(_Data):
     """How to read the answer, and what makes it valid."""
 
@@ -117,6 +134,11 @@ class ResponseRule(_Data):
         default=False,
         description="The answer says whether the page is upright (olmOCR's is_rotation_valid, "
         "rotation_correction): a page it calls rotated is asked again, turned.",
+    )
+    boxes: BoxFrame | None = Field(
+        default=None,
+        description="The units of the boxes the answer places blocks with (positions); none "
+        "when the format gives no boxes or Folio does not read them.",
     )
 
 

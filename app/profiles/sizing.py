@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from app.profiles.model import ImageRule
+from app.profiles.model import BoxFrame, ImageRule
 
 POINTS_PER_INCH = 72.0
 
@@ -87,3 +87,17 @@ def smart_resize(
         h_bar = math.ceil(height * beta / factor) * factor
         w_bar = math.ceil(width * beta / factor) * factor
     return h_bar, w_bar
+
+
+def box_frame_size(frame: BoxFrame, width: int, height: int) -> tuple[float, float]:
+    """The (width, height) an answer counts its boxes in, for an image sent of this size:
+    the grid (DeepSeek's `x / 999 * image_width`), the server's smart_resize of the image
+    (dots.ocr's `post_process_cells`), or the image itself."""
+    if frame.scale:
+        return float(frame.scale), float(frame.scale)
+    if frame.factor:
+        resized_h, resized_w = smart_resize(
+            height, width, frame.factor, frame.min_pixels, frame.max_pixels
+        )
+        return float(resized_w), float(resized_h)
+    return float(width), float(height)

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app import samples
+from app.api.schemas import PageDetail
 from app.cli.main import app
 from app.db.engine import Database
 from app.db.models import Attempt, Page
@@ -218,6 +219,61 @@ def test_an_invalid_answer_is_retried_and_counted_in_the_report(
     assert result.pages[0].fields and result.pages[0].fields["primary_language"] == "en"
     report = build_report(db, settings, ingested.job_id).report
     assert report.by_outcome["invalid"].attempts == 3 and report.invalid_attempts == 3
+
+
+def test_the_models_boxes_reach_the_results_json(
+    vllm_endpoint: VllmEndpoint, sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dots.ocr's layout cells, written by the scripted server, come back as positions in
+    PDF points and in pixels of the image sent, on the attempt and in the results JSON."""
+    (tmp_path / "scan.pdf").write_bytes(samples.scanned_pdf([samples.page_text(1)]))
+    # the image sent is the Letter page fitted to 256 px: 198 x 256, which the server's
+    # smart_resize makes 196 x 252 (dots.ocr's boxes count in those pixels)
+    cells = [
+        {"bbox": [0, 0, 196, 252], "category": "Text", "text": "All over"},
+        {"bbox": [0, 0, 98, 63], "category": "Title", "text": "# Top left"},
+    ]
+    StepScripted.scripts = {"layout": json.dumps(cells)}
+    settings = Settings(
+        database_url=sqlite_url,
+        engine="layout",
+        plans={
+            "layout": [PlanStep(name="layout", engine="vlm", endpoint="primary", max_tokens=CAP)]
+        },
+        vlm_endpoints={
+            "primary": endpoint_at(vllm_endpoint).model_copy(update={"profile": "dots-ocr-layout"})
+        },
+        vlm_concurrency=1,
+    )
+    monkeypatch.setattr("app.jobs.EngineSet", ScriptedEngines, raising=False)
+    db = Database(sqlite_url)
+    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path, None, "layout"))
+    run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
+    with db.session() as session:
+        attempt = session.scalars(select(Attempt)).one()
+        assert attempt.status == "ok" and attempt.positions is not None
+        # the API's page detail (GET /v1/jobs/{id}/pages/{page_id}) gives the same
+        detail = PageDetail.detail_of(session.scalars(select(Page)).one())
+        assert detail.positions == attempt.positions
+    (result,) = load_results(db, ingested.job_id).documents
+    page = result.pages[0]
+    assert page.text == "All over\n\n# Top left" and page.positions == attempt.positions
+    positions = page.positions
+    assert positions["source"] == "vlm" and positions["profile"].startswith("dots-ocr-layout@")
+    assert positions["page"] == {
+        "width_pt": 612.0,
+        "height_pt": 792.0,
+        "width_px": 198,
+        "height_px": 256,
+    }
+    whole, corner = positions["blocks"]
+    assert (whole["category"], whole["text"]) == ("Text", "All over")
+    assert (corner["category"], corner["text"]) == ("Title", "# Top left")
+    pt_per_px = 612 / 198
+    assert whole["box_px"] == pytest.approx([0, 0, 198, 256], abs=1)
+    assert whole["box_pt"] == pytest.approx([0, 0, 612, 792], abs=pt_per_px)
+    assert corner["box_px"] == pytest.approx([0, 0, 99, 64], abs=1)
+    assert corner["box_pt"] == pytest.approx([0, 0, 306, 198], abs=pt_per_px)
 
 
 def test_doctor_command_names_the_problem_in_plain_words(vllm_endpoint: VllmEndpoint) -> None:

@@ -1,6 +1,8 @@
 """dots.ocr's layout JSON (a list of cells with bbox, category, text) as Markdown, the way
 `layoutjson2md` writes it (rednote-hilab/dots.ocr@c3084bd4 dots_ocr/utils/format_transformer.py
-:145-180); the `_nohf` variant drops page headers and footers."""
+:145-180); the `_nohf` variant drops page headers and footers. The cells' boxes are kept as
+blocks, in pixels of the image as the server resized it (`post_process_cells`,
+dots_ocr/utils/layout_utils.py, scales them back from `smart_resize` of the image sent)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from app.profiles.parsers.base import Parsed, Unparseable
+from app.profiles.parsers.base import AnswerBox, Parsed, Unparseable, box_of
 
 _FURNITURE = ("Page-header", "Page-footer")
 
@@ -30,7 +32,19 @@ def parse_dots_layout(text: str, drop_furniture: bool) -> Parsed:
         if drop_furniture and category in _FURNITURE:
             continue
         items.append(_cell_markdown(cell))
-    return Parsed("\n\n".join(items), {"layout": cells})
+    return Parsed("\n\n".join(items), {"layout": cells}, tuple(_boxes(cells)))
+
+
+def _boxes(cells: list[dict[str, Any]]) -> list[AnswerBox]:
+    """Every cell's box with its Markdown (a picture's none), page headers and footers too:
+    the category says which they are."""
+    blocks = []
+    for cell in cells:
+        box = box_of(cell["bbox"])
+        if box is not None:
+            text = "" if cell["category"] == "Picture" else _cell_markdown(cell)
+            blocks.append(AnswerBox(text, str(cell["category"]), box))
+    return blocks
 
 
 def _is_cell(cell: Any) -> bool:
