@@ -213,26 +213,29 @@ def _attempt_rows(run: ArmRun) -> list[AttemptRow]:
     rows: list[AttemptRow] = []
     for page in run.pages:
         for attempt in page.attempts:
-            rows.append(
-                AttemptRow(
-                    id=len(rows) + 1,
-                    page_id=page.page.index,
-                    step_name=attempt.step,
-                    engine="vlm",
-                    model="tiny-qwen2vl",
-                    endpoint=ENDPOINT,
-                    status=attempt.status.value,
-                    started_at=_clock(attempt.start),
-                    ended_at=_clock(attempt.end),
-                    duration_s=attempt.end - attempt.start,
-                    completion_tokens=attempt.tokens,
-                    finish_reason=attempt.finish_reason,
-                    aborted=attempt.aborted,
-                    max_tokens=attempt.max_tokens,
-                    ttft_s=attempt.ttft_s,
-                )
-            )
+            rows.append(attempt_row(len(rows) + 1, page, attempt))
     return rows
+
+
+def attempt_row(row_id: int, page: PageRun, attempt: AttemptRun) -> AttemptRow:
+    """One attempt of a bench run as the report's row of it."""
+    return AttemptRow(
+        id=row_id,
+        page_id=page.page.index,
+        step_name=attempt.step,
+        engine="vlm",
+        model="tiny-qwen2vl",
+        endpoint=ENDPOINT,
+        status=attempt.status.value,
+        started_at=_clock(attempt.start),
+        ended_at=_clock(attempt.end),
+        duration_s=attempt.end - attempt.start,
+        completion_tokens=attempt.tokens,
+        finish_reason=attempt.finish_reason,
+        aborted=attempt.aborted,
+        max_tokens=attempt.max_tokens,
+        ttft_s=attempt.ttft_s,
+    )
 
 
 def _clock(monotonic: float) -> datetime:

@@ -4,7 +4,7 @@ real vLLM CPU server, so the report and the pictures can be computed from them."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +14,7 @@ from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow
 from bench.environment import read_results
 from bench.tax_reestimate import arm_runs
 from bench.tax_run import ArmRun, PageRun
+from bench.tax_summary import attempt_row
 from bench.tax_workload import ENDPOINT
 
 RESULTS = "tax_validation"
@@ -78,24 +79,7 @@ def _numbered(pages: list[PageRun]) -> list[tuple[int, PageRun]]:
 
 
 def _attempt_row(row_id: int, page: PageRun, attempt: Any) -> AttemptRow:
-    return AttemptRow(
-        id=row_id,
-        page_id=page.page.index,
-        step_name=attempt.step,
-        engine="vlm",
-        model="tiny-qwen2vl",
-        endpoint=ENDPOINT,
-        status=attempt.status.value,
-        started_at=_clock(attempt.start),
-        ended_at=_clock(attempt.end),
-        duration_s=attempt.end - attempt.start,
-        completion_tokens=attempt.tokens,
-        finish_reason=attempt.finish_reason,
-        aborted=attempt.aborted,
-        max_tokens=attempt.max_tokens,
-        ttft_s=attempt.ttft_s,
-        stop_mechanism=attempt.stop,
-    )
+    return replace(attempt_row(row_id, page, attempt), stop_mechanism=attempt.stop)
 
 
 def _page_row(page: PageRun) -> PageRow:
