@@ -46,7 +46,7 @@ def build_shapes(
         text = _ELIDED_END.sub("", tail.text)  # excerpts end in '...' where they were cut
         period = tail_period(text)
         unit = text[-period:]
-        looped = text + _run(lambda _k, unit=unit: unit, min_chars)
+        looped = text + _run(_same(unit), min_chars)
         shapes.append(LoopShape("real-tail", tail.source, period, looped))
     return shapes
 
@@ -63,6 +63,11 @@ def tail_period(text: str, max_period: int = 600, min_chars: int = 48) -> int:
 
 
 Cycle = Callable[[int], str]  # copy number -> the text of that copy
+
+
+def _same(unit: str) -> Cycle:
+    """Every copy the same text."""
+    return lambda _copy: unit
 
 
 def _run(cycle: Cycle, min_chars: int) -> str:
