@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db import repo
 from app.db.engine import Database
-from app.db.models import Attempt, Document, Job
+from app.db.models import Attempt, Document, Job, Page
 from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
 from app.textlayer.plain import plain_text
 
@@ -103,11 +103,8 @@ def load_results(db: Database, job_id: str) -> JobResults:
         }
         job_ids = {job_id} | {e.job_id for e in earlier.values()}
         totals = _attempt_totals(session, job_ids)
-        positions = _answer_positions(session, job_ids)
-        fields = _answer_fields(session, job_ids)
-        docs = [
-            _document_result(d, earlier.get(d.id), totals, positions, fields) for d in documents
-        ]
+        answers = _answers(session, job_ids)
+        docs = [_document_result(d, earlier.get(d.id), totals, answers) for d in documents]
         return JobResults(job.id, job.status, job.plan_name, job.source, docs)
 
 
@@ -127,55 +124,63 @@ def _attempt_totals(session: Session, job_ids: set[str]) -> dict[int, tuple[int,
     return {page_id: (count, total or 0.0) for page_id, count, total in per_page}
 
 
-def _answer_positions(session: Session, job_ids: set[str]) -> dict[int, dict[str, Any]]:
-    """The word and line boxes of each page's answer, where its engine gave them."""
+@dataclass(frozen=True)
+class _Answer:
+    """What a page's accepted answer carried beside its text."""
+
+    positions: dict[str, Any] | None = None  # word and line boxes, where its engine gave them
+    fields: dict[str, Any] | None = None  # the model's structured fields (olmOCR's, ...)
+
+
+def _answers(session: Session, job_ids: set[str]) -> dict[int, _Answer]:
+    """Each page's answer positions and fields, in one read of the attempts that answered."""
     rows = session.execute(
-        select(Attempt.page_id, Attempt.positions)
-        .where(Attempt.job_id.in_(job_ids), Attempt.positions.is_not(None))
+        select(Attempt.page_id, Attempt.status, Attempt.positions, Attempt.answer_fields)
+        .where(Attempt.job_id.in_(job_ids))
         .where(Attempt.status.in_([AttemptStatus.OK, AttemptStatus.EMPTY]))
+        .where(Attempt.positions.is_not(None) | Attempt.answer_fields.is_not(None))
         .order_by(Attempt.id)
     )
-    return {page_id: positions for page_id, positions in rows if positions}
-
-
-def _answer_fields(session: Session, job_ids: set[str]) -> dict[int, dict[str, Any]]:
-    """The structured fields of each page's accepted answer, where it had any."""
-    rows = session.execute(
-        select(Attempt.page_id, Attempt.answer_fields).where(
-            Attempt.job_id.in_(job_ids),
-            Attempt.status == AttemptStatus.OK,
-            Attempt.answer_fields.is_not(None),
+    answers: dict[int, _Answer] = {}
+    for page_id, status, positions, fields in rows:
+        known = answers.get(page_id, _Answer())
+        answers[page_id] = _Answer(
+            positions=positions or known.positions,
+            fields=(fields if status == AttemptStatus.OK and fields else None) or known.fields,
         )
+    return answers
+
+
+def _page_result(page: Page, totals: dict[int, tuple[int, float]], answer: _Answer) -> PageResult:
+    attempts, seconds = totals.get(page.id, (0, 0.0))
+    outcome, retryable = page_outcome(page.status, page.failure_category)
+    return PageResult(
+        number=page.number,
+        status=page.status,
+        engine=page.final_engine,
+        step=page.final_step,
+        text=page.text,
+        failure_category=page.failure_category,
+        error=page.error,
+        attempts=attempts,
+        engine_seconds=round(seconds, 4),
+        render_seconds=page.render_s,
+        plain_text=None if page.text is None else plain_text(page.text),
+        outcome=outcome.value,
+        retryable=retryable,
+        positions=answer.positions if page.final_engine else None,
+        fields=answer.fields,
     )
-    return {page_id: fields for page_id, fields in rows if fields}
 
 
 def _document_result(
     document: Document,
     earlier: Document | None,
     totals: dict[int, tuple[int, float]],
-    positions: dict[int, dict[str, Any]] | None = None,
-    fields: dict[int, dict[str, Any]] | None = None,
+    answers: dict[int, _Answer],
 ) -> DocumentResult:
     pages = [
-        PageResult(
-            number=p.number,
-            status=p.status,
-            engine=p.final_engine,
-            step=p.final_step,
-            text=p.text,
-            failure_category=p.failure_category,
-            error=p.error,
-            attempts=totals.get(p.id, (0, 0.0))[0],
-            engine_seconds=round(totals.get(p.id, (0, 0.0))[1], 4),
-            render_seconds=p.render_s,
-            plain_text=None if p.text is None else plain_text(p.text),
-            outcome=page_outcome(p.status, p.failure_category)[0].value,
-            retryable=page_outcome(p.status, p.failure_category)[1],
-            positions=(positions or {}).get(p.id) if p.final_engine else None,
-            fields=(fields or {}).get(p.id),
-        )
-        for p in (earlier or document).pages
+        _page_result(p, totals, answers.get(p.id, _Answer())) for p in (earlier or document).pages
     ]
     return DocumentResult(
         document.name,
