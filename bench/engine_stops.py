@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from typing import Any
 import httpx
 
 from bench.ocr_text import healthy_pages
+from bench.plugin_cpu import long_texts, run_in_venv
 from tests.vllm_cpu.server import DEFAULT_ENGINE_NICE, VllmEndpoint, VllmServer
 from tests.vllm_cpu.streams import (
     looping_body,
@@ -194,29 +194,9 @@ def plugin_cpu_in_process(server: VllmServer, engine_us_per_token: float) -> dic
     """The plugin's own CPU time per token (bench.plugin_cpu, in the vLLM venv), and its
     share of the engine's time per token measured on the live server without the plugin."""
     pages = [page.text for page in healthy_pages()]
-    texts = []
-    for index in range(STREAMS):  # one long real text per request of the batch
-        parts: list[str] = []
-        size = 0
-        while size < 8 * COST_TOKENS:
-            parts.append(pages[(index + 3 * len(parts)) % len(pages)])
-            size += len(parts[-1])
-        texts.append("\n\n".join(parts))
-    repo = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    env.pop("VIRTUAL_ENV", None)
-    command = [str(server.venv / "bin" / "python"), "-m", "bench.plugin_cpu"]
-    done = subprocess.run(
-        [*command, str(server.model_dir), str(COST_TOKENS)],
-        input=json.dumps(texts),
-        capture_output=True,
-        text=True,
-        cwd=repo,
-        env=env,
-        check=True,
-        timeout=300,
-    )
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    texts = long_texts(pages, STREAMS, 8 * COST_TOKENS, stride=3)
+    python = server.venv / "bin" / "python"
+    found = run_in_venv(python, server.model_dir, COST_TOKENS, texts, timeout=300)
     found["share_of_engine_time_per_token"] = round(
         found["us_per_token_asked"] / engine_us_per_token, 4
     )

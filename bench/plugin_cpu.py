@@ -17,10 +17,46 @@ figures are per engine step as well: what the engine thread spends on the plugin
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_in_venv(
+    python: Path, model_dir: Path, steps: int, texts: list[str], *batches: int, timeout: float
+) -> dict[str, Any]:
+    """This module's figures, run by the vLLM venv's `python` (the caller's side)."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [str(python), "-m", "bench.plugin_cpu", str(model_dir), str(steps), *map(str, batches)],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=timeout,
+    )
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def long_texts(pages: list[str], count: int, chars: int, stride: int = 1) -> list[str]:
+    """`count` long real texts, one per request: pages joined (every `stride`th from the
+    text's own start) until `chars` long."""
+    texts = []
+    for index in range(count):
+        parts: list[str] = []
+        while sum(map(len, parts)) < chars:
+            parts.append(pages[(index + stride * len(parts)) % len(pages)])
+        texts.append("\n\n".join(parts))
+    return texts
 
 
 def measure(model_dir: str, texts: list[str], steps: int, repeats: int = 5) -> dict[str, Any]:

@@ -21,12 +21,12 @@ import argparse
 import json
 import math
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.ocr_text import degenerate_tails, healthy_pages
+from bench.plugin_cpu import long_texts, run_in_venv
 from bench.stop_rates import client_load, verdicts
 from bench.stop_rates.scripts import Script, load_tokenizer, script
 from tests.vllm_cpu.server import default_model_dir, default_venv, missing_prerequisites
@@ -42,21 +42,10 @@ def engine_thread(batches: Sequence[int], steps: int) -> dict[str, Any]:
     reason = missing_prerequisites()
     if reason:
         return {"skipped": reason}
-    texts = long_texts([page.text for page in healthy_pages()], 8 * steps)
+    pages = [page.text for page in healthy_pages()]
+    texts = long_texts(pages, len(pages), 8 * steps)
     python = default_venv() / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"PYTHONPATH": str(REPO)}
-    command = [str(python), "-m", "bench.plugin_cpu", str(default_model_dir()), str(steps)]
-    done = subprocess.run(
-        [*command, *map(str, batches)],
-        input=json.dumps(texts),
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        check=True,
-        timeout=900,
-    )
-    per_batch = json.loads(done.stdout.strip().splitlines()[-1])
+    per_batch = run_in_venv(python, default_model_dir(), steps, texts, *batches, timeout=900)
     return {
         batch: {
             "plugin_today_us_per_step": row["us_per_step_asked"],
@@ -66,17 +55,6 @@ def engine_thread(batches: Sequence[int], steps: int) -> dict[str, Any]:
         }
         for batch, row in per_batch.items()
     }
-
-
-def long_texts(pages: list[str], chars: int) -> list[str]:
-    """One long real text per request: consecutive pages joined until `chars` long."""
-    texts = []
-    for index in range(len(pages)):
-        parts: list[str] = []
-        while sum(map(len, parts)) < chars:
-            parts.append(pages[(index + len(parts)) % len(pages)])
-        texts.append("\n\n".join(parts))
-    return texts
 
 
 def replay_scripts(tokenizer: Any, loop_every: int) -> list[Script]:
