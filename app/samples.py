@@ -7,7 +7,6 @@ import random
 import textwrap
 from pathlib import Path
 
-import pymupdf
 from PIL import Image, ImageFilter
 
 PARAGRAPHS = [
@@ -35,6 +34,8 @@ def page_text(seed: int, paragraphs: int = 3) -> str:
 
 def born_digital_pdf(pages: list[str]) -> bytes:
     """A PDF whose pages carry `pages` as a real text layer."""
+    import pymupdf  # here, not at the top: page_text serves a GPU machine without it
+
     doc = pymupdf.open()
     for text in pages:
         page = doc.new_page(width=612, height=792)
@@ -49,6 +50,8 @@ def born_digital_pdf(pages: list[str]) -> bytes:
 
 def scanned_pdf(pages: list[str], dpi: int = 200, seed: int = 0) -> bytes:
     """Image-only pages: the born-digital pages rasterised, slightly blurred and noisy."""
+    import pymupdf
+
     source = pymupdf.open(stream=born_digital_pdf(pages), filetype="pdf")
     out = pymupdf.open()
     rng = random.Random(seed)
@@ -68,6 +71,8 @@ def scanned_pdf(pages: list[str], dpi: int = 200, seed: int = 0) -> bytes:
 
 
 def encrypted_pdf(text: str, password: str = "secret") -> bytes:
+    import pymupdf
+
     doc = pymupdf.open(stream=born_digital_pdf([text]), filetype="pdf")
     aes256 = pymupdf.PDF_ENCRYPT_AES_256  # type: ignore[attr-defined]
     data = doc.tobytes(encryption=aes256, user_pw=password, owner_pw=password)
@@ -101,6 +106,8 @@ def corrupt_pdf() -> bytes:
 
 def mixed_pdf(digital: str, scanned: str) -> bytes:
     """Page 1 with a text layer, page 2 image-only: one document, both routes."""
+    import pymupdf
+
     doc = pymupdf.open(stream=born_digital_pdf([digital]), filetype="pdf")
     doc.insert_pdf(pymupdf.open(stream=scanned_pdf([scanned]), filetype="pdf"))
     return bytes(doc.tobytes(garbage=3, deflate=True))

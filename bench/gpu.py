@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import os
 import time
@@ -30,7 +31,7 @@ from typing import Any
 from bench import gpu_parts
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu.json"
-Part = Callable[[bool], dict[str, Any]]
+Part = Callable[..., dict[str, Any]]  # (dry_run[, progress=]) -> figures
 
 
 def parts() -> list[tuple[str, Part]]:
@@ -57,15 +58,25 @@ def run_parts(dry_run: bool, out: Path, only: Sequence[str] = ()) -> dict[str, A
         if only and name not in only:
             continue
         began = time.monotonic()
+
+        def partial(figures: dict[str, Any], name: str = name) -> None:
+            report[name] = {**figures, "partial": True}
+            write(out, report)
+
         try:
-            result = part(dry_run)
+            wants_progress = "progress" in inspect.signature(part).parameters
+            result = part(dry_run, progress=partial) if wants_progress else part(dry_run)
         except Exception as exc:  # one failed part must not lose the others' figures
             result = {"error": f"{type(exc).__name__}: {exc}"}
         result["seconds"] = round(time.monotonic() - began, 1)
         report[name] = result
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")
+        write(out, report)
     return report
+
+
+def write(out: Path, report: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

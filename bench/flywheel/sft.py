@@ -240,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=96)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ramp", type=int, default=150, help="steps per extra line allowed")
     parser.add_argument("--eval-pages", type=int, default=8, help="held-out pages per length")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args(argv)
@@ -282,7 +283,8 @@ def main(argv: list[str] | None = None) -> None:
         )
         for group in optimizer.param_groups:
             group["lr"] = args.lr * scale
-        drawn = batches.draw(args.batch, counts.randint(1, data.MAX_LINES), generator)
+        longest = min(data.MAX_LINES, 2 + step // args.ramp)  # short pages first
+        drawn = batches.draw(args.batch, counts.randint(1, longest), generator)
         with torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.device == "cuda"):
             loss = model(**batches.inputs(drawn["grid"], drawn["lengths"])).loss
         loss.backward()
