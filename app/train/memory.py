@@ -226,6 +226,10 @@ def _vision_activations(v: VisionShape, run: Run, images: int, patches: int) -> 
     block = images * patches * (6 * v.width + 2 * v.mlp) * run.weight_bytes
     # LoRA adapts the language model only: its vision tower is frozen whatever train_vision says.
     trained = run.train_vision and run.method == "full"
+    # The hook's term was measured on CPU (transformers 5.19); on an H200 with transformers 5.17
+    # the hook changed nothing (17.2 GB with and without, docs/training-gpu.md), so there it
+    # over-estimates. Kept: it errs towards refusing, and only runs that keep the hook (the
+    # bench's "as before" arm; `folio train-dpo` always releases it) see it.
     if trained or (run.vision_hook and run.gradient_checkpointing):
         if run.gradient_checkpointing:
             return v.depth * images * patches * v.width * run.weight_bytes + 2 * block

@@ -240,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=96)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--init", type=Path, help="start from these weights (safetensors)")
     parser.add_argument("--ramp", type=int, default=150, help="steps per extra line allowed")
     parser.add_argument("--eval-pages", type=int, default=8, help="held-out pages per length")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -251,7 +252,12 @@ def main(argv: list[str] | None = None) -> None:
     text = json.loads(args.text.read_text())
     batches = Batches(args.base, text, np.load(args.atlas), args.device)
     config = AutoConfig.from_pretrained(args.base)
-    model = Qwen2VLForConditionalGeneration(config).to(args.device)
+    model = Qwen2VLForConditionalGeneration(config)
+    if args.init:
+        from safetensors.torch import load_file
+
+        model.load_state_dict({k: v.float() for k, v in load_file(args.init).items()})
+    model = model.to(args.device)
     model.train()
     fused = args.device == "cuda"
     optimizer = torch.optim.AdamW(
