@@ -128,6 +128,22 @@ def page_lines(lines: Sequence[str], rng: random.Random, count: int) -> list[str
     return list(lines[start : start + count])
 
 
+def with_leaders(lines: Sequence[str], rng: random.Random, share: float) -> list[str]:
+    """A contents-page look: each line, with probability `share`, becomes its first 1-3 words,
+    a dot leader and a page number filling the 40 columns (`open ........ 212`). The taught
+    model never saw leaders (docstrings hardly hold any), and leaders are where real OCR
+    models run away with dots; the detector lets fill run to `fill_min_covered` first."""
+    out = []
+    for line in lines:
+        if rng.random() >= share:
+            out.append(line)
+            continue
+        head = " ".join(line.split()[: rng.randint(1, 3)])[:24]
+        number = str(rng.randint(1, 400))
+        out.append(f"{head} {'.' * (COLUMNS - len(head) - len(number) - 2)} {number}")
+    return out
+
+
 def char_grid(lines: Sequence[str]) -> np.ndarray:
     grid = np.zeros((len(lines), COLUMNS), dtype=np.int64)
     for row, line in enumerate(lines):
