@@ -257,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     result["machine"] = machine_info(default_venv(), ("torch", "transformers", "trl", "peft"))
     print(f"Machine: {describe(result['machine'])}")
     print(report.markdown(result["summary"]))
-    where = write_results("flywheel", result, args.out if args.smoke else None)
+    # Only a full run of the committed weights is the bench's result; others stay in --out.
+    official = result["weights_committed"] and not args.smoke
+    where = write_results("flywheel", result, None if official else args.out)
     print(f"Results written to {where}")
     return result
