@@ -46,7 +46,7 @@ class Size:
     loop_kinds: tuple[str, ...] = ()  # train on the pairs of these loop kinds only; () all
 
 
-FULL = Size(train_pages=96, eval_pages=48, steps=24)
+FULL = Size(train_pages=64, eval_pages=40, steps=8)  # ~27 min here with a model that reads
 SMOKE = Size(train_pages=6, eval_pages=4, steps=2)
 PAGE_SEED = 1234  # the pages are the same for every training seed
 
