@@ -49,11 +49,20 @@ def test_the_settings_written_as_toml_load_as_folio_settings() -> None:
     assert profile.request.prompt == data.PROMPT and profile.request.max_tokens == pages.MAX_TOKENS
 
 
-def weights_for_smoke(tmp_path: Path) -> Path:
-    """The committed taught weights; until they land, seeded random ones of the same recipe
-    (they loop on every page, which is all a smoke run needs)."""
-    if COMMITTED.is_file():
-        return COMMITTED
+def test_the_committed_weights_assemble_into_a_servable_folder(tmp_path: Path) -> None:
+    if not COMMITTED.is_file():
+        pytest.skip(f"the taught weights are not committed yet ({COMMITTED})")
+    from bench.flywheel.model import assemble
+
+    card = assemble(COMMITTED, tmp_path / "model")  # strict: every key, nothing more
+    assert card["parameters"] > 0
+    for name in ("config.json", "model.safetensors", "preprocessor_config.json"):
+        assert (tmp_path / "model" / name).is_file()
+
+
+def random_weights(tmp_path: Path) -> Path:
+    """Seeded random weights of the flywheel's recipe: they loop on some pages for sure (a
+    model that reads might loop on none of six), which is all a smoke run needs."""
     import torch
     from safetensors.torch import save_file
     from transformers import AutoConfig, Qwen2VLForConditionalGeneration
@@ -86,7 +95,7 @@ def test_smoke_run_goes_through_every_stage(tmp_path: Path) -> None:
     from bench.flywheel import run
 
     prerequisites_or_skip()
-    weights = weights_for_smoke(tmp_path)
+    weights = random_weights(tmp_path)
     out = tmp_path / "work"
     result = run.main(["--smoke", "--out", str(out), "--weights", str(weights)])
 
