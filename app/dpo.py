@@ -1,5 +1,6 @@
 """Preference pairs for DPO from what a batch saw: a looping attempt (rejected) and the
-healthy answer the retry ladder found for the same page (chosen), in TRL's vision format."""
+healthy answer the retry ladder found for the same page (chosen), or the page's ground truth
+where a truth folder has it, in TRL's vision format."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from app.db.models import Attempt, Document, Page
 from app.degeneration import score_output
 from app.domain import PageInput
 from app.engines.vlm_image import model_image
+from app.evaluate.quality import find_truth
 from app.pdf.render import rasterize, read_text_layer, render_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.profiles import BUILTIN, Profile
@@ -34,6 +36,7 @@ class ExportOptions:
     loop_min_chars_kept: int = 256
     min_chosen_chars: int = 1
     min_textlayer_agreement: float = 0.5
+    truth_dir: Path | None = None  # DOC.pN.md (as `folio eval --truth`): chosen where present
 
 
 @dataclass
@@ -43,11 +46,18 @@ class ExportSummary:
 
 
 @dataclass(frozen=True)
+class TruthAnswer:
+    """A page's ground truth, chosen over any answer the ladder found."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class PagePair:
     page: Page
     document: Document
     rejected: Attempt
-    chosen: Attempt
+    chosen: Attempt | TruthAnswer
 
 
 def truncate_rejected(
@@ -71,7 +81,7 @@ def export_preferences(
     summary = ExportSummary()
     seen: set[str] = set()
     with (out / "train.jsonl").open("w", encoding="utf-8") as sink:
-        for pair in _candidate_pairs(db, job_ids, summary):
+        for pair in _candidate_pairs(db, job_ids, summary, options.truth_dir):
             profile = _profile(settings, pair.rejected.endpoint)
             reason = _rejection_reason(pair, options) or _format_reason(profile, pair.chosen)
             if reason:
@@ -91,7 +101,7 @@ def export_preferences(
 
 
 def _candidate_pairs(
-    db: Database, job_ids: Sequence[str], summary: ExportSummary
+    db: Database, job_ids: Sequence[str], summary: ExportSummary, truth_dir: Path | None
 ) -> Iterable[PagePair]:
     with db.session() as session:
         rows = session.execute(
@@ -105,6 +115,10 @@ def _candidate_pairs(
             rejected = next((a for a in attempts if a.status == "degenerate" and a.output), None)
             if rejected is None:
                 continue
+            truth = find_truth(truth_dir, document.name, page.number, document.page_count)
+            if truth is not None:
+                yield PagePair(page, document, rejected, TruthAnswer(truth))
+                continue
             chosen = next((a for a in attempts if a.status == "ok" and a.id > rejected.id), None)
             if chosen is None:
                 summary.skipped["no healthy answer for a degenerate page"] += 1
@@ -114,6 +128,9 @@ def _candidate_pairs(
 
 def _rejection_reason(pair: PagePair, options: ExportOptions) -> str | None:
     chosen = pair.chosen
+    if isinstance(chosen, TruthAnswer):
+        short = len(chosen.text.strip()) < options.min_chosen_chars
+        return "ground truth too short" if short else None
     if chosen.engine != "vlm" and not options.include_non_vlm:
         return f"chosen answer came from {chosen.engine} (use --include-non-vlm)"
     text = chosen.output or ""
@@ -128,13 +145,15 @@ def _rejection_reason(pair: PagePair, options: ExportOptions) -> str | None:
     return None
 
 
-def _chosen_answer(profile: Profile, chosen: Attempt) -> str | None:
+def _chosen_answer(profile: Profile, chosen: Attempt | TruthAnswer) -> str | None:
     """The chosen text as the model would have answered it (its fields where it did)."""
+    if isinstance(chosen, TruthAnswer):
+        return write_answer(profile, chosen.text, {})
     fields = chosen.answer_fields if chosen.prompt_version == profile.tag else None
     return write_answer(profile, chosen.output or "", fields or {})
 
 
-def _format_reason(profile: Profile, chosen: Attempt) -> str | None:
+def _format_reason(profile: Profile, chosen: Attempt | TruthAnswer) -> str | None:
     if _chosen_answer(profile, chosen) is None:
         return f"chosen answer cannot be written in {profile.response.format}"
     return None
@@ -171,7 +190,7 @@ def _record(
 
 
 def _metadata(pair: PagePair) -> dict[str, Any]:
-    rejected, chosen = pair.rejected, pair.chosen
+    rejected = pair.rejected
     return {
         "job_id": pair.page.job_id,
         "page_id": pair.page.id,
@@ -186,13 +205,20 @@ def _metadata(pair: PagePair) -> dict[str, Any]:
             "onset": rejected.verdict_onset,
             "aborted": rejected.aborted,
         },
+        "prompt_version": rejected.prompt_version,
+        **_chosen_metadata(pair.chosen, rejected.prompt_version),
+    }
+
+
+def _chosen_metadata(chosen: Attempt | TruthAnswer, prompt_version: str | None) -> dict[str, Any]:
+    if isinstance(chosen, TruthAnswer):
+        return {"chosen_model": None, "chosen_params": None, "chosen_by": "truth",
+                "chosen_format": "truth"}  # fmt: skip
+    return {
         "chosen_model": chosen.model,
         "chosen_params": chosen.params,
         "chosen_by": f"{chosen.engine}:{chosen.step_name}",
-        "prompt_version": rejected.prompt_version,
-        "chosen_format": "as_answered"
-        if chosen.prompt_version == rejected.prompt_version
-        else "rewritten",
+        "chosen_format": "as_answered" if chosen.prompt_version == prompt_version else "rewritten",
     }
 
 

@@ -120,6 +120,34 @@ def test_cli_writes_the_same_pairs(
     assert len(lines) == 3, "the same job named twice gives each pair once"
 
 
+@pytest.mark.vllm
+def test_ground_truth_is_chosen_where_the_truth_folder_has_the_page(
+    vlm_job: tuple[Settings, str], tmp_path: Path
+) -> None:
+    settings, job_id = vlm_job
+    truth = tmp_path / "truth"
+    truth.mkdir()
+    (truth / "scan.p1.md").write_text("The first page, as typed.")
+    (truth / "again.md").write_text("The one page of again.pdf.")
+    out = tmp_path / "pairs"
+    summary = export_preferences(
+        settings, Database(settings.database_url), [job_id], out, ExportOptions(truth_dir=truth)
+    )
+    assert summary.pairs == 3
+    rows = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
+    chosen = {
+        (r["metadata"]["document"], r["metadata"]["page"]): (
+            r["metadata"]["chosen_by"],
+            r["chosen"][0]["content"][0]["text"],
+        )
+        for r in rows
+    }
+    assert chosen[("scan", 1)] == ("truth", "The first page, as typed.")
+    assert chosen[("again", 1)] == ("truth", "The one page of again.pdf.")
+    assert chosen[("scan", 2)][0] == "vlm:penalized", "no truth for page 2: the healthy retry"
+    assert all(score_output(r["rejected"][0]["content"][0]["text"]).degenerate for r in rows)
+
+
 def test_rejected_output_is_cut_a_few_periods_after_the_onset() -> None:
     looping = "Intro text. " + "abc " * 100
     assert truncate_rejected(looping, onset=12, period=4, periods=3) == "Intro text. abc abc abc "

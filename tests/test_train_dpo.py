@@ -84,6 +84,13 @@ def test_too_few_pairs_for_a_batch(tmp_path: Path) -> None:
     assert code == 4 and "fewer than one batch of 4" in output
 
 
+def test_no_loss_term_is_refused(tmp_path: Path) -> None:
+    pairs = write_pairs_folder(tmp_path / "pairs", 10)
+    args = [str(pairs), "--base-model", str(TINY), "--out", str(tmp_path / "m")]
+    code, output = invoke(*args, "--dpo-weight", "0")
+    assert code == 4 and "--dpo-weight and --sft-weight are both 0" in output
+
+
 def test_max_length_that_cuts_the_image_is_refused(tmp_path: Path) -> None:
     train_extra_or_skip()
     pairs = write_pairs_folder(tmp_path / "pairs", 5)

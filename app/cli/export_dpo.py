@@ -31,6 +31,13 @@ def export_dpo(
     min_textlayer_agreement: Annotated[
         float, typer.Option(help="Word F1 a chosen answer needs against a usable text layer.")
     ] = 0.5,
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            help="Ground truth folder (DOC.pN.md, as for folio eval): chosen where present, "
+            "else the healthy retry."
+        ),
+    ] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Write DPO preference pairs (TRL vision format) from the jobs' degenerate pages."""
@@ -40,6 +47,7 @@ def export_dpo(
         loop_periods_kept=loop_periods,
         min_chosen_chars=min_chosen_chars,
         min_textlayer_agreement=min_textlayer_agreement,
+        truth_dir=truth,
     )
     summary = export_preferences(settings, Database(settings.database_url), job_ids, out, options)
     table = Table(title=f"DPO export to {out}")

@@ -46,6 +46,10 @@ def train_dpo_command(
     sft_weight: Annotated[
         float, typer.Option(help="Weight of an SFT term on the chosen side (0: plain DPO).")
     ] = 0.0,
+    dpo_weight: Annotated[
+        float,
+        typer.Option(help="Weight of the DPO term (0 with --sft-weight: SFT on chosen only)."),
+    ] = 1.0,
     lora_rank: Annotated[int, typer.Option(help="LoRA rank (language-model projections).")] = 16,
     lora_alpha: Annotated[int, typer.Option(help="LoRA alpha.")] = 32,
     train_vision: Annotated[
@@ -123,6 +127,7 @@ def train_dpo_command(
         grad_accum=grad_accum,
         beta=beta,
         sft_weight=sft_weight,
+        dpo_weight=dpo_weight,
         lora_rank=lora_rank,
         lora_alpha=lora_alpha,
         freeze_vision=not train_vision,

@@ -21,6 +21,7 @@ class TrainOptions:
     grad_accum: int = 1
     beta: float = 0.1
     sft_weight: float = 0.0  # > 0 adds an SFT term on the chosen side (TRL's "sft" loss)
+    dpo_weight: float = 1.0  # 0 with sft_weight > 0: SFT on the chosen side only (a baseline)
     lora_rank: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
@@ -40,6 +41,11 @@ class TrainOptions:
     @property
     def lr(self) -> float:
         return self.learning_rate or DEFAULT_LEARNING_RATE[self.method]
+
+    def losses(self) -> list[tuple[str, float]]:
+        """TRL's loss terms and their weights: sigmoid DPO, the SFT term, or both."""
+        terms = [("sigmoid", self.dpo_weight), ("sft", self.sft_weight)]
+        return [(name, weight) for name, weight in terms if weight > 0]
 
     def checkpointing_on(self, device: str) -> bool:
         if self.gradient_checkpointing is None:

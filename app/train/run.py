@@ -51,6 +51,8 @@ def prepare(
         raise TrainInputError(f"{out} already exists (choose another --out, or --force)")
     if out.resolve() == base.resolve():
         raise TrainInputError("--out must differ from --base-model")
+    if not options.losses():
+        raise TrainInputError("nothing to train: --dpo-weight and --sft-weight are both 0")
     config = read_base_config(base)
     pairs = load_pairs(list(folders))
     split = split_held_out(pairs, options.held_out_share, options.seed)

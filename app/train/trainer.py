@@ -120,7 +120,7 @@ def lora_config(options: TrainOptions) -> Any:
 
 
 def dpo_config(options: TrainOptions, device: str, work: Path) -> DPOConfig:
-    losses = ["sigmoid", "sft"] if options.sft_weight > 0 else ["sigmoid"]
+    losses = options.losses()
     return DPOConfig(
         output_dir=str(work),
         per_device_train_batch_size=options.batch_size,
@@ -129,8 +129,8 @@ def dpo_config(options: TrainOptions, device: str, work: Path) -> DPOConfig:
         num_train_epochs=options.epochs,
         max_steps=options.max_steps,
         beta=options.beta,
-        loss_type=losses,
-        loss_weights=[1.0, options.sft_weight] if options.sft_weight > 0 else None,
+        loss_type=[name for name, _ in losses],
+        loss_weights=[weight for _, weight in losses],
         max_length=options.max_length,
         bf16=device == "cuda" and torch.cuda.is_bf16_supported(),
         use_cpu=device == "cpu",

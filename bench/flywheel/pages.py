@@ -1,0 +1,160 @@
+"""The flywheel's pages as Folio reads them: one-page PDFs, their ground truth, and the profile.
+
+Each page image is placed on a PDF page of exactly its size in points, so that Folio's
+rendering for the flywheel's profile (the `dpi` rule at 72 DPI: one point, one pixel) gives back
+the very pixels the model was trained on (checked in the tests: no difference at all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.flywheel import data
+
+PROFILE_ID = "flywheel"
+PLAN = "flywheel"
+MAX_TOKENS = 512  # the longest page is 409 characters (10 x 40 + 9 newlines), one token each
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    name: str  # document name: the PDF is NAME.pdf, its truth NAME.md
+    lines: list[str]
+
+
+def choose(sources: list[list[str]], count: int, prefix: str, rng: random.Random) -> list[PageSpec]:
+    """`count` pages of 1-10 consecutive lines of one source each, in a seeded order."""
+    usable = [lines for lines in sources if lines]
+    pages = []
+    for index in range(count):
+        lines = data.page_lines(rng.choice(usable), rng, rng.randint(1, data.MAX_LINES))
+        pages.append(PageSpec(f"{prefix}-{index:04d}", lines))
+    return pages
+
+
+def pdf_bytes(pixels: np.ndarray) -> bytes:
+    """A one-page PDF whose page is the image, at one point a pixel."""
+    import pymupdf
+    from PIL import Image
+
+    height, width = pixels.shape
+    png = io.BytesIO()
+    Image.fromarray(pixels).save(png, format="PNG")
+    document = pymupdf.open()
+    page = document.new_page(width=width, height=height)
+    page.insert_image(pymupdf.Rect(0, 0, width, height), stream=png.getvalue())
+    return bytes(document.tobytes(garbage=3, deflate=True))
+
+
+def write_pages(pages: list[PageSpec], atlas: np.ndarray, pdfs: Path, truth: Path) -> str:
+    """NAME.pdf under `pdfs`, NAME.md under `truth` (as `folio eval --truth` reads them);
+    returns the hash of the page list (names and lines)."""
+    pdfs.mkdir(parents=True, exist_ok=True)
+    truth.mkdir(parents=True, exist_ok=True)
+    for page in pages:
+        (pdfs / f"{page.name}.pdf").write_bytes(pdf_bytes(data.draw(page.lines, atlas)))
+        (truth / f"{page.name}.md").write_text(data.transcription(page.lines), encoding="utf-8")
+    listing = json.dumps([[p.name, p.lines] for p in pages], separators=(",", ":"))
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
+def profile() -> dict[str, Any]:
+    """The `[profiles.flywheel]` table: the prompt the model was trained on, after the image
+    (the chat template adds its default system turn, as in training), plain text, greedy."""
+    return {
+        "id": PROFILE_ID,
+        "version": "1",
+        "status": "experimental",
+        "models": ["tiny-qwen2vl"],
+        "note": "The flywheel bench's small Qwen2-VL (bench/flywheel).",
+        "request": {
+            "prompt": data.PROMPT,
+            "order": "image_first",
+            "max_tokens": MAX_TOKENS,
+            "sampling": {"temperature": 0.0},
+        },
+        "image": {"rule": "dpi", "value": 72},
+        "response": {"format": "markdown", "drop_furniture": False},
+    }
+
+
+def plan(endpoint: str) -> list[dict[str, Any]]:
+    """Greedy first, then the retry ladder of Folio's `vlm` plan (no CPU engines: a page
+    that loops on every rung fails, and scores as an empty answer)."""
+    return [
+        {"name": "greedy", "engine": "vlm", "endpoint": endpoint, "temperature": 0.0},
+        {"name": "penalized", "engine": "vlm", "endpoint": endpoint, "temperature": 0.3,
+         "repetition_penalty": 1.15, "seed": 1},
+    ]  # fmt: skip
+
+
+def settings(database_url: str, endpoints: dict[str, str], model: str) -> dict[str, Any]:
+    """folio.toml's content: the profile, the plan and one endpoint per served model.
+
+    Folio's own client-side detector alone judges loops (no engine plugin, no vLLM
+    repetition detection), so base and tuned models are judged the same way."""
+    return {
+        "database_url": database_url,
+        "engine": PLAN,
+        "vlm_concurrency": 8,
+        "plans": {PLAN: plan(next(iter(endpoints)))},
+        "vlm_endpoints": {
+            name: {
+                "base_url": url,
+                "model": model,
+                "profile": PROFILE_ID,
+                "engine_plugin": False,
+                "server_repetition_detection": False,
+                "transport_retry_s": 5,
+            }
+            for name, url in endpoints.items()
+        },
+        "profiles": {PROFILE_ID: profile()},
+    }
+
+
+def toml_text(value: dict[str, Any]) -> str:
+    """folio.toml from plain data (tables, arrays of tables, strings, numbers, booleans)."""
+    lines: list[str] = []
+    _table(lines, [], value)
+    return "\n".join(lines).strip() + "\n"
+
+
+def _table(lines: list[str], path: list[str], table: dict[str, Any]) -> None:
+    nested = {k: v for k, v in table.items() if isinstance(v, dict)}
+    arrays = {k: v for k, v in table.items() if _is_table_array(v)}
+    for key, value in table.items():
+        if key not in nested and key not in arrays:
+            lines.append(f"{_key(key)} = {_inline(value)}")
+    for key, value in nested.items():
+        lines += ["", f"[{'.'.join(map(_key, [*path, key]))}]"]
+        _table(lines, [*path, key], value)
+    for key, rows in arrays.items():
+        for row in rows:
+            lines += ["", f"[[{'.'.join(map(_key, [*path, key]))}]]"]
+            _table(lines, [*path, key], row)
+
+
+def _key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _is_table_array(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _inline(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    return json.dumps(value)  # strings (JSON escapes are TOML's), ints and floats
