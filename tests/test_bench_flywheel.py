@@ -44,7 +44,7 @@ def test_the_settings_written_as_toml_load_as_folio_settings() -> None:
 
     config = pages.settings("sqlite:///x.db", {"base": "http://127.0.0.1:1/v1"}, "m")
     settings = Settings(**tomllib.loads(pages.toml_text(config)))
-    assert [step.name for step in settings.plans[pages.PLAN]] == ["greedy", "penalized"]
+    assert [step.name for step in settings.plans[pages.PLAN]] == ["greedy"]
     profile = settings.profile_of("base")
     assert profile.request.prompt == data.PROMPT and profile.request.max_tokens == pages.MAX_TOKENS
 
