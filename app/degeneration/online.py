@@ -26,6 +26,8 @@ _UNIT_EXCERPT_CHARS = 200
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _SENTENCE_ENDS = (".", "!", "?")  # `. ` split across two pieces still ends a sentence
 _NOT_SYMBOLS = FILL_CHARS | frozenset("0123456789")
+# What a run of fill may hold: leaders and rules, and the spaces between them (not a newline).
+_FILL_RUN_CHARS = "".join(sorted(FILL_CHARS)) + " \t" + "".join(DELETED_CHARS.split("\n"))
 
 
 class LoopDetector:
@@ -43,6 +45,7 @@ class LoopDetector:
         self._length = 0
         self._kept_piece = ""  # last piece that had visible characters ...
         self._kept_piece_end = 0  # ... and the raw offset where it ended
+        self._fill_from = 0  # raw offset after the last character that is not fill (or a newline)
         self._next_check = self._config.check_stride
         self._next_drift_check = self._config.drift_check_stride
         self._lines = LineRepeatTracker(self._config)
@@ -89,6 +92,9 @@ class LoopDetector:
                 line_loop = tracker.finish(self._raw, raw_base)
                 if line_loop is not None:
                     self._verdict = self._line_verdict(line_loop)
+        fill_run = self._length - self._fill_from
+        if self._verdict is None and fill_run >= self._config.fill_min_covered:
+            self._verdict = self._fill_run_verdict()
         if self._verdict is None:
             self._verdict = self._check() or self._drift_check()
         return self._verdict
@@ -116,6 +122,9 @@ class LoopDetector:
             self._shape = shape
             self._kept_piece = piece
             self._kept_piece_end = start + len(piece)
+        not_fill = len(piece.rstrip(_FILL_RUN_CHARS))
+        if not_fill:
+            self._fill_from = start + not_fill
         raw = self._raw
         self._raw = ""
         raw += piece
@@ -140,6 +149,10 @@ class LoopDetector:
             self._verdict = self._check_now(length)
 
     def _check_now(self, length: int) -> LoopVerdict | None:
+        if length - self._fill_from >= self._config.fill_min_covered:
+            fill = self._fill_run_verdict()
+            if fill is not None:
+                return fill
         if self._structure.candidate is not None:
             line_loop = self._structure.confirm(self._raw, length - len(self._raw))
             if line_loop is not None:
@@ -205,6 +218,25 @@ class LoopDetector:
         end = len(exact)
         shifts = candidate_periods(exact, end, config.anchor_chars, config.max_period, 4)
         return any(is_periodic(exact, end, shift, 2 * shift) for shift in shifts)
+
+    def _fill_run_verdict(self) -> LoopVerdict | None:
+        """Leaders and rules mixed (`---- ... ......-----`) with no word, number or line break
+        for `fill_min_covered` characters: no page has a line of fill that long (contents
+        leaders and form blanks end within the line's width), but a model that lost its place
+        on a contents page runs on like that, never periodic enough for the other checks. Blanks
+        alone are `blank_run_min`'s (None)."""
+        run = self._length - self._fill_from
+        tail = self._raw[-run:] if run <= len(self._raw) else self._raw
+        if not tail.strip(DELETED_CHARS):
+            return None  # blanks alone are `blank_run_min`'s to judge
+        return LoopVerdict(
+            kind="char_run",
+            period=1,
+            repeats=float(run),
+            onset=self._fill_from,
+            covered=run,
+            unit=tail.strip()[:_UNIT_EXCERPT_CHARS] or tail[:_UNIT_EXCERPT_CHARS],
+        )
 
     def _blank_run(self) -> int:
         """Length of the trailing whitespace if it is a loop in itself, else 0."""
