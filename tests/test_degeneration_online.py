@@ -318,3 +318,27 @@ def test_a_block_of_as_many_lines_as_the_history_does_not_crash() -> None:
     for line in lines * 3:
         detector.feed(line)
     assert detector.verdict is not None and detector.verdict.kind == "block"
+
+
+def test_a_run_of_mixed_leaders_and_rules_is_a_loop() -> None:
+    """A model lost on a contents page: dashes, dots and spaces, never periodic, no words."""
+    rng = random.Random(7)
+    babble = "".join(rng.choice(["-" * rng.randint(3, 30), "." * rng.randint(3, 20), " ", "..."])
+                     for _ in range(400))  # fmt: skip
+    head = "Contents\nopen ........ 12\ncreate "
+    verdict, _ = feed_in_chunks(head + babble)
+    assert verdict is not None
+    assert (verdict.kind, verdict.onset) == ("char_run", len(head.rstrip()))  # after "create"
+    assert verdict.covered >= DetectorConfig().fill_min_covered
+
+
+def test_contents_pages_and_long_rules_are_not_loops() -> None:
+    rng = random.Random(8)
+    contents = "".join(
+        f"{rng.choice(['open', 'close', 'read the file'])} {'.' * rng.randint(10, 60)} "
+        f"{rng.randint(1, 400)}\n"
+        for _ in range(80)
+    )
+    assert feed_in_chunks(contents)[0] is None
+    wide_rule = "Table 1\n" + "-=" * 450 + "\nName and value\n"  # 900 characters, then words
+    assert feed_in_chunks(wide_rule)[0] is None
