@@ -177,8 +177,6 @@ def evaluate(
     model: Any, batches: Batches, text: dict[str, Any], per_count: int, seed: int
 ) -> dict[str, Any]:
     """Greedy transcription of held-out pages, per page length: CER and pages cut at the cap."""
-    from transformers import AutoTokenizer  # noqa: F401  (keeps the import cost in one place)
-
     model.eval()
     rng = random.Random(seed)
     sources = [lines for lines in text["held_out"] if len(lines) >= data.MAX_LINES]
