@@ -9,12 +9,10 @@ by source module: a module's lines are either all training text or all held out.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import random
 import re
-import sysconfig
 import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -56,19 +54,13 @@ def sources() -> Iterator[Source]:
     """Word-wrapped prose, one source per standard-library module (and pydoc's topics)."""
     from pydoc_data.topics import topics
 
+    from tests.vllm_cpu.build_tiny_model import stdlib_docstrings
+
     yield Source("pydoc_data.topics", wrap(topics[key] for key in sorted(topics)))
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"test", "tests", "site-packages", "dist-packages", "idlelib", "pydoc_data"}
-    for path in sorted(stdlib.rglob("*.py")):
-        relative = path.relative_to(stdlib)
-        if skipped & set(relative.parts):
-            continue
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, OSError):
-            continue
-        kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-        docs = [ast.get_docstring(node) or "" for node in ast.walk(tree) if isinstance(node, kinds)]
+    skipped = frozenset(
+        {"test", "tests", "site-packages", "dist-packages", "idlelib", "pydoc_data"}
+    )
+    for relative, docs in stdlib_docstrings(skipped):
         lines = wrap(doc for doc in docs if len(doc) > 80)
         if lines:
             yield Source(str(relative.with_suffix("")).replace("/", "."), lines)

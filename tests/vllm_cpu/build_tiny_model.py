@@ -96,19 +96,29 @@ def english_text() -> Iterator[str]:
     from pydoc_data.topics import topics
 
     yield from (topics[key] for key in sorted(topics))
+    for _, docstrings in stdlib_docstrings():
+        yield from docstrings
+
+
+def stdlib_docstrings(
+    skipped: frozenset[str] = frozenset(
+        {"test", "tests", "site-packages", "dist-packages", "idlelib"}
+    ),
+) -> Iterator[tuple[Path, list[str]]]:
+    """Each standard-library module (path under the stdlib, in sorted order) with its non-empty
+    docstrings in `ast.walk` order; modules under a `skipped` folder are left out."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    skipped = {"test", "tests", "site-packages", "dist-packages", "idlelib"}
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     for path in sorted(stdlib.rglob("*.py")):
-        if skipped & set(path.relative_to(stdlib).parts):
+        relative = path.relative_to(stdlib)
+        if skipped & set(relative.parts):
             continue
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (SyntaxError, UnicodeDecodeError, OSError):
             continue
-        documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-        for node in ast.walk(tree):
-            if isinstance(node, documented) and (docstring := ast.get_docstring(node)):
-                yield docstring
+        nodes = (node for node in ast.walk(tree) if isinstance(node, documented))
+        yield relative, [doc for node in nodes if (doc := ast.get_docstring(node))]
 
 
 def build_tokenizer():
