@@ -65,17 +65,26 @@ def test_folio_run_interrupted_is_finished_by_the_same_command(
     args = ["run", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--dpi", "36"]
     env = folio_env(db_url, tmp_path)
     db = Database(db_url)
+    gate = tmp_path / "gate-reached"
+    gated = {**env, "FOLIO_TEST_GATE_AFTER": "5", "FOLIO_TEST_GATE_FILE": str(gate)}
     first = subprocess.Popen(
-        [FOLIO, *args], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, str(ROOT / "tests" / "gated_run.py"), *args],
+        env=gated,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
-        wait_until(lambda: count(db, "succeeded") >= 5, 120, "5 pages done")
+        # The sixth page waits at the gate until the signal: the run is interrupted mid-job on
+        # any machine, however fast the other pages go.
+        wait_until(gate.exists, 120, "5 pages done and the sixth at the gate")
         first.send_signal(stop)
         _, stderr = first.communicate(timeout=60)
     finally:
         if first.poll() is None:
             first.kill()
-    assert count(db, "pending", "running") > 0, "the run ended before it was interrupted"
+    assert count(db, "succeeded") == 5
+    assert count(db, "pending", "running") == pages - 5
     if stop is signal.SIGINT:
         assert first.returncode == 130
         assert b"run the same command again" in b" ".join(stderr.split())
@@ -91,10 +100,12 @@ def test_folio_run_interrupted_is_finished_by_the_same_command(
 
 
 @contextmanager
-def serving(env: dict[str, str], port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def serving(
+    env: dict[str, str], port: int, log: Path, folio: tuple[str, ...] = (FOLIO,)
+) -> Iterator[subprocess.Popen[bytes]]:
     out = log.open("ab")
     server = subprocess.Popen(
-        [FOLIO, "serve", "--port", str(port)], env=env, cwd=ROOT, stdout=out, stderr=out
+        [*folio, "serve", "--port", str(port)], env=env, cwd=ROOT, stdout=out, stderr=out
     )
 
     def up() -> bool:
@@ -130,17 +141,20 @@ def test_folio_serve_killed_mid_job_resumes_it_on_the_next_start(
         for p in sorted((tmp_path / "in").glob("*.pdf"))
     ]
     port = free_port()
-    with serving(env, port, tmp_path / "serve.log") as server:
+    gate = tmp_path / "gate-reached"
+    gated = {**env, "FOLIO_TEST_GATE_AFTER": "5", "FOLIO_TEST_GATE_FILE": str(gate)}
+    gated_folio = (sys.executable, str(ROOT / "tests" / "gated_run.py"))
+    with serving(gated, port, tmp_path / "serve.log", gated_folio) as server:
         answer = httpx.post(f"http://127.0.0.1:{port}/v1/jobs", files=files, headers=headers)
         assert answer.status_code == 202, answer.text
         job_id = answer.json()["id"]
-        wait_until(lambda: count(db, "succeeded") >= 5, 120, "5 pages done")
+        wait_until(gate.exists, 120, "5 pages done and the sixth at the gate")
         server.send_signal(signal.SIGKILL)
         server.wait()
     with db.session() as session:
         assert session.get_one(Job, job_id).status == "running"
     done_before = count(db, "succeeded")
-    assert count(db, "pending", "running") > 0, "the job ended before the kill"
+    assert done_before == 5 and count(db, "pending", "running") == pages - 5
     with serving(env, port, tmp_path / "serve.log"):
 
         def finished() -> bool:
