@@ -26,6 +26,7 @@ from app.degeneration import LoopDetector, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
+from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
 from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_positions import vlm_positions
@@ -50,7 +51,7 @@ from app.errors import EngineError, TransportError
 from app.profiles import Profile, resolve_profile
 from app.profiles.judge import Judgement, judge_answer
 from app.profiles.request import messages, request_fields
-from app.settings import PlanStep, VlmEndpoint
+from app.settings import PlanStep, VlmEndpoint, metrics_url_of
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
 from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
@@ -116,6 +117,8 @@ class VlmEngine:
         # 260-410 tokens late here (on a warm one: 0-13).
         self._control: httpx.AsyncClient | None = None
         self._processors_checked = False
+        self._close = CloseLiveness()  # whether closing a stream stops the server's work
+        self._open_streams = 0
 
     def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
         """The stops to use: the probe's findings (none without a probe) and the settings."""
@@ -167,6 +170,21 @@ class VlmEngine:
         return self._io.run(self._transcribe(page, step))
 
     async def _ensure_stops(self) -> EndpointStops:
+        """The endpoint's stops, probed once; where the close is the stop relied on, whether
+        it stops the server's work (`vlm_close_probe`)."""
+        stops = await self._probed_stops()
+        if stops.relied_on == "client_close" and self.endpoint.close_probe:
+            await self._close.ensure(self._probe_close, idle=self._open_streams == 0)
+        return stops
+
+    async def _probe_close(self) -> CloseProbe:
+        assert self._control is not None
+        e = self.endpoint
+        return await probe_close(
+            self._control, e.base_url, e.model, metrics_url_of(e), self._headers()
+        )
+
+    async def _probed_stops(self) -> EndpointStops:
         """The endpoint's stops, probed once; an unreachable server is probed again later."""
         e = self.endpoint
         if "auto" not in (e.engine_plugin, e.abort_call, e.server_repetition_detection):
@@ -241,6 +259,7 @@ class VlmEngine:
         timeout = self.endpoint.request_timeout_s
         sent = time.perf_counter()
         response = await post_sse(url, body, self._headers(), 10.0, timeout)
+        self._open_streams += 1
         try:
             await _raise_for_status(response, timeout)
             lines = sse_lines(response.texts(timeout))
@@ -253,6 +272,7 @@ class VlmEngine:
                         await self._stop_loop(outcome, stops, chunks)
                         break
         finally:
+            self._open_streams -= 1
             await response.close()  # at a verdict or a cancel: vLLM sees the client leave
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
@@ -310,7 +330,7 @@ class VlmEngine:
             ended_at=datetime.now(UTC),
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries) | loop_stop_params(stops),
+            params=self._params(body, retries) | loop_stop_params(stops) | self._close.params(),
             prompt_version=self.profile.tag,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,

@@ -114,3 +114,24 @@ def _inside(attempt: AttemptRow, windows: Sequence[_Window]) -> float:
     if span <= 0:
         return 1.0 if inside > 0 else 0.0
     return min(1.0, inside / span)
+
+
+def loop_stops_with_tokens(
+    loop_stops: dict[str, str], servers: Sequence[ServerTokens]
+) -> dict[str, str]:
+    """Each endpoint's loop stop (as the attempts recorded it) with the job's evidence beside
+    it: the tokens its server generated against the tokens Folio's attempts received. A close
+    that does not stop the server shows as tokens no attempt received, up to the caps."""
+    found = dict(loop_stops)
+    for s in servers:
+        if s.endpoint not in found:
+            continue
+        if s.tokens_generated is None:
+            evidence = f"server tokens unknown: {s.reason}"
+        else:
+            evidence = (
+                f"server generated {s.tokens_generated:,.0f} tokens, Folio received "
+                f"{s.tokens_received:,} ({s.tokens_lost_aborts or 0:,.0f} after stops)"
+            )
+        found[s.endpoint] += f"; this job: {evidence}"
+    return found
