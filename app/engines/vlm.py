@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import httpx
 
 from app.degeneration import LoopDetector, score_output
-from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
+from app.domain import CLOSE_PROBE_TOKENS, AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
 from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
@@ -169,13 +169,17 @@ class VlmEngine:
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         return self._io.run(self._transcribe(page, step))
 
-    async def _ensure_stops(self) -> EndpointStops:
+    async def _ensure_stops(self) -> tuple[EndpointStops, dict[str, Any]]:
         """The endpoint's stops, probed once; where the close is the stop relied on, whether
-        it stops the server's work (`vlm_close_probe`)."""
+        it stops the server's work (`vlm_close_probe`). Second: what this call's attempt
+        records of a close probe it ran (the server tokens it cost)."""
         stops = await self._probed_stops()
+        ran = None
         if stops.relied_on == "client_close" and self.endpoint.close_probe:
-            await self._close.ensure(self._probe_close, idle=self._open_streams == 0)
-        return stops
+            ran = await self._close.ensure(self._probe_close, idle=self._open_streams == 0)
+        if ran is None or ran.generated is None:
+            return stops, {}
+        return stops, {CLOSE_PROBE_TOKENS: int(ran.generated)}
 
     async def _probe_close(self) -> CloseProbe:
         assert self._control is not None
@@ -213,7 +217,7 @@ class VlmEngine:
 
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         slots = self._ensure_client()
-        stops = await self._ensure_stops()
+        stops, probed = await self._ensure_stops()
         if page.should_stop():
             raise EngineError("the job was cancelled before the request")
         await self._check_processors()
@@ -230,11 +234,11 @@ class VlmEngine:
                 except TransportError as exc:
                     retries += 1
                     if time.monotonic() >= deadline:
-                        return self._transport_failure(body, exc, retries)
+                        return self._transport_failure(body, exc, retries, probed)
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
-        return self._result(page, body, outcome, retries, stops)
+        return self._result(page, body, outcome, retries, stops, probed)
 
     def _ensure_client(self) -> asyncio.Semaphore:
         if self._control is None or self._slots is None:
@@ -304,6 +308,7 @@ class VlmEngine:
         outcome: StreamOutcome,
         retries: int,
         stops: EndpointStops,
+        probed: dict[str, Any],
     ) -> EngineResult:
         max_tokens = int(body["max_tokens"])
         estimated = outcome.completion_tokens is None
@@ -330,7 +335,10 @@ class VlmEngine:
             ended_at=datetime.now(UTC),
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries) | loop_stop_params(stops) | self._close.params(),
+            params=self._params(body, retries)
+            | loop_stop_params(stops)
+            | self._close.params()
+            | probed,
             prompt_version=self.profile.tag,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
@@ -378,7 +386,7 @@ class VlmEngine:
         return params
 
     def _transport_failure(
-        self, body: dict[str, Any], exc: TransportError, retries: int
+        self, body: dict[str, Any], exc: TransportError, retries: int, probed: dict[str, Any]
     ) -> EngineResult:
         now = datetime.now(UTC)
         return EngineResult(
@@ -388,7 +396,7 @@ class VlmEngine:
             ended_at=now,
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries),
+            params=self._params(body, retries) | probed,
             prompt_version=self.profile.tag,
             max_tokens=int(body["max_tokens"]),
             error=f"endpoint unreachable after {retries} tries: {exc}",

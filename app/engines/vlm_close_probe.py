@@ -63,6 +63,7 @@ class CloseProbe:
 
     verdict: CloseVerdict
     note: str
+    generated: float | None = None  # tokens the server generated for the probe, when known
 
     def params(self) -> dict[str, str]:
         """What an attempt records about it (in its params, beside `loop_stop`)."""
@@ -134,6 +135,7 @@ async def _judge(
                 f"closing a stream does NOT stop the server's work: the server had generated "
                 f"all {generated:.0f} tokens of the probe before Folio had read {received} "
                 "(a proxy that buffers the stream?)",
+                generated,
             )
         raise _Unverified(f"the probe ended on its own after {generated:.0f} tokens")
     _check_alone(before, at_close, prompt)
@@ -144,12 +146,13 @@ async def _judge(
         now = await _read(control, metrics_url)
         _check_alone(before, now, prompt)
         after = now.generation_tokens - at_close.generation_tokens
-        if after > CLOSE_SLACK:
+        if after > CLOSE_SLACK:  # it runs on to the cap: count those tokens as the probe's
             return CloseProbe(
                 "NOT live",
                 f"closing a stream does NOT stop the server's work: {after:.0f} tokens "
                 f"generated after the close and counting (read {received}; a proxy that "
                 "ignores the client's close?)",
+                float(cap),
             )
         settled = previous is not None and now.generation_tokens == previous.generation_tokens
         if _busy(now) == 0 and settled:
@@ -158,6 +161,7 @@ async def _judge(
                 "live",
                 f"closing a stream stops the server's work: {total:.0f} tokens generated "
                 f"for the probe, {received} read, {after:.0f} after the close",
+                total,
             )
         previous = now
     raise _Unverified(f"the counters did not settle in {_SETTLE_S:.0f} s")
@@ -243,15 +247,17 @@ class CloseLiveness:
     async def ensure(
         self, run: Callable[[], Awaitable[CloseProbe]], idle: bool
     ) -> CloseProbe | None:
+        """The probe this call ran, if it ran one (its tokens go on this call's attempt)."""
         if not self._due(idle):
-            return self.found
+            return None
         self._lock = self._lock or asyncio.Lock()
         async with self._lock:  # other page coroutines wait: no page runs beside the probe
-            if self._due(idle):
-                self.found, self._at = await run(), time.monotonic()
-                if self.found.verdict == "NOT live":
-                    logger.warning("%s (docs/loop-stop-gpu.md: proxies)", self.found.note)
-        return self.found
+            if not self._due(idle):
+                return None
+            self.found, self._at = await run(), time.monotonic()
+            if self.found.verdict == "NOT live":
+                logger.warning("%s (docs/loop-stop-gpu.md: proxies)", self.found.note)
+            return self.found
 
     def _due(self, idle: bool) -> bool:
         if self.found is None:
