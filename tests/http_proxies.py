@@ -6,6 +6,8 @@ close-liveness probe and of the stream reader's proxy settings.
 - `hold`: a reverse proxy that keeps its upstream connection open after its client leaves and
   reads the reply to its end, as nginx does with `proxy_ignore_client_abort on` (and as any
   proxy that buffers whole replies does): the server never sees the close.
+- `buffer`: a reverse proxy that reads the whole reply before it sends any of it (response
+  buffering at its extreme): the client sees the first token once the server has finished.
 - `forward`: a forward proxy (`HTTP_PROXY`): absolute-form requests and CONNECT tunnels. It
   passes a close through, and logs one line per request it carries (`--log`).
 
@@ -58,6 +60,25 @@ async def _drain(reader: asyncio.StreamReader) -> int:
     return total
 
 
+async def _buffered(
+    client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+) -> None:
+    """The request on, then the whole reply, sent once the server has ended it."""
+    (c_reader, c_writer), (u_reader, u_writer) = client, upstream
+    up = asyncio.create_task(_pipe(c_reader, u_writer))
+    reply = b""
+    with contextlib.suppress(OSError):
+        while data := await u_reader.read(_READ):
+            reply += data
+    with contextlib.suppress(OSError):
+        c_writer.write(reply)
+        await c_writer.drain()
+    up.cancel()
+    for writer in (u_writer, c_writer):
+        writer.close()
+
+
 async def _relay(
     client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
     upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
@@ -80,10 +101,13 @@ async def _relay(
         writer.close()
 
 
-async def _reverse(upstream: tuple[str, int], hold: bool, port_file: Path) -> None:
+async def _reverse(upstream: tuple[str, int], mode: str, port_file: Path) -> None:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up = await asyncio.open_connection(*upstream)
-        await _relay((reader, writer), up, hold)
+        if mode == "buffer":
+            await _buffered((reader, writer), up)
+        else:
+            await _relay((reader, writer), up, hold=mode == "hold")
 
     await _serve(handle, port_file)
 
@@ -155,16 +179,16 @@ class ProxyProcess:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=("pass", "hold", "forward"))
+    parser.add_argument("mode", choices=("pass", "hold", "buffer", "forward"))
     parser.add_argument("--port-file", type=Path, required=True)
-    parser.add_argument("--upstream", help="HOST:PORT (pass and hold)")
+    parser.add_argument("--upstream", help="HOST:PORT (pass, hold, buffer)")
     parser.add_argument("--log", type=Path)
     args = parser.parse_args()
     if args.mode == "forward":
         asyncio.run(_forward(args.port_file, args.log))
         return
     host, _, port = args.upstream.rpartition(":")
-    asyncio.run(_reverse((host, int(port)), args.mode == "hold", args.port_file))
+    asyncio.run(_reverse((host, int(port)), args.mode, args.port_file))
 
 
 if __name__ == "__main__":

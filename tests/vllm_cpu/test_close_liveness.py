@@ -62,8 +62,13 @@ def proxies(vllm_endpoint: VllmEndpoint, tmp_path: Path) -> Iterator[dict[str, s
     with (
         ProxyProcess("pass", tmp_path, upstream=upstream) as passing,
         ProxyProcess("hold", tmp_path, upstream=upstream) as holding,
+        ProxyProcess("buffer", tmp_path, upstream=upstream) as buffering,
     ):
-        yield {"pass": f"{passing.url}/v1", "hold": f"{holding.url}/v1"}
+        yield {
+            "pass": f"{passing.url}/v1",
+            "hold": f"{holding.url}/v1",
+            "buffer": f"{buffering.url}/v1",
+        }
     wait_idle(vllm_endpoint)
 
 
@@ -93,6 +98,14 @@ def test_a_proxy_that_holds_the_upstream_stream_is_caught(
     assert ran_on > 4 * CLOSE_SLACK, ran_on
 
 
+def test_a_proxy_that_buffers_the_whole_reply_is_caught(
+    vllm_endpoint: VllmEndpoint, proxies: dict[str, str]
+) -> None:
+    found = probe(vllm_endpoint, proxies["buffer"])
+    assert found.verdict == "NOT live", found
+    assert "before Folio had read" in found.note
+
+
 def test_other_traffic_leaves_it_unverified(vllm_endpoint: VllmEndpoint) -> None:
     body = {
         "model": SERVED_MODEL_NAME,
@@ -118,11 +131,12 @@ def test_other_traffic_leaves_it_unverified(vllm_endpoint: VllmEndpoint) -> None
     assert "busy" in found.note
 
 
-def test_the_engine_records_a_dead_close_on_its_attempts(
-    vllm_endpoint: VllmEndpoint, proxies: dict[str, str]
+@pytest.mark.parametrize(("path", "verdict"), [("direct", "live"), ("hold", "NOT live")])
+def test_the_engine_records_the_close_probe_on_its_attempts(
+    vllm_endpoint: VllmEndpoint, proxies: dict[str, str], path: str, verdict: str
 ) -> None:
     endpoint = VlmEndpoint(
-        base_url=proxies["hold"],
+        base_url=vllm_endpoint.base_url if path == "direct" else proxies[path],
         model=SERVED_MODEL_NAME,
         metrics_url=f"{vllm_endpoint.root_url}/metrics",
         engine_plugin=False,  # as compose deploys it: the close is the stop
@@ -131,15 +145,19 @@ def test_the_engine_records_a_dead_close_on_its_attempts(
         transport_retry_s=5,
         max_image_side=224,
     )
-    engine = VlmEngine("held", endpoint)
+    engine = VlmEngine("probed", endpoint)
+    page = PageInput(Image.new("RGB", (400, 560), "white"), "", False)
     wait_idle(vllm_endpoint)
     try:
-        result = engine.transcribe(
-            PageInput(Image.new("RGB", (400, 560), "white"), "", False), GREEDY
-        )
+        first = engine.transcribe(page, GREEDY)
+        second = engine.transcribe(page, GREEDY)
     finally:
         engine.close()
 
-    assert result.params["loop_stop"] == "client_close"
-    assert result.params["loop_stop_close"] == "NOT live", result.params
-    assert "does NOT stop" in str(result.params["loop_stop_close_probe"])
+    assert first.params["loop_stop"] == "client_close"
+    assert first.params["loop_stop_close"] == verdict, first.params
+    assert second.params["loop_stop_close"] == verdict  # probed once, recorded on every attempt
+    # The probe's server tokens go on the attempt whose call ran it, once.
+    probe_tokens = int(str(first.params["loop_stop_close_tokens"]))
+    assert probe_tokens >= 16 and (verdict == "live") == (probe_tokens <= 16 + CLOSE_SLACK)
+    assert "loop_stop_close_tokens" not in second.params
