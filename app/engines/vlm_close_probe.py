@@ -101,6 +101,8 @@ async def _probe(
     if _busy(before) > 0:
         raise _Unverified(f"the server is busy ({_busy(before):.0f} requests running or waiting)")
     cap = await _cap(control, base_url, model)
+    if cap < 4 * CLOSE_SLACK:  # a request that ran on could not be told from one that stopped
+        raise _Unverified(f"the model's context is too short for the probe ({cap} tokens)")
     body = _body(model, cap)
     url = base_url.rstrip("/") + "/chat/completions"
     try:
