@@ -11,11 +11,15 @@ hears of it. So the probe asks the server's own counters (vLLM's `/metrics`):
    client and path as the pages; once PROBE_READ tokens have arrived the counters are read
    (the probe must be the only request running) and the stream is closed;
 3. the counters are read until the request has left the batch and the generation counter has
-   stopped: "live" when the server generated at most CLOSE_SLACK tokens after the reading
-   before the close; "NOT live" as soon as it generated more (the request ran on), or when it
-   had finished before the close (a stream that reaches the client late cannot stop a loop);
-   "unverified" when another request shows (the prompt-token counter moved by more than the
-   probe's prompt, or the gauges count more than it).
+   stopped: "live" when it stopped short of its cap (the note gives the tokens after the
+   reading before the close, and calls more than CLOSE_SLACK late); "NOT live" when it ran on
+   to its cap, or had finished before the close (a stream that reaches the client late cannot
+   stop a loop); "unverified" when another request shows (the prompt-token counter moved by
+   more than the probe's prompt, or the gauges count more than it).
+
+The verdict waits for the cap rather than calling a request that runs CLOSE_SLACK tokens past
+the close dead: a client starved of CPU for a moment reads its counters late, which would read
+as a close that ran on (a GPU runs a probe to its cap in 10-30 s).
 
 vLLM counts no client disconnect (`request_success_total{finished_reason="abort"}` stays 0 on
 0.32), so the judgement is on the token counter and the batch gauges.
@@ -47,10 +51,10 @@ CloseVerdict = Literal["live", "NOT live", "unverified"]
 
 PROBE_READ = 16  # tokens read before the close
 PROBE_CAP = 2048  # at most; less where the model's context is shorter
-# Tokens after the close that still count as stopped. vLLM computes at least 2 after a close
-# under async scheduling (the step in flight and the one queued behind it) and tens when its
-# one API server lags behind 256 streams (docs/loop-stop-gpu.md); a close that never reaches
-# the engine lets the request run on to the cap, hundreds to thousands of tokens more.
+# Tokens after the close beyond which a close is called late. vLLM computes at least 2 after
+# a close under async scheduling (the step in flight and the one queued behind it) and tens
+# when its one API server lags behind 256 streams (docs/loop-stop-gpu.md); a close that never
+# reaches the engine lets the request run on to the cap, thousands of tokens more.
 CLOSE_SLACK = 256
 _POLL_S = 0.2
 _SETTLE_S = 120.0  # generous: a loaded server may take long to show the request gone
@@ -147,26 +151,30 @@ async def _judge(
         await asyncio.sleep(_POLL_S)
         now = await _read(control, metrics_url)
         _check_alone(before, now, prompt)
+        settled = previous is not None and now.generation_tokens == previous.generation_tokens
+        previous = now
+        if _busy(now) > 0 or not settled:
+            continue
+        total = now.generation_tokens - before.generation_tokens
         after = now.generation_tokens - at_close.generation_tokens
-        if after > CLOSE_SLACK:  # it runs on to the cap: count those tokens as the probe's
+        if total >= cap:  # the close changed nothing: the request ran on to its cap
             return CloseProbe(
                 "NOT live",
-                f"closing a stream does NOT stop the server's work: {after:.0f} tokens "
-                f"generated after the close and counting (read {received}; a proxy that "
+                f"closing a stream does NOT stop the server's work: the probe ran on to its "
+                f"cap, {after:.0f} tokens after the close (read {received}; a proxy that "
                 "ignores the client's close?)",
-                float(cap),
-            )
-        settled = previous is not None and now.generation_tokens == previous.generation_tokens
-        if _busy(now) == 0 and settled:
-            total = now.generation_tokens - before.generation_tokens
-            return CloseProbe(
-                "live",
-                f"closing a stream stops the server's work: {total:.0f} tokens generated "
-                f"for the probe, {received} read, {after:.0f} after the close",
                 total,
             )
-        previous = now
-    raise _Unverified(f"the counters did not settle in {_SETTLE_S:.0f} s")
+        late = (
+            f" (late: more than {CLOSE_SLACK}; a lagging front end?)" if after > CLOSE_SLACK else ""
+        )
+        return CloseProbe(
+            "live",
+            f"closing a stream stops the server's work: {total:.0f} tokens generated for the "
+            f"probe, {received} read, {after:.0f} after the close{late}",
+            total,
+        )
+    raise _Unverified(f"the probe's request did not leave the batch in {_SETTLE_S:.0f} s")
 
 
 def _check_alone(before: ServerCounters, now: ServerCounters, prompt: int | None) -> None:

@@ -20,13 +20,14 @@ from PIL import Image
 
 from app.domain import PageInput
 from app.engines.vlm import VlmEngine
-from app.engines.vlm_close_probe import CLOSE_SLACK, CloseProbe, probe_close
+from app.engines.vlm_close_probe import CloseProbe, probe_close
 from app.settings import PlanStep, VlmEndpoint
 from tests.http_proxies import ProxyProcess
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, metric_total
 
 pytestmark = pytest.mark.vllm
 
+TEST_SERVER_CAP = 2048 - 128  # the probe's cap on VllmServer's default max_model_len
 GREEDY = PlanStep(name="greedy", engine="vlm", endpoint="x", temperature=0.0, max_tokens=200)
 
 
@@ -94,8 +95,8 @@ def test_a_proxy_that_holds_the_upstream_stream_is_caught(
 
     assert found.verdict == "NOT live", found
     assert "does NOT stop" in found.note
-    # The server's own count: the held request ran on well past the close, to its cap.
-    assert ran_on > 4 * CLOSE_SLACK, ran_on
+    # The server's own count: the held request ran on past the close, to its cap.
+    assert ran_on >= TEST_SERVER_CAP, ran_on
 
 
 def test_a_proxy_that_buffers_the_whole_reply_is_caught(
@@ -157,7 +158,8 @@ def test_the_engine_records_the_close_probe_on_its_attempts(
     assert first.params["loop_stop"] == "client_close"
     assert first.params["loop_stop_close"] == verdict, first.params
     assert second.params["loop_stop_close"] == verdict  # probed once, recorded on every attempt
-    # The probe's server tokens go on the attempt whose call ran it, once.
+    # The probe's server tokens go on the attempt whose call ran it, once: a live close stops
+    # it short of its cap (the test server's context, 2048, less 128), a dead one does not.
     probe_tokens = int(str(first.params["loop_stop_close_tokens"]))
-    assert probe_tokens >= 16 and (verdict == "live") == (probe_tokens <= 16 + CLOSE_SLACK)
+    assert probe_tokens >= 16 and (verdict == "live") == (probe_tokens < TEST_SERVER_CAP)
     assert "loop_stop_close_tokens" not in second.params
