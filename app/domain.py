@@ -41,6 +41,10 @@ class Outcome(StrEnum):
 
 
 # Failures that may not come again on a new try: the page itself is not the cause.
+# The attempt param that carries the server tokens Folio's close-liveness probe cost, on the
+# attempt whose engine call ran it (app/engines/vlm_close_probe.py): the report counts them
+# apart from the tokens no attempt received.
+CLOSE_PROBE_TOKENS = "loop_stop_close_tokens"
 RETRYABLE_CATEGORIES = frozenset({"transport", "internal", "busy", "cancelled", "broker"})
 
 

@@ -134,6 +134,12 @@ class VlmEndpoint(_Strict):
         description="Abort a looping request by id (POST /abort_requests) when Folio's "
         "detector fires; auto: when the start-up probe finds the route.",
     )
+    close_probe: bool = Field(
+        default=True,
+        description="Where closing the stream is the loop stop relied on, probe once at "
+        "start-up that a close stops the server's work (a long request closed early, judged "
+        "by the server's /metrics; recorded on each attempt as loop_stop_close).",
+    )
     metrics_url: str | None = Field(
         default=None,
         description=(

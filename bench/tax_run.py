@@ -134,6 +134,7 @@ def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
         server_repetition_detection=bool(arm.server_detection),
         engine_plugin=arm.engine_plugin,
         abort_call=arm.abort_call,
+        close_probe=False,  # the arms count server tokens: no probe request among them
     )
     factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NeverLoops
     engine = ScriptedVlmEngine(ENDPOINT, endpoint, detector_factory=factory)

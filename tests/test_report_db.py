@@ -16,6 +16,8 @@ from app.cli.main import app
 from app.db.engine import Database
 from app.db.models import Attempt
 from app.report.build import build_report
+from app.servermetrics.counters import ServerCounters
+from app.servermetrics.sampler import ServerSampler
 from tests.report_scenario import A1, EXPECTED, Spec, insert_job, settings
 
 runner = CliRunner()
@@ -77,15 +79,41 @@ def test_the_loop_stop_each_endpoint_relied_on_is_in_the_report_and_status(db_ur
     db = Database(db_url)
     job_id = insert_job(db)
     probe = "engine plugin installed but NOT live: client-side stops used"
+    close = "closing a stream does NOT stop the server's work: 300 tokens generated after"
+    received, probe_tokens = 0, {"loop_stop_close_tokens": 2048}
     with db.session() as session:
         for attempt in session.scalars(select(Attempt).where(Attempt.job_id == job_id)):
             if attempt.endpoint == "gpu":  # the engine records these (app/engines/vlm_stops)
-                attempt.params = {"loop_stop": "client_close", "loop_stop_probe": probe}
+                attempt.params = {
+                    "loop_stop": "client_close",
+                    "loop_stop_probe": probe,
+                    "loop_stop_close": "NOT live",
+                    "loop_stop_close_probe": close,
+                } | probe_tokens  # the close probe's tokens, on the attempt that ran it
+                probe_tokens = {}
+                received += attempt.completion_tokens or 0
         session.commit()
+    # The server's own counters for the job: 5,000 tokens more than the attempts received,
+    # besides the 2,048 of the close probe.
+    readings = iter([1000.0, 1000.0 + received + 5000 + 2048])
+    sampler = ServerSampler(
+        db,
+        {"gpu": "http://gpu/metrics"},
+        "w1",
+        read=lambda url: ServerCounters(next(readings), None, None, 1.0),
+    )
+    sampler.before_page(job_id, {"gpu"})
+    sampler.after_page(job_id, {"gpu"})
 
     report = build_report(db, settings(db_url), job_id).report
     shown = runner.invoke(app, ["status", job_id, "--database-url", db_url])
 
-    assert report.loop_stops == {"gpu": f"client_close ({probe})"}
+    evidence = f"server generated {received + 5000:,} tokens, Folio received {received:,}"
+    gpu = next(s for s in report.server_endpoints if s.endpoint == "gpu")
+    assert gpu.close_probe_tokens == 2048
+    assert report.loop_stops["gpu"].startswith(f"client_close ({probe}; {close})")
+    assert f"this job: {evidence}" in report.loop_stops["gpu"], report.loop_stops
+    assert "2,048 for the close probe" in report.loop_stops["gpu"]
     assert shown.exit_code == 0, shown.output
-    assert "loop stop on gpu: client_close" in " ".join(shown.output.split())
+    said = " ".join(shown.output.split())
+    assert "loop stop on gpu: client_close" in said and "does NOT stop" in said

@@ -5,8 +5,11 @@ The probes themselves run against the real vLLM server (tests/vllm_cpu/test_engi
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from app.engines.vlm_close_probe import CloseLiveness, CloseProbe
 from app.engines.vlm_stops import EndpointStops, StopRecord, choose_stops, stop_record
 
 PLUGIN = EndpointStops(plugin=True)
@@ -107,3 +110,36 @@ def test_settings_override_what_the_probe_found(
     found: EndpointStops, switches: tuple, expected: EndpointStops
 ) -> None:
     assert choose_stops(found, *switches) == expected
+
+
+def test_the_close_probe_runs_once_and_again_only_while_unverified_and_idle() -> None:
+    verdicts = iter(["unverified", "unverified", "live"])
+    runs: list[str] = []
+
+    async def run() -> CloseProbe:
+        runs.append(verdict := next(verdicts))
+        return CloseProbe(verdict, verdict, 16.0)  # type: ignore[arg-type]
+
+    async def scenario() -> list[CloseProbe | None]:
+        liveness = CloseLiveness()
+        seen = [await liveness.ensure(run, idle=True)]  # before the first page: runs
+        seen.append(await liveness.ensure(run, idle=True))  # unverified, but too soon
+        liveness.REPROBE_S = 0.0
+        seen.append(await liveness.ensure(run, idle=False))  # a stream is open: not now
+        seen.append(await liveness.ensure(run, idle=True))  # unverified again
+        seen.append(await liveness.ensure(run, idle=True))  # live
+        seen.append(await liveness.ensure(run, idle=True))  # live: never again
+        assert liveness.params() == {"loop_stop_close": "live", "loop_stop_close_probe": "live"}
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert runs == ["unverified", "unverified", "live"]
+    # Only the call that ran a probe gets it back (its tokens go on that call's attempt).
+    assert [probe.verdict if probe else None for probe in seen] == [
+        "unverified",
+        None,
+        None,
+        "unverified",
+        "live",
+        None,
+    ]

@@ -242,7 +242,8 @@ def count_pages_by_status(session: Session, job_id: str) -> dict[str, int]:
 
 def loop_stops_by_endpoint(session: Session, job_id: str) -> dict[str, str]:
     """Per endpoint, the loop stop its latest attempt in the job relied on, and what the
-    start-up probe found (the attempt's params, recorded by the VLM engine)."""
+    start-up probes found: the stops, and whether a closed stream stops the server's work
+    (the attempt's params, recorded by the VLM engine)."""
     latest = (
         select(Attempt.endpoint, func.max(Attempt.id))
         .where(Attempt.job_id == job_id, Attempt.endpoint.is_not(None))
@@ -254,8 +255,9 @@ def loop_stops_by_endpoint(session: Session, job_id: str) -> dict[str, str]:
         select(Attempt.endpoint, Attempt.params).where(Attempt.id.in_(ids))
     ):
         if endpoint and params and params.get("loop_stop"):
-            note = params.get("loop_stop_probe")
-            found[endpoint] = params["loop_stop"] + (f" ({note})" if note else "")
+            notes = [params.get(key) for key in ("loop_stop_probe", "loop_stop_close_probe")]
+            said = "; ".join(str(note) for note in notes if note)
+            found[endpoint] = params["loop_stop"] + (f" ({said})" if said else "")
     return found
 
 

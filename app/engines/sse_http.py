@@ -5,22 +5,26 @@ all. Read through httpx, ~70% of the worker's CPU per event went to its streamin
 (httpcore, h11, and a timeout scope per read: `python -m bench stops --gpu-rates`). This does
 only what a streamed completion needs: one HTTP/1.1 POST on its own connection (closed at the
 end, or at a verdict, which is how vLLM learns to abort the request), the status and headers,
-then the body's text as it arrives, de-chunked and decoded. Plain HTTP and HTTPS, no proxy.
-Probes and abort calls keep using httpx.
+then the body's text as it arrives, de-chunked and decoded. Plain HTTP and HTTPS, through
+the proxy the environment names (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`, as
+httpx reads them: `proxy_env`). Probes, abort calls and `/metrics` keep using httpx, so both
+take the same path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import codecs
 import contextlib
 import json
 import ssl
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
-from app.errors import TransportError
+from app.engines.proxy_env import proxy_for
+from app.errors import EngineError, TransportError
 
 _READ = 1 << 16
 _ERROR_BODY = 1 << 16  # bytes of an error reply kept for its message
@@ -123,25 +127,30 @@ async def post_sse(
     connect_timeout: float,
     read_timeout: float,
 ) -> SseResponse:
-    """Send `body` as JSON to `url` on a new connection; the reply with its head read."""
+    """Send `body` as JSON to `url` on a new connection; the reply with its head read.
+
+    Through the proxy the environment names for `url`, as httpx chooses it (`proxy_env`):
+    plain HTTP in absolute form, HTTPS through a CONNECT tunnel."""
     parts = urlsplit(url)
-    secure = parts.scheme == "https"
-    port = parts.port or (443 if secure else 80)
-    host = parts.hostname or "localhost"
+    proxy = proxy_for(url)
+    target = f"{parts.path or '/'}{'?' + parts.query if parts.query else ''}"
+    extra: dict[str, str] = {}
+    if proxy and parts.scheme == "http":
+        target = f"http://{parts.netloc}{target}"  # absolute form: the proxy forwards it
+        extra = _proxy_authorization(proxy)
     payload = json.dumps(body).encode()
     request = [
-        f"POST {parts.path or '/'}{'?' + parts.query if parts.query else ''} HTTP/1.1",
+        f"POST {target} HTTP/1.1",
         f"Host: {parts.netloc}",
         "Content-Type: application/json",
         "Accept: text/event-stream",
         f"Content-Length: {len(payload)}",
         "Connection: close",
-        *(f"{name}: {value}" for name, value in headers.items()),
+        *(f"{name}: {value}" for name, value in {**headers, **extra}.items()),
     ]
     try:
         async with asyncio.timeout(connect_timeout):
-            context = ssl.create_default_context() if secure else None
-            reader, writer = await asyncio.open_connection(host, port, ssl=context)
+            reader, writer = await _connect(parts, proxy)
         writer.write("\r\n".join(request).encode("latin-1") + b"\r\n\r\n" + payload)
         await writer.drain()
         response = SseResponse(reader, writer)
@@ -149,3 +158,43 @@ async def post_sse(
     except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
         raise TransportError(f"{type(exc).__name__}: {exc}") from exc
     return response
+
+
+async def _connect(
+    parts: SplitResult, proxy: str | None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the server at `parts`, directly or through `proxy`."""
+    secure = parts.scheme == "https"
+    host = parts.hostname or "localhost"
+    port = parts.port or (443 if secure else 80)
+    if proxy is None:
+        context = ssl.create_default_context() if secure else None
+        return await asyncio.open_connection(host, port, ssl=context)
+    via = urlsplit(proxy)
+    if via.scheme not in ("http", "https"):
+        raise EngineError(f"proxy {via.scheme}:// is not supported by the stream reader")
+    reader, writer = await asyncio.open_connection(
+        via.hostname,
+        via.port or (443 if via.scheme == "https" else 80),
+        ssl=ssl.create_default_context() if via.scheme == "https" else None,
+    )
+    if secure:  # a tunnel to the server, then TLS with the server through it
+        connect = [f"CONNECT {host}:{port} HTTP/1.1", f"Host: {host}:{port}"]
+        connect += [f"{k}: {v}" for k, v in _proxy_authorization(proxy).items()]
+        writer.write("\r\n".join(connect).encode("latin-1") + b"\r\n\r\n")
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = head.split(b" ", 2)[1:2]
+        if status != [b"200"]:
+            writer.close()
+            raise TransportError(f"proxy refused CONNECT: {head[:80]!r}")
+        await writer.start_tls(ssl.create_default_context(), server_hostname=host)
+    return reader, writer
+
+
+def _proxy_authorization(proxy: str) -> dict[str, str]:
+    via = urlsplit(proxy)
+    if via.username is None:
+        return {}
+    secret = f"{unquote(via.username)}:{unquote(via.password or '')}".encode()
+    return {"Proxy-Authorization": "Basic " + base64.b64encode(secret).decode()}

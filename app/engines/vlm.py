@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 import httpx
 
 from app.degeneration import LoopDetector, score_output
-from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
+from app.domain import CLOSE_PROBE_TOKENS, AttemptStatus, EngineResult, PageInput, Verdict
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
+from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
 from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_positions import vlm_positions
@@ -50,7 +51,7 @@ from app.errors import EngineError, TransportError
 from app.profiles import Profile, resolve_profile
 from app.profiles.judge import Judgement, judge_answer
 from app.profiles.request import messages, request_fields
-from app.settings import PlanStep, VlmEndpoint
+from app.settings import PlanStep, VlmEndpoint, metrics_url_of
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
 from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
@@ -116,6 +117,8 @@ class VlmEngine:
         # 260-410 tokens late here (on a warm one: 0-13).
         self._control: httpx.AsyncClient | None = None
         self._processors_checked = False
+        self._close = CloseLiveness()  # whether closing a stream stops the server's work
+        self._open_streams = 0
 
     def configured_stops(self, found: EndpointStops | None = None) -> EndpointStops:
         """The stops to use: the probe's findings (none without a probe) and the settings."""
@@ -166,7 +169,26 @@ class VlmEngine:
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         return self._io.run(self._transcribe(page, step))
 
-    async def _ensure_stops(self) -> EndpointStops:
+    async def _ensure_stops(self) -> tuple[EndpointStops, dict[str, Any]]:
+        """The endpoint's stops, probed once; where the close is the stop relied on, whether
+        it stops the server's work (`vlm_close_probe`). Second: what this call's attempt
+        records of a close probe it ran (the server tokens it cost)."""
+        stops = await self._probed_stops()
+        ran = None
+        if stops.relied_on == "client_close" and self.endpoint.close_probe:
+            ran = await self._close.ensure(self._probe_close, idle=self._open_streams == 0)
+        if ran is None or ran.generated is None:
+            return stops, {}
+        return stops, {CLOSE_PROBE_TOKENS: int(ran.generated)}
+
+    async def _probe_close(self) -> CloseProbe:
+        assert self._control is not None
+        e = self.endpoint
+        return await probe_close(
+            self._control, e.base_url, e.model, metrics_url_of(e), self._headers()
+        )
+
+    async def _probed_stops(self) -> EndpointStops:
         """The endpoint's stops, probed once; an unreachable server is probed again later."""
         e = self.endpoint
         if "auto" not in (e.engine_plugin, e.abort_call, e.server_repetition_detection):
@@ -195,7 +217,7 @@ class VlmEngine:
 
     async def _transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         slots = self._ensure_client()
-        stops = await self._ensure_stops()
+        stops, probed = await self._ensure_stops()
         if page.should_stop():
             raise EngineError("the job was cancelled before the request")
         await self._check_processors()
@@ -212,11 +234,11 @@ class VlmEngine:
                 except TransportError as exc:
                     retries += 1
                     if time.monotonic() >= deadline:
-                        return self._transport_failure(body, exc, retries)
+                        return self._transport_failure(body, exc, retries, probed)
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
-        return self._result(page, body, outcome, retries, stops)
+        return self._result(page, body, outcome, retries, stops, probed)
 
     def _ensure_client(self) -> asyncio.Semaphore:
         if self._control is None or self._slots is None:
@@ -241,6 +263,7 @@ class VlmEngine:
         timeout = self.endpoint.request_timeout_s
         sent = time.perf_counter()
         response = await post_sse(url, body, self._headers(), 10.0, timeout)
+        self._open_streams += 1
         try:
             await _raise_for_status(response, timeout)
             lines = sse_lines(response.texts(timeout))
@@ -253,6 +276,7 @@ class VlmEngine:
                         await self._stop_loop(outcome, stops, chunks)
                         break
         finally:
+            self._open_streams -= 1
             await response.close()  # at a verdict or a cancel: vLLM sees the client leave
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
@@ -284,6 +308,7 @@ class VlmEngine:
         outcome: StreamOutcome,
         retries: int,
         stops: EndpointStops,
+        probed: dict[str, Any],
     ) -> EngineResult:
         max_tokens = int(body["max_tokens"])
         estimated = outcome.completion_tokens is None
@@ -310,7 +335,10 @@ class VlmEngine:
             ended_at=datetime.now(UTC),
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries) | loop_stop_params(stops),
+            params=self._params(body, retries)
+            | loop_stop_params(stops)
+            | self._close.params()
+            | probed,
             prompt_version=self.profile.tag,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
@@ -358,7 +386,7 @@ class VlmEngine:
         return params
 
     def _transport_failure(
-        self, body: dict[str, Any], exc: TransportError, retries: int
+        self, body: dict[str, Any], exc: TransportError, retries: int, probed: dict[str, Any]
     ) -> EngineResult:
         now = datetime.now(UTC)
         return EngineResult(
@@ -368,7 +396,7 @@ class VlmEngine:
             ended_at=now,
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries),
+            params=self._params(body, retries) | probed,
             prompt_version=self.profile.tag,
             max_tokens=int(body["max_tokens"]),
             error=f"endpoint unreachable after {retries} tries: {exc}",

@@ -19,7 +19,7 @@ from app.report.schema import (
     ServerTokens,
     SlowPage,
 )
-from app.report.server_tokens import server_tokens
+from app.report.server_tokens import loop_stops_with_tokens, server_tokens
 from app.report.timeline import DEGENERATE, split_healthy
 
 
@@ -68,7 +68,7 @@ def compute_report(
         by_outcome=_by_outcome(rows.attempts, costs),
         per_model=_per_model(rows.attempts, costs),
         server_endpoints=servers,
-        loop_stops=rows.loop_stops,
+        loop_stops=loop_stops_with_tokens(rows.loop_stops, servers),
         slowest_pages=_slowest_pages(rows.pages, by_page, slowest),
         degenerate_pages=_degenerate_attempts(rows, tail_chars, listed),
         cost_attribution=COST_ATTRIBUTION,

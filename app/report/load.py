@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page, ServerSample
 from app.db.repo import loop_stops_by_endpoint
-from app.domain import AttemptStatus
+from app.domain import CLOSE_PROBE_TOKENS, AttemptStatus
 from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow, ServerSampleRow
 
 TAIL_CHARS = 2000
@@ -39,6 +39,7 @@ _ATTEMPT_COLUMNS = (
     Attempt.verdict_period,
     Attempt.verdict_onset,
     Attempt.ttft_s,
+    Attempt.params[CLOSE_PROBE_TOKENS].as_integer().label("probe_tokens"),
 )
 
 

@@ -34,6 +34,7 @@ class AttemptRow:
     verdict_onset: int | None = None
     output_tail: str | None = None
     ttft_s: float | None = None  # seconds from the request to its first token (streamed)
+    probe_tokens: int | None = None  # server tokens of a close probe this attempt's call ran
 
     @cached_property
     def start(self) -> float:

@@ -71,6 +71,7 @@ class ServerTokens:
     window_tokens: float | None
     other_jobs_tokens: float
     reason: str | None = None
+    close_probe_tokens: float = 0.0  # generated for Folio's close-liveness probe, not a page
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ received on the endpoint inside the window (by the share of each attempt's inter
 in it) are taken out, and what no attempt received is split between the jobs in proportion to
 the tokens each received, so overlapping jobs' figures add up instead of counting twice.
 Unreceived tokens, up to what this job's aborted attempts left under their caps, are lost
-aborts: degenerate work the client never saw.
+aborts: degenerate work the client never saw. The tokens of Folio's own close-liveness probes
+(recorded on the attempt whose call ran one) are counted apart.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def endpoint_tokens(
         return ServerTokens(name, url, None, received, None, None, None, None, 0, reason)
     window_tokens = sum(w.tokens for w in windows)
     others = sum(_inside(a, windows) * (a.completion_tokens or 0) for a in neighbours)
-    unreceived = max(0.0, window_tokens - received - others)
+    probes = float(sum(a.probe_tokens or 0 for a in attempts))  # Folio's close probes
+    unreceived = max(0.0, window_tokens - received - others - probes)
     mine = received / (received + others) if received + others > 0 else 1.0
     unreceived *= mine
     generated = received + unreceived
@@ -74,7 +76,7 @@ def endpoint_tokens(
     )
     share = (degenerate + lost) / generated if generated > 0 else None
     return ServerTokens(
-        name, url, generated, received, unreceived, lost, share, window_tokens, others
+        name, url, generated, received, unreceived, lost, share, window_tokens, others, None, probes
     )
 
 
@@ -114,3 +116,26 @@ def _inside(attempt: AttemptRow, windows: Sequence[_Window]) -> float:
     if span <= 0:
         return 1.0 if inside > 0 else 0.0
     return min(1.0, inside / span)
+
+
+def loop_stops_with_tokens(
+    loop_stops: dict[str, str], servers: Sequence[ServerTokens]
+) -> dict[str, str]:
+    """Each endpoint's loop stop (as the attempts recorded it) with the job's evidence beside
+    it: the tokens its server generated against the tokens Folio's attempts received. A close
+    that does not stop the server shows as tokens no attempt received, up to the caps."""
+    found = dict(loop_stops)
+    for s in servers:
+        if s.endpoint not in found:
+            continue
+        if s.tokens_generated is None:
+            evidence = f"server tokens unknown: {s.reason}"
+        else:
+            evidence = (
+                f"server generated {s.tokens_generated:,.0f} tokens, Folio received "
+                f"{s.tokens_received:,} ({s.tokens_lost_aborts or 0:,.0f} after stops)"
+            )
+            if s.close_probe_tokens:
+                evidence += f", and {s.close_probe_tokens:,.0f} for the close probe"
+        found[s.endpoint] += f"; this job: {evidence}"
+    return found

@@ -13,6 +13,9 @@ GENERATED = "vllm:generation_tokens_total"
 PROMPT = "vllm:prompt_tokens_total"
 REQUESTS = "vllm:request_success_total"
 STARTED = "process_start_time_seconds"
+RUNNING = "vllm:num_requests_running"
+WAITING = "vllm:num_requests_waiting"
+_READ = (GENERATED, PROMPT, REQUESTS, STARTED, RUNNING, WAITING)
 
 
 class ServerMetricsUnavailable(FolioError):
@@ -29,21 +32,40 @@ class ServerCounters:
     prompt_tokens: float | None
     requests: float | None
     started: float | None
+    running: float | None = None  # requests in the engine's batch now (a gauge)
+    waiting: float | None = None  # requests queued for it (a gauge)
 
 
 def parse_counters(text: str) -> ServerCounters:
-    """The token and request counters of a Prometheus text page, summed over labels (engines,
-    models, finish reasons)."""
+    """The token and request counters and the batch gauges of a Prometheus text page, summed
+    over labels (engines, models, finish reasons)."""
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name in (GENERATED, PROMPT, REQUESTS, STARTED):
+            if sample.name in _READ:
                 totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
     if GENERATED not in totals:
         raise ServerMetricsUnavailable(f"no {GENERATED} counter (not a vLLM server?)")
     return ServerCounters(
-        totals[GENERATED], totals.get(PROMPT), totals.get(REQUESTS), totals.get(STARTED)
+        totals[GENERATED],
+        totals.get(PROMPT),
+        totals.get(REQUESTS),
+        totals.get(STARTED),
+        totals.get(RUNNING),
+        totals.get(WAITING),
     )
+
+
+async def read_counters_async(
+    client: httpx.AsyncClient, url: str, timeout_s: float = 5.0
+) -> ServerCounters:
+    """The counters at `url`, read on an asynchronous client."""
+    try:
+        response = await client.get(url, timeout=timeout_s)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise ServerMetricsUnavailable(f"{url}: {type(exc).__name__}: {exc}") from exc
+    return _counters_of(url, response.text)
 
 
 def read_counters(url: str, timeout_s: float = 5.0) -> ServerCounters:
@@ -53,7 +75,11 @@ def read_counters(url: str, timeout_s: float = 5.0) -> ServerCounters:
         response.raise_for_status()
     except httpx.HTTPError as exc:
         raise ServerMetricsUnavailable(f"{url}: {type(exc).__name__}: {exc}") from exc
+    return _counters_of(url, response.text)
+
+
+def _counters_of(url: str, text: str) -> ServerCounters:
     try:
-        return parse_counters(response.text)
+        return parse_counters(text)
     except ValueError as exc:
         raise ServerMetricsUnavailable(f"{url}: unreadable metrics: {exc}") from exc

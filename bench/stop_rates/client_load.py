@@ -74,6 +74,7 @@ def run_arm(
         engine_plugin=False,
         abort_call=False,
         server_repetition_detection=False,
+        close_probe=False,  # the replay server has no /metrics; the arms time the client
         stream_interval=interval,
         max_image_side=64,
     )

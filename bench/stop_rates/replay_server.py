@@ -8,9 +8,16 @@ POST /v1/chat/completions gets the next script, round robin. One ticker emits on
 live stream every STEP_MS, like a decode step at batch = streams in flight, and writes the
 chunks as vLLM 0.32 formats them (chat.completion.chunk events over chunked HTTP/1.1, usage on
 every chunk with `continuous_usage_stats`, `stream_interval` tokens a chunk when asked).
-A closed connection stops its stream at once: in vLLM the API server sees the disconnect,
-aborts the request, and the engine drops it before it processes the step's output
-(v1/engine/core.py:780-784), so what this server emitted is what vLLM would have generated.
+A closed connection stops its stream at the next step, and what this server emitted is all
+it counts. vLLM does more after a close: its API server must first notice the disconnect and
+send the abort, which the engine applies only between steps, before it processes the output of
+the step in flight (v1/engine/core.py:780-784); under async scheduling one more step is already
+queued behind that one (step_with_batch_queue, core.py:698-797), so at least 2 tokens are
+computed after the verdict token (discarded, never emitted or counted), and when vLLM's single
+API server lags behind 256 streams (~25-45 us of its own work a token) the verdict token
+reaches the client late and the abort reaches the engine late: tens of tokens more, generated
+and counted (`../shared/notes/gpu.md` section 5, docs/loop-stop-gpu.md). None of that is
+modelled here: the tokens this server emits after a verdict are the client's share only.
 GET /stats returns, per finished stream, tokens emitted, the verdict index and the achieved
 step interval; POST /reset clears them.
 """
