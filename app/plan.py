@@ -130,6 +130,16 @@ def next_step(
     return None
 
 
+def loop_stop(
+    kind: str | None, onset: int | None, text: str | None, aborted: bool, finish: str | None
+) -> LoopStop | None:
+    """An attempt's stop, where a verdict (Folio's, or the server's own repetition stop) cut
+    it short; None where it had no verdict or ran to its token cap."""
+    if kind is None or not (aborted or finish == "repetition"):
+        return None
+    return LoopStop(kind, onset or 0, text or "")
+
+
 def _done(plan: Sequence[PlanStep], history: Sequence[PastAttempt], limits: Limits) -> bool:
     accepted = any(is_accepted(plan[a.step_index], a.status) for a in history)
     return accepted or len(history) >= limits.max_attempts
