@@ -39,6 +39,7 @@ _ATTEMPT_COLUMNS = (
     Attempt.verdict_period,
     Attempt.verdict_onset,
     Attempt.ttft_s,
+    Attempt.role,
 )
 
 
