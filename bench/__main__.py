@@ -27,6 +27,7 @@ BENCHES: dict[str, str] = {
     "gpu": "bench.gpu",
     "profile-images": "bench.profile_images",
     "flywheel": "bench.flywheel.run",
+    "false-alarms": "bench.false_alarms.run",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
