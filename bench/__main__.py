@@ -76,6 +76,11 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
             (f"ocr {who} (olmOCR-bench tests passed)", f"{row['total']}/{sizes['total']}")
             for who, row in passed.items()
         ]
+    if name == "false-alarms":
+        return [
+            (f"confirming attempt, {scenario} (extra VLM tokens/page)", f"{tokens:,.0f}")
+            for scenario, tokens in report["extra_vlm_tokens_per_page"].items()
+        ]
     if name == "tax":
         summary = report["summary"]
         floor = summary.get("B", {}).get("server_tokens")
