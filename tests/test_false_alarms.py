@@ -19,6 +19,7 @@ from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.metrics import FolioMetrics, make_metrics
 from app.report.build import build_report
 from app.results import load_results
 from app.settings import PlanStep, Settings, VlmEndpoint
@@ -67,10 +68,10 @@ def server(request: pytest.FixtureRequest) -> Iterator[StandIn]:
         yield stand_in
 
 
-def run_job(settings: Settings, folder: Path) -> str:
+def run_job(settings: Settings, folder: Path, metrics: FolioMetrics | None = None) -> str:
     db = Database(settings.database_url)
     ingested = create_job_from_folder(settings, db, JobRequest(folder, None, settings.engine))
-    run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
+    run_job_locally(settings, db, ingested.job_id, ingested.page_ids, metrics=metrics)
     return ingested.job_id
 
 
@@ -90,7 +91,8 @@ def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
     db_url: str, server: StandIn, folder: Path
 ) -> None:
     settings = settings_for(db_url, server.base_url)
-    job_id = run_job(settings, folder)
+    metrics = make_metrics(settings)
+    job_id = run_job(settings, folder, metrics)
 
     results = load_results(Database(db_url), job_id)
     pages = results.documents[0].pages
@@ -124,6 +126,10 @@ def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
     assert report.tokens_saved_by_abort == 0 and report.tokens_degenerate == 0
     assert report.tokens_confirming == 2 * len(pieces(PASSPORT))
     assert report.degenerate_pages == []
+    found = metrics.registry.get_sample_value(
+        "folio_false_alarms_total", {"model": "some-ocr-model"}
+    )
+    assert found == 4
 
 
 @pytest.mark.parametrize("server", [healthy], indirect=True)

@@ -270,6 +270,8 @@ class PageProcessor:
             if is_accepted(step, result.status):
                 answer = _answer(step, len(past), result.text, facts)
                 shown = tuple((s.kind, s.onset) for s in false_alarms(past))
+                if self.metrics and shown:
+                    self.metrics.observe_false_alarms(result.model, len(shown))
                 return Closing(work, answer, attempt, shown)
             choice = next_attempt(plan, past, applies, limits)
             if choice is not None:  # a later step follows: this attempt is recorded now
