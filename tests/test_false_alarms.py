@@ -10,16 +10,20 @@ the default leaves this test on the path it tests; the first test checks the cal
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
 from app import samples
+from app.db import page_path, repo
 from app.db.engine import Database
 from app.db.models import Attempt, Page
+from app.domain import AttemptRole, AttemptStatus, EngineResult, Verdict
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.metrics import FolioMetrics, make_metrics
+from app.plan import Limits, NextAttempt, PageFacts, next_attempt
 from app.report.build import build_report
 from app.results import load_results
 from app.settings import PlanStep, Settings, VlmEndpoint
@@ -197,3 +201,43 @@ def test_a_loop_that_moves_on_the_retry_gets_no_confirming_attempt(
             ("textlayer", "ok", None),
         ]
     assert build_report(Database(sqlite_url), settings, job_id).report.confirming_attempts == 0
+
+
+def test_a_redelivered_page_reads_its_stops_and_confirming_attempt_back(
+    sqlite_url: str, folder: Path
+) -> None:
+    """A worker that dies after the two stops: the page's history, read back from the
+    database, still earns the confirming attempt, and only one."""
+    settings = settings_for(sqlite_url, "http://127.0.0.1:9/v1")
+    db = Database(sqlite_url)
+    page_id = create_job_from_folder(settings, db, JobRequest(folder, None, "vlm")).page_ids[0]
+    plan = settings.plan("vlm")
+    cut_at = PASSPORT.index("<<<<") + 12
+    now = datetime.now(UTC)
+
+    def stopped(text: str) -> EngineResult:
+        verdict = Verdict("char_run", 1, PASSPORT.index("<<<<"))
+        return EngineResult(text, AttemptStatus.DEGENERATE, now, now, verdict=verdict, aborted=True)
+
+    facts = PageFacts(text_layer_usable=True, endpoints=frozenset({"primary"}))
+    limits = Limits(8, 32_000, 1, confirm_repeated_stops=True)
+    with db.session() as session:
+        work = repo.page_work(session, page_id)
+    for index, text in ((0, PASSPORT[:cut_at]), (1, PASSPORT[: cut_at + 2])):
+        with db.transaction() as conn:
+            page_path.record_attempt(
+                conn, repo.attempt_row(work, index, plan[index], stopped(text))
+            )
+    with db.session() as session:
+        history = repo.history(session, page_id)
+    assert [a.stop and a.stop.kind for a in history] == ["char_run", "char_run"]
+    assert next_attempt(plan, history, facts, limits) == NextAttempt(1, confirming=True)
+
+    looped = stopped(PASSPORT[:cut_at] + "<" * 3000)
+    looped.aborted, looped.finish_reason, looped.role = False, "length", AttemptRole.CONFIRM
+    with db.transaction() as conn:
+        page_path.record_attempt(conn, repo.attempt_row(work, 1, plan[1], looped))
+    with db.session() as session:
+        history = repo.history(session, page_id)
+    assert [a.confirming for a in history] == [False, False, True] and history[2].stop is None
+    assert next_attempt(plan, history, facts, limits) == NextAttempt(4)  # the text layer
