@@ -254,11 +254,7 @@ class PageProcessor:
             if page.should_stop():
                 return Closing(work, replace(_CANCELLED, rendered=facts))
             index, step = choice.index, plan[choice.index]
-            if choice.confirming:  # the step again, to its own end: a repeated stop
-                result = self._attempt(page, step.model_copy(update={"loop_stop": False}))
-                result.role = AttemptRole.CONFIRM
-            else:
-                result = self._attempt(page, step)
+            result = self._attempt(page, step, choice.confirming)
             if page.rotation:
                 result.params["rotation"] = page.rotation
             if result.invalid_reason == ROTATED:  # ask again with the page turned
@@ -268,11 +264,7 @@ class PageProcessor:
             past.append(past_attempt(index, result))
             attempt = (index, step, result)
             if is_accepted(step, result.status):
-                answer = _answer(step, len(past), result.text, facts)
-                shown = tuple((s.kind, s.onset) for s in false_alarms(past))
-                if self.metrics and shown:
-                    self.metrics.observe_false_alarms(result.model, len(shown))
-                return Closing(work, answer, attempt, shown)
+                return self._kept(work, past, attempt, facts)
             choice = next_attempt(plan, past, applies, limits)
             if choice is not None:  # a later step follows: this attempt is recorded now
                 with self.db.transaction() as conn:
@@ -284,18 +276,33 @@ class PageProcessor:
         outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
         return Closing(work, replace(outcome, rendered=facts), attempt)
 
-    def _attempt(self, page: PageInput, step: PlanStep) -> EngineResult:
+    def _attempt(self, page: PageInput, step: PlanStep, confirming: bool) -> EngineResult:
+        """One engine call; a confirming attempt runs the step with its loop stop off."""
         started = datetime.now(UTC)
+        run = step.model_copy(update={"loop_stop": False}) if confirming else step
         try:
-            return self.engines.for_step(step).transcribe(page, step)
+            result = self.engines.for_step(run).transcribe(page, run)
         except (EngineError, RenderError) as exc:  # a model's own render can fail too
-            return EngineResult(
+            result = EngineResult(
                 text="",
                 status=AttemptStatus.ERROR,
                 started_at=started,
                 ended_at=datetime.now(UTC),
                 error=str(exc),
             )
+        result.role = AttemptRole.CONFIRM if confirming else None
+        return result
+
+    def _kept(
+        self, work: repo.PageWork, past: list[PastAttempt], attempt: Attempt, facts: RenderFacts
+    ) -> Closing:
+        """The page's closing on its accepted attempt; where that was a confirming attempt,
+        with the verdicts it proved false alarms."""
+        _, step, result = attempt
+        shown = tuple((s.kind, s.onset) for s in false_alarms(past))
+        if self.metrics and shown:
+            self.metrics.observe_false_alarms(result.model, len(shown))
+        return Closing(work, _answer(step, len(past), result.text, facts), attempt, shown)
 
     def _write(self, closings: list[Closing]) -> dict[int, PageOutcome]:
         """The pages' last attempts and terminal statuses, in one transaction."""
