@@ -29,6 +29,9 @@ from app.results import load_results
 from app.settings import PlanStep, Settings, VlmEndpoint
 from bench.false_alarms.pages import PASSPORT, drifting_loop, healthy, same_loop
 from bench.false_alarms.standin import AnswerFor, StandIn, pieces, serving
+from tests.api_server import running_api, wait_for_job
+from tests.test_api import settings_for as api_settings
+from tests.test_api import submit
 
 MAX_TOKENS = 1200  # over the passport's ~500 tokens; a loop runs to it
 
@@ -241,3 +244,32 @@ def test_a_redelivered_page_reads_its_stops_and_confirming_attempt_back(
         history = repo.history(session, page_id)
     assert [a.confirming for a in history] == [False, False, True] and history[2].stop is None
     assert next_attempt(plan, history, facts, limits) == NextAttempt(4)  # the text layer
+
+
+@pytest.mark.parametrize("server", [healthy], indirect=True)
+def test_the_api_shows_the_false_alarms_and_the_kept_answer(
+    sqlite_url: str, server: StandIn, tmp_path: Path
+) -> None:
+    vlm = settings_for(sqlite_url, server.base_url)
+    settings = api_settings(
+        sqlite_url,
+        tmp_path,
+        engine="vlm",
+        vlm_endpoints=vlm.vlm_endpoints,
+        detector=vlm.detector,
+    )
+    with running_api(settings) as api:
+        client = api.client(api.key("alice"))
+        pdf = samples.born_digital_pdf([samples.page_text(1)])
+        job_id = submit(client, [("passport.pdf", pdf)]).json()["id"]  # type: ignore[attr-defined]
+        assert wait_for_job(client, job_id)["status"] == "done"
+        [page] = client.get(f"/v1/jobs/{job_id}/pages").json()["items"]
+        detail = client.get(f"/v1/jobs/{job_id}/pages/{page['id']}").json()
+        report = client.get(f"/v1/jobs/{job_id}/report").json()
+    assert (page["outcome"], detail["text"].strip()) == ("fallback", PASSPORT.strip())
+    assert [(a["status"], a["role"]) for a in detail["attempts"]] == [
+        ("false_alarm", None),
+        ("false_alarm", None),
+        ("ok", "confirm"),
+    ]
+    assert (report["false_alarm_pages"], report["degenerate_attempts"]) == (1, 0)
