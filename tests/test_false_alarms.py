@@ -21,6 +21,7 @@ from app.db import page_path, repo
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptRole, AttemptStatus, EngineResult, Verdict
+from app.dpo import ExportOptions, export_preferences
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.metrics import FolioMetrics, make_metrics
 from app.plan import Limits, NextAttempt, PageFacts, next_attempt
@@ -34,6 +35,7 @@ from tests.test_api import settings_for as api_settings
 from tests.test_api import submit
 
 MAX_TOKENS = 1200  # over the passport's ~500 tokens; a loop runs to it
+ANY_PAIR = ExportOptions(include_non_vlm=True)
 
 
 def settings_for(db_url: str, base_url: str, **extra: object) -> Settings:
@@ -95,7 +97,7 @@ def attempts_of(db_url: str, job_id: str) -> dict[int, list[Attempt]]:
 
 @pytest.mark.parametrize("server", [healthy], indirect=True)
 def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
-    db_url: str, server: StandIn, folder: Path
+    db_url: str, server: StandIn, folder: Path, tmp_path: Path
 ) -> None:
     settings = settings_for(db_url, server.base_url)
     metrics = make_metrics(settings)
@@ -137,11 +139,14 @@ def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
         "folio_false_alarms_total", {"model": "some-ocr-model"}
     )
     assert found == 4
+    # nor does a false alarm become a preference pair that teaches the model against the page
+    pairs = export_preferences(settings, Database(db_url), [job_id], tmp_path / "dpo", ANY_PAIR)
+    assert (pairs.pairs, sum(pairs.skipped.values())) == (0, 0)
 
 
 @pytest.mark.parametrize("server", [healthy], indirect=True)
 def test_without_the_confirming_attempt_the_page_loses_its_answer(
-    sqlite_url: str, server: StandIn, folder: Path
+    sqlite_url: str, server: StandIn, folder: Path, tmp_path: Path
 ) -> None:
     """Issue 39 as it was: both reads cut, the cap skips the ladder, the text layer answers."""
     settings = settings_for(sqlite_url, server.base_url, confirm_repeated_stops=False)
@@ -152,6 +157,9 @@ def test_without_the_confirming_attempt_the_page_loses_its_answer(
     report = build_report(Database(sqlite_url), settings, job_id).report
     assert report.degeneration_rate_first_attempt == 1.0 and report.false_alarm_pages == 0
     assert report.tokens_saved_by_abort > 0 and report.confirming_attempts == 0
+    # and each page's cut passport was a candidate "rejected" answer for DPO training
+    pairs = export_preferences(settings, Database(sqlite_url), [job_id], tmp_path / "dpo", ANY_PAIR)
+    assert pairs.pairs + sum(pairs.skipped.values()) == 2
 
 
 VLM_ONLY = [
