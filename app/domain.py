@@ -93,6 +93,14 @@ class AttemptStatus(StrEnum):
     ERROR = "error"
     TRANSPORT_ERROR = "transport_error"
     REJECTED = "rejected"  # the PDF's text layer failed the quality gate
+    # A loop verdict that a confirming attempt showed wrong: the page's answer was kept.
+    FALSE_ALARM = "false_alarm"
+
+
+class AttemptRole(StrEnum):
+    """Why an attempt ran, beside its plan step (none: the plan's own step)."""
+
+    CONFIRM = "confirm"  # the step again, loop stop off, after a stop repeated on the page
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,7 @@ class EngineResult:
     tokens_after_verdict_note: str | None = None
     # Word and line boxes (`app.positions`), where the engine gives them.
     positions: dict[str, Any] | None = None
+    role: AttemptRole | None = None  # set by the pipeline (a confirming attempt)
 
     @property
     def duration_s(self) -> float:

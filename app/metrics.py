@@ -42,6 +42,13 @@ class FolioMetrics:
         self.degenerate = Counter(
             "folio_degenerate_attempts", "Degenerate engine calls.", ["engine", "model"], registry=r
         )
+        self.false_alarms = Counter(
+            "folio_false_alarms",
+            "Loop verdicts a confirming attempt proved wrong, counted as its page keeps the "
+            "answer (their attempts were counted degenerate, and saved tokens, when they ended).",
+            ["model"],
+            registry=r,
+        )
         self.tokens = Counter(
             "folio_tokens",
             "Tokens by kind: prompt, generated, degenerate, saved (not generated thanks to abort).",
@@ -90,6 +97,9 @@ class FolioMetrics:
         )
         self.cost.labels("tokens", model).inc(tokens)
         self.cost.labels("cpu", model).inc(cpu)
+
+    def observe_false_alarms(self, model: str | None, verdicts: int) -> None:
+        self.false_alarms.labels(model or "none").inc(verdicts)
 
     def observe_server_tokens(self, servers: Sequence[ServerTokens]) -> None:
         """A finished job's server-side figures (endpoints without readings are skipped)."""

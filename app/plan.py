@@ -1,4 +1,12 @@
-"""Choosing a page's next attempt: a pure function of the plan, the history and the page."""
+"""Choosing a page's next attempt: a pure function of the plan, the history and the page.
+
+A retry under other decoding that the same loop verdict stops at the same place on the same
+text is evidence the page is healthy and the verdict a false alarm (a passport's `<<<<` zone,
+a wide table's rule row): the page's text repeats there, not the model. Such a page gets one
+confirming attempt of that step with the loop stop off, still capped by its max_tokens; it is
+the page's answer only if it ends before the cap and passes the profile's judge (the engine
+refuses it otherwise). A real loop keeps looping to the cap and ends as degeneration.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,17 @@ from dataclasses import dataclass
 
 from app.domain import AttemptStatus
 from app.settings import PlanStep
+from app.textmatch import shingle_f1
+
+# Two stops are at the same place when their texts' lengths and their loops' onsets differ by
+# at most this share of the text, or this many characters (a few tokens of streaming lag:
+# a verdict lands at the chunk that completes the evidence, up to 16 tokens a chunk) ...
+SAME_PLACE_SHARE = 0.05
+SAME_PLACE_CHARS = 64
+# ... and on the same text when their 16-character pieces agree this well (shingle F1): one
+# changed character costs about 16 of the pieces, so a 1,200-character text may differ in
+# about four places; a loop that starts elsewhere or on another unit agrees far less.
+SAME_TEXT_F1 = 0.9
 
 
 @dataclass(frozen=True)
@@ -18,6 +37,15 @@ class PageFacts:
 
 
 @dataclass(frozen=True)
+class LoopStop:
+    """Where a loop verdict cut an attempt short, and the text it had written by then."""
+
+    kind: str
+    onset: int
+    text: str
+
+
+@dataclass(frozen=True)
 class PastAttempt:
     """The parts of an earlier attempt that steer the next choice."""
 
@@ -25,6 +53,16 @@ class PastAttempt:
     status: AttemptStatus
     completion_tokens: int = 0
     loop: tuple[str, int] | None = None  # a degenerate attempt's verdict: (kind, period)
+    stop: LoopStop | None = None  # set when a verdict cut it short (not at its token cap)
+    confirming: bool = False  # it ran to confirm a repeated stop, with the loop stop off
+
+
+@dataclass(frozen=True)
+class NextAttempt:
+    """The plan step to run next; `confirming`: again, with the loop stop off."""
+
+    index: int
+    confirming: bool = False
 
 
 @dataclass(frozen=True)
@@ -34,6 +72,8 @@ class Limits:
     # VLM attempts on a page that may repeat a loop already seen on it (same verdict kind and
     # period); once reached, only the steps that cannot loop (text layer, Tesseract) are left.
     repeated_loops: int | None = None
+    # Whether a stop repeated at the same place on the same text earns a confirming attempt.
+    confirm_repeated_stops: bool = False
 
 
 def is_accepted(step: PlanStep, status: AttemptStatus) -> bool:
@@ -46,18 +86,41 @@ def is_accepted(step: PlanStep, status: AttemptStatus) -> bool:
     return status is AttemptStatus.EMPTY and step.engine != "vlm"
 
 
+def next_attempt(
+    plan: Sequence[PlanStep], history: Sequence[PastAttempt], page: PageFacts, limits: Limits
+) -> NextAttempt | None:
+    """The attempt to run next, or None when the page is done trying: a confirming attempt
+    where the last one repeated an earlier stop, else the plan's next applicable step."""
+    if limits.confirm_repeated_stops and (again := _to_confirm(plan, history, page, limits)):
+        return again
+    index = next_step(plan, history, page, limits)
+    return None if index is None else NextAttempt(index)
+
+
+def _to_confirm(
+    plan: Sequence[PlanStep], history: Sequence[PastAttempt], page: PageFacts, limits: Limits
+) -> NextAttempt | None:
+    """The last attempt's step again, loop stop off, where that attempt repeated an earlier
+    stop: once a page, within its attempt and token limits, on a live endpoint."""
+    if _done(plan, history, limits) or not repeated_stop(history):
+        return None
+    if any(a.confirming for a in history):
+        return None
+    index = history[-1].step_index
+    budget_left = limits.token_budget - sum(a.completion_tokens for a in history)
+    if not _applicable(plan[index], page, _dead(plan, history), budget_left):
+        return None
+    return NextAttempt(index, confirming=True)
+
+
 def next_step(
     plan: Sequence[PlanStep], history: Sequence[PastAttempt], page: PageFacts, limits: Limits
 ) -> int | None:
-    """Index in `plan` of the attempt to run next, or None when the page is done trying."""
-    if any(is_accepted(plan[a.step_index], a.status) for a in history):
-        return None
-    if len(history) >= limits.max_attempts:
+    """Index in `plan` of the step to run next, or None when the page is done trying."""
+    if _done(plan, history, limits):
         return None
     spent = sum(a.completion_tokens for a in history)
-    dead = {
-        plan[a.step_index].endpoint for a in history if a.status is AttemptStatus.TRANSPORT_ERROR
-    }
+    dead = _dead(plan, history)
     if limits.repeated_loops is not None and repeated_loops(history) >= limits.repeated_loops:
         dead |= set(page.endpoints)  # the loop would come again: no more VLM attempts
     start = history[-1].step_index + 1 if history else 0
@@ -65,6 +128,54 @@ def next_step(
         if _applicable(plan[index], page, dead, budget_left=limits.token_budget - spent):
             return index
     return None
+
+
+def loop_stop(
+    kind: str | None, onset: int | None, text: str | None, aborted: bool, finish: str | None
+) -> LoopStop | None:
+    """An attempt's stop, where a verdict (Folio's, or the server's own repetition stop) cut
+    it short; None where it had no verdict or ran to its token cap."""
+    if kind is None or not (aborted or finish == "repetition"):
+        return None
+    return LoopStop(kind, onset or 0, text or "")
+
+
+def _done(plan: Sequence[PlanStep], history: Sequence[PastAttempt], limits: Limits) -> bool:
+    accepted = any(is_accepted(plan[a.step_index], a.status) for a in history)
+    return accepted or len(history) >= limits.max_attempts
+
+
+def _dead(plan: Sequence[PlanStep], history: Sequence[PastAttempt]) -> set[str | None]:
+    """Endpoints an attempt found unreachable."""
+    return {
+        plan[a.step_index].endpoint for a in history if a.status is AttemptStatus.TRANSPORT_ERROR
+    }
+
+
+def same_stop(a: LoopStop, b: LoopStop) -> bool:
+    """Whether two stops are the same verdict at the same place on the same text."""
+    slack = max(SAME_PLACE_CHARS, SAME_PLACE_SHARE * max(len(a.text), len(b.text)))
+    if a.kind != b.kind or abs(a.onset - b.onset) > slack:
+        return False
+    return abs(len(a.text) - len(b.text)) <= slack and shingle_f1(a.text, b.text) >= SAME_TEXT_F1
+
+
+def repeated_stop(history: Sequence[PastAttempt]) -> bool:
+    """Whether the last attempt was cut short as an earlier one was (`same_stop`)."""
+    if not history or (last := history[-1].stop) is None:
+        return False
+    return any(a.stop is not None and same_stop(a.stop, last) for a in history[:-1])
+
+
+def false_alarms(history: Sequence[PastAttempt]) -> list[LoopStop]:
+    """The stops an accepted confirming attempt (the last one) showed to be false alarms:
+    those that repeat the stop it was run to confirm."""
+    if len(history) < 2 or not history[-1].confirming:
+        return []
+    confirmed = history[-2].stop
+    if confirmed is None:
+        return []
+    return [a.stop for a in history[:-1] if a.stop and same_stop(a.stop, confirmed)]
 
 
 def repeated_loops(history: Sequence[PastAttempt]) -> int:

@@ -54,6 +54,12 @@ class PlanStep(_Strict):
         ge=2,
         description="Output tokens the n-gram guard looks back over (the plugin's 128 when unset).",
     )
+    loop_stop: bool = Field(
+        default=True,
+        description="Stop the attempt at a loop verdict (Folio's detector, the plugin, vLLM's "
+        "repetition_detection); off: it runs to its own end or max_tokens, and an answer cut "
+        "at the cap is refused. A confirming attempt runs its step with this off.",
+    )
 
     @model_validator(mode="after")
     def _vlm_needs_endpoint(self) -> PlanStep:
@@ -295,6 +301,14 @@ class Settings(BaseSettings):
         description="VLM attempts on a page that may repeat a loop already seen on it (same "
         "verdict kind and period) before its remaining VLM steps are skipped for the steps "
         "that cannot loop (text layer, Tesseract); unset: no cap. A job may set its own.",
+    )
+    confirm_repeated_stops: bool = Field(
+        default=True,
+        description="When a retry is stopped by the same loop verdict at the same place on "
+        "the same text as an earlier attempt of the page (a healthy page that repeats "
+        "itself), run that step once more with the loop stop off: an answer that ends before "
+        "max_tokens and passes the profile's judge is kept and the stops count as false "
+        "alarms; a real loop runs to the cap and the page goes on down its plan.",
     )
     page_token_budget: int = Field(
         default=32_000, description="Completion tokens one page may spend across its attempts."

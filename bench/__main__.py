@@ -27,6 +27,7 @@ BENCHES: dict[str, str] = {
     "gpu": "bench.gpu",
     "profile-images": "bench.profile_images",
     "flywheel": "bench.flywheel.run",
+    "false-alarms": "bench.false_alarms.run",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
@@ -74,6 +75,11 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
         return [
             (f"ocr {who} (olmOCR-bench tests passed)", f"{row['total']}/{sizes['total']}")
             for who, row in passed.items()
+        ]
+    if name == "false-alarms":
+        return [
+            (f"confirming attempt, {scenario} (extra VLM tokens/page)", f"{tokens:,.0f}")
+            for scenario, tokens in report["extra_vlm_tokens_per_page"].items()
         ]
     if name == "tax":
         summary = report["summary"]

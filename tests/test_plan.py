@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 
 from app.domain import AttemptStatus as S
-from app.plan import Limits, PageFacts, PastAttempt, next_step, repeated_loops
+from app.plan import (
+    Limits,
+    LoopStop,
+    NextAttempt,
+    PageFacts,
+    PastAttempt,
+    false_alarms,
+    next_attempt,
+    next_step,
+    repeated_loops,
+    same_stop,
+)
 from app.settings import PlanStep, Settings
 
 PLAN = [
@@ -90,3 +101,89 @@ def test_repeated_loops_counts_only_repeats() -> None:
     history = loops(("rep", 7), ("rep", 9), ("rep", 7), ("rep", 7)) + past((3, S.OK, 5))
     assert repeated_loops(history) == 2
     assert repeated_loops(loops(("rep", 7), ("line", 7))) == 0
+
+
+# A passport page's answer (its machine-readable zone is filled with `<`), as a greedy read
+# and a sampled retry write it up to the verdict; and two loops that start elsewhere.
+MRZ_PAGE = (
+    "# PASSPORT / PASSEPORT\n\nType: P  Country code: UTO  Passport No.: L898902C3\n"
+    "Surname: ERIKSSON\nGiven names: ANNA MARIA\nNationality: UTOPIAN\n"
+    "Date of birth: 12 AUG 1974  Sex: F  Date of expiry: 15 APR 2012\n\n"
+    "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<"
+)
+SAMPLED = MRZ_PAGE.replace("UTOPIAN", "UTOPIAN.")  # one character more, 36 pieces fewer
+STOP = LoopStop("char_run", len(MRZ_PAGE) - 13, MRZ_PAGE)
+RETRY_STOP = LoopStop("char_run", len(SAMPLED) - 13, SAMPLED)
+ELSEWHERE = LoopStop("char_run", 40, MRZ_PAGE[:53])  # the same unit, far earlier
+OTHER_KIND = LoopStop("line", STOP.onset, MRZ_PAGE)
+OTHER_TEXT = LoopStop("char_run", STOP.onset, "Lorem ipsum dolor sit amet, " * 9 + "<" * 13)
+CONFIRM = Limits(max_attempts=8, token_budget=10_000, repeated_loops=1, confirm_repeated_stops=True)
+
+
+def cut(index: int, stop: LoopStop, confirming: bool = False) -> PastAttempt:
+    """An attempt at step `index` that a loop verdict cut short at `stop`."""
+    return PastAttempt(index, S.DEGENERATE, 300, (stop.kind, 1), stop, confirming)
+
+
+CONFIRM_CASES = [
+    # (history, limits, expected next attempt)
+    ([cut(0, STOP)], CONFIRM, NextAttempt(1)),
+    ([cut(0, STOP), cut(1, RETRY_STOP)], CONFIRM, NextAttempt(1, confirming=True)),
+    ([cut(0, STOP), cut(1, STOP)], CONFIRM, NextAttempt(1, confirming=True)),
+    # off: the repeated-loop cap leaves only Tesseract, as before
+    ([cut(0, STOP), cut(1, RETRY_STOP)], CAP1, NextAttempt(4)),
+    # not the same stop: another place, another kind, another text
+    ([cut(0, STOP), cut(1, ELSEWHERE)], CONFIRM, NextAttempt(4)),
+    ([cut(0, STOP), cut(1, OTHER_KIND)], CONFIRM, NextAttempt(2)),
+    ([cut(0, STOP), cut(1, OTHER_TEXT)], CONFIRM, NextAttempt(4)),
+    # a loop that ran to its cap (no stop) is not evidence of anything
+    ([cut(0, STOP), PastAttempt(1, S.DEGENERATE, 300, ("char_run", 1))], CONFIRM, NextAttempt(4)),
+    # once a page: a confirming attempt that looped to its cap moves the page on
+    (
+        [cut(0, STOP), cut(1, STOP), cut(1, STOP, confirming=True)],
+        CONFIRM,
+        NextAttempt(4),
+    ),
+    # the page's limits hold for it too
+    ([cut(0, STOP), cut(1, STOP)], Limits(2, 10_000, 1, True), None),
+    ([cut(0, STOP), cut(1, STOP)], Limits(8, 600, 1, True), NextAttempt(4)),
+    (
+        [cut(0, STOP), cut(1, STOP), PastAttempt(1, S.OK, 300, confirming=True)],
+        CONFIRM,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("history", "limits", "expected"), CONFIRM_CASES)
+def test_next_attempt_confirms_a_stop_repeated_at_the_same_place(history, limits, expected) -> None:
+    facts = PageFacts(text_layer_usable=False, endpoints=BOTH)
+    assert next_attempt(PLAN, history, facts, limits) == expected
+
+
+def test_next_attempt_is_next_step_without_a_repeated_stop() -> None:
+    for history, usable, endpoints, limits, expected in CASES:
+        facts = PageFacts(usable, endpoints)
+        chosen = next_attempt(PLAN, history, facts, limits)
+        assert (chosen.index if chosen else None) == expected
+        assert chosen is None or not chosen.confirming
+
+
+def test_no_confirming_attempt_on_an_endpoint_gone_from_the_deployment() -> None:
+    history = [cut(0, STOP), cut(1, STOP)]
+    assert next_attempt(PLAN, history, PageFacts(False, BOTH), CONFIRM) == NextAttempt(1, True)
+    gone = PageFacts(False, frozenset({"fallback"}))
+    assert next_attempt(PLAN, history, gone, CONFIRM) == NextAttempt(4)
+
+
+def test_same_stop_is_symmetric_and_tolerates_a_few_changed_characters() -> None:
+    assert same_stop(STOP, RETRY_STOP) and same_stop(RETRY_STOP, STOP)
+    assert not same_stop(STOP, ELSEWHERE) and not same_stop(ELSEWHERE, STOP)
+    assert not same_stop(STOP, OTHER_TEXT) and not same_stop(STOP, OTHER_KIND)
+
+
+def test_false_alarms_are_the_stops_a_confirmed_answer_repeated() -> None:
+    answer = PastAttempt(1, S.OK, 500, confirming=True)
+    history = [cut(0, OTHER_TEXT), cut(1, STOP), cut(2, RETRY_STOP), answer]
+    assert false_alarms(history) == [STOP, RETRY_STOP]
+    assert false_alarms([cut(0, STOP), cut(1, STOP)]) == []

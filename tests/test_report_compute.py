@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,7 +11,7 @@ from app.report.compute import compute_report
 from app.report.cost import attempt_costs
 from app.report.pricing import Pricing
 from app.report.render import ReportFormat, render_report
-from app.report.rows import AttemptRow, DocumentRow, JobRows
+from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow
 from app.report.timeline import split_healthy
 from tests.report_scenario import A1, A5, A6, EXPECTED, PRICING, Spec, attempt_row, scenario_rows
 
@@ -94,7 +95,7 @@ def test_json_csv_and_table_renderings() -> None:
     assert data["cost_usd"] == pytest.approx(EXPECTED["cost_usd"])
     pages = render_report(job, ReportFormat.CSV).splitlines()
     assert pages[0].startswith("job_id,document,page,status") and len(pages) == 1 + 5
-    assert pages[1] == f"job1,a,1,fallback,penalized,,2,1,12.0,200,3200,{A1 + 0.004:.9f}"
+    assert pages[1] == f"job1,a,1,fallback,penalized,,2,1,12.0,200,3200,{A1 + 0.004:.9f},0"
     attempts = render_report(job, ReportFormat.CSV, per_attempt=True).splitlines()
     assert len(attempts) == 1 + 6 and ",degenerate," in attempts[1]
     table = render_report(job, ReportFormat.TABLE)
@@ -109,3 +110,42 @@ def test_a_job_without_attempts_still_reports() -> None:
     assert job.report.inflation_estimate is None and job.report.cost_per_1k_pages is None
     for fmt in ReportFormat:
         assert render_report(job, fmt)
+
+
+def confirmed(status: str, start: float, end: float, tokens: int, aborted: bool = False) -> Spec:
+    return Spec(("x", 1), "s", "vlm", "m", "gpu", status, start, end, 10, tokens, 1000, aborted)
+
+
+def test_false_alarms_are_not_degeneration_and_save_nothing() -> None:
+    """Page 1: two stops a confirming attempt proved wrong (its answer kept); page 2: a real
+    loop, stopped twice, then run to its cap by the confirming attempt."""
+    specs = [
+        (1, confirmed("false_alarm", 0, 1, 400, aborted=True), None),
+        (1, confirmed("false_alarm", 1, 2, 410, aborted=True), None),
+        (1, confirmed("ok", 2, 3, 500), "confirm"),
+        (2, confirmed("degenerate", 0, 1, 150, aborted=True), None),
+        (2, confirmed("degenerate", 1, 2, 150, aborted=True), None),
+        (2, confirmed("degenerate", 2, 5, 1000), "confirm"),
+    ]
+    attempts = [
+        replace(attempt_row(i, page, s), role=role)
+        for i, (page, s, role) in enumerate(specs, start=1)
+    ]
+    pages = [PageRow(1, "x", 1, "fallback", "s"), PageRow(2, "x", 2, "failed", None, "degenerate")]
+    job = compute_report(
+        JobRows("j", "vlm", "done", None, None, pages=pages, attempts=attempts), PRICING
+    )
+    r = job.report
+    assert (r.false_alarm_pages, r.false_alarm_attempts, r.confirming_attempts) == (1, 2, 2)
+    assert (r.tokens_false_alarm, r.tokens_confirming) == (810, 1500)
+    assert (r.degenerate_attempts, r.tokens_degenerate) == (3, 1300)
+    assert r.degeneration_rate_first_attempt == 0.5 == r.degeneration_rate_final
+    assert r.tokens_saved_by_abort == 2 * (1000 - 150)  # only the real loop's stops saved any
+    assert r.by_outcome["false_alarm"].tokens_generated == 810
+    assert [d.page for d in r.degenerate_pages] == [2, 2, 2]
+    csv_pages = render_report(job, ReportFormat.CSV).splitlines()
+    assert csv_pages[0].endswith(",false_alarm_attempts") and csv_pages[1].endswith(",2")
+    attempts_csv = render_report(job, ReportFormat.CSV, per_attempt=True).splitlines()
+    assert attempts_csv[3].endswith(",confirm") and ",false_alarm," in attempts_csv[1]
+    assert "1 pages kept the model's answer" in render_report(job, ReportFormat.TABLE)
+    assert "false alarms (answer kept)" in render_report(job, ReportFormat.HTML)

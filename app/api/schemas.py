@@ -234,7 +234,16 @@ class AttemptOut(BaseModel):
     step: str
     engine: str
     model: str | None
-    status: str
+    status: str = Field(
+        description="ok, degenerate (a loop verdict cut it), invalid, empty, error, "
+        "transport_error, rejected (text layer refused), or false_alarm (a loop verdict that "
+        "the page's confirming attempt proved wrong: its answer was kept)."
+    )
+    role: str | None = Field(
+        default=None,
+        description="confirm: the step run again with the loop stop off, after a retry was "
+        "stopped by the same verdict at the same place on the same text; null: a plan step.",
+    )
     verdict: VerdictOut | None
     aborted: bool
     finish_reason: str | None
@@ -265,6 +274,7 @@ class AttemptOut(BaseModel):
             engine=a.engine,
             model=a.model,
             status=a.status,
+            role=a.role,
             verdict=verdict,
             aborted=a.aborted,
             finish_reason=a.finish_reason,

@@ -175,6 +175,8 @@ class Attempt(Base):
     error: Mapped[str | None] = mapped_column(Text)
     # Word and line boxes where the engine gives them (text layer, Tesseract): app.positions.
     positions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Why the attempt ran beside its plan step: "confirm" (app.domain.AttemptRole), or null.
+    role: Mapped[str | None] = mapped_column(String(16))
 
     page: Mapped[Page] = relationship(back_populates="attempts")
 

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Attempt, Document, Job, Page
 from app.db.repo import PageWork
-from app.domain import OPEN_PAGE_STATUSES, Executor, JobStatus, PageStatus
+from app.domain import OPEN_PAGE_STATUSES, AttemptStatus, Executor, JobStatus, PageStatus
 
 
 @dataclass(frozen=True)
@@ -233,6 +233,19 @@ def record_attempts(conn: Connection, rows: list[dict[str, Any]]) -> None:
     """Several attempt rows in one INSERT (SQLAlchemy's insertmanyvalues batches them)."""
     if rows:
         conn.execute(_insert_attempt(), rows)
+
+
+def mark_false_alarms(conn: Connection, page_id: int, stops: Collection[tuple[str, int]]) -> None:
+    """The page's plan-step attempts cut short by these verdicts (kind, onset), which its
+    confirming attempt showed wrong: their status becomes false_alarm."""
+    for kind, onset in set(stops):
+        conn.execute(
+            update(Attempt)
+            .where(Attempt.page_id == page_id, Attempt.status == AttemptStatus.DEGENERATE)
+            .where(Attempt.role.is_(None), Attempt.verdict_kind == kind)
+            .where(Attempt.verdict_onset == onset)
+            .values(status=AttemptStatus.FALSE_ALARM)
+        )
 
 
 def renew_leases(conn: Connection, owner: str, page_ids: Collection[int], lease_s: float) -> int:

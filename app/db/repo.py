@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Attempt, Document, Job, Page, ServerSample, utcnow
 from app.domain import (
     TERMINAL_PAGE_STATUSES,
+    AttemptRole,
     AttemptStatus,
     DocumentStatus,
     EngineResult,
@@ -19,7 +20,7 @@ from app.domain import (
     JobStatus,
     PageStatus,
 )
-from app.plan import PastAttempt
+from app.plan import PastAttempt, loop_stop
 from app.settings import PlanStep
 
 if TYPE_CHECKING:  # a plain dataclass; the reader's HTTP stays out of the data layer
@@ -118,6 +119,8 @@ def history(session: Session, page_id: int) -> list[PastAttempt]:
             AttemptStatus(a.status),
             a.completion_tokens or 0,
             (a.verdict_kind, a.verdict_period or 0) if a.verdict_kind else None,
+            loop_stop(a.verdict_kind, a.verdict_onset, a.output, a.aborted, a.finish_reason),
+            a.role == AttemptRole.CONFIRM,
         )
         for a in rows
     ]
@@ -168,6 +171,7 @@ def attempt_row(
         "answer_fields": result.answer_fields or None,
         "error": result.error,
         "positions": result.positions,
+        "role": result.role,
     }
 
 

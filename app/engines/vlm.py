@@ -49,7 +49,7 @@ from app.engines.vlm_stream import (
 )
 from app.errors import EngineError, TransportError
 from app.profiles import Profile, resolve_profile
-from app.profiles.judge import Judgement, judge_answer
+from app.profiles.judge import TRUNCATED, Judgement, judge_answer
 from app.profiles.request import messages, request_fields
 from app.settings import PlanStep, VlmEndpoint, metrics_url_of
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
@@ -92,6 +92,13 @@ class _LoopThread:
 
 def _default_detector() -> LoopDetecting:
     return LoopDetector()
+
+
+class _NoLoopStop:
+    """The detector of an attempt that runs with its loop stop off (a confirming attempt)."""
+
+    def feed(self, chunk: str) -> None:
+        return None
 
 
 class VlmEngine:
@@ -221,15 +228,17 @@ class VlmEngine:
         if page.should_stop():
             raise EngineError("the job was cancelled before the request")
         await self._check_processors()
+        used = stops if step.loop_stop else stops.without_loop_stops()
         # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
         # waits behind it (one loop thread serves them all).
-        body = await asyncio.to_thread(self.request_body, page, step, stops)
+        body = await asyncio.to_thread(self.request_body, page, step, used)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
+        detector = self.detector_factory if step.loop_stop else _NoLoopStop
         async with slots:
             while True:
                 try:
-                    outcome = await self._stream(body, stops, page.should_stop)
+                    outcome = await self._stream(body, used, page.should_stop, detector)
                     break
                 except TransportError as exc:
                     retries += 1
@@ -238,7 +247,11 @@ class VlmEngine:
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
-        return self._result(page, body, outcome, retries, stops, probed)
+        result = self._result(page, body, outcome, retries, used, probed, step.loop_stop)
+        result.params |= loop_stop_params(stops)  # the endpoint's stop, not this attempt's
+        if not step.loop_stop:
+            result.params["loop_stop_off"] = True
+        return result
 
     def _ensure_client(self) -> asyncio.Semaphore:
         if self._control is None or self._slots is None:
@@ -256,9 +269,10 @@ class VlmEngine:
         body: dict[str, Any],
         stops: EndpointStops,
         should_stop: Callable[[], bool] = lambda: False,
+        detector_factory: Callable[[], LoopDetecting] | None = None,
     ) -> StreamOutcome:
         outcome = StreamOutcome()
-        detector = self.detector_factory()
+        detector = (detector_factory or self.detector_factory)()
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
         timeout = self.endpoint.request_timeout_s
         sent = time.perf_counter()
@@ -309,6 +323,7 @@ class VlmEngine:
         retries: int,
         stops: EndpointStops,
         probed: dict[str, Any],
+        loop_stop: bool = True,
     ) -> EngineResult:
         max_tokens = int(body["max_tokens"])
         estimated = outcome.completion_tokens is None
@@ -316,7 +331,7 @@ class VlmEngine:
         status, verdict = self._judge(outcome, tokens, max_tokens)
         judgement = Judgement(None)
         if status is AttemptStatus.OK:
-            judgement = judge_answer(self.profile.response, outcome.finish_reason, outcome.text)
+            judgement = self._judge_answer(outcome, loop_stop)
             status = AttemptStatus.INVALID if judgement.invalid else status
         parsed = judgement.parsed if status is AttemptStatus.OK else None
         text = parsed.markdown if parsed else outcome.text.strip()
@@ -335,10 +350,7 @@ class VlmEngine:
             ended_at=datetime.now(UTC),
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries)
-            | loop_stop_params(stops)
-            | self._close.params()
-            | probed,
+            params=self._params(body, retries) | self._close.params() | probed,
             prompt_version=self.profile.tag,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
@@ -377,6 +389,14 @@ class VlmEngine:
         if not outcome.text.strip():
             return AttemptStatus.EMPTY, None
         return AttemptStatus.OK, None
+
+    def _judge_answer(self, outcome: StreamOutcome, loop_stop: bool) -> Judgement:
+        """The profile's judgement; without the loop stop an answer must also end before
+        its cap: one that runs to it is no evidence the page is healthy."""
+        if not loop_stop and outcome.finish_reason != "stop":
+            detail = f"finish_reason {outcome.finish_reason}, with the loop stop off"
+            return Judgement(TRUNCATED, detail=detail)
+        return judge_answer(self.profile.response, outcome.finish_reason, outcome.text)
 
     def _params(self, body: dict[str, Any], retries: int) -> dict[str, Any]:
         keys = (*_SAMPLING_KEYS, *_REQUEST_KEYS)

@@ -18,7 +18,7 @@ relied on, and what the probe found, go into the attempt's params (`loop_stop`,
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import httpx
@@ -49,6 +49,10 @@ class EndpointStops:
     abort_path: str | None = None  # relative to the server root
     repetition_detection: bool = False
     probe_note: str | None = None  # what the liveness probe found, when it ran
+
+    def without_loop_stops(self) -> EndpointStops:
+        """These stops less those that end loops (the abort call stays: cancels use it)."""
+        return replace(self, plugin=False, repetition_detection=False)
 
     @property
     def is_vllm(self) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from app.db import page_path, repo
 from app.db.engine import DATABASE_DOWN, Database
 from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
-from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
+from app.domain import AttemptRole, AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, RenderError
 from app.metrics import FolioMetrics
@@ -22,7 +22,16 @@ from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
-from app.plan import Limits, PageFacts, PastAttempt, is_accepted, next_step, repeated_loops
+from app.plan import (
+    Limits,
+    PageFacts,
+    PastAttempt,
+    false_alarms,
+    is_accepted,
+    loop_stop,
+    next_attempt,
+    repeated_loops,
+)
 from app.positions import PageGeometry
 from app.profiles.judge import ROTATED, rotation_after
 from app.servermetrics.sampler import ServerSampler
@@ -53,6 +62,8 @@ class Closing:
     work: repo.PageWork
     outcome: PageClose
     attempt: Attempt | None = None
+    # Verdicts (kind, onset) a kept confirming answer showed wrong on the page's attempts.
+    false_alarms: tuple[tuple[str, int], ...] = ()
 
 
 # Ends a page whose processing raised: (page id, job id, error) -> its outcome.
@@ -233,14 +244,17 @@ class PageProcessor:
         plan = self.settings.plan(work.plan_name)
         applies = PageFacts(page.text_layer_usable, frozenset(self.settings.vlm_endpoints))
         cap = work.options.get("repeat_loop_cap", self.settings.repeat_loop_cap)
-        limits = Limits(self.settings.max_attempts_per_page, self.settings.page_token_budget, cap)
-        index = next_step(plan, past, applies, limits)
+        confirm = self.settings.confirm_repeated_stops
+        limits = Limits(
+            self.settings.max_attempts_per_page, self.settings.page_token_budget, cap, confirm
+        )
+        choice = next_attempt(plan, past, applies, limits)
         attempt: Attempt | None = None
-        while index is not None:
+        while choice is not None:
             if page.should_stop():
                 return Closing(work, replace(_CANCELLED, rendered=facts))
-            step = plan[index]
-            result = self._attempt(page, step)
+            index, step = choice.index, plan[choice.index]
+            result = self._attempt(page, step, choice.confirming)
             if page.rotation:
                 result.params["rotation"] = page.rotation
             if result.invalid_reason == ROTATED:  # ask again with the page turned
@@ -250,9 +264,9 @@ class PageProcessor:
             past.append(past_attempt(index, result))
             attempt = (index, step, result)
             if is_accepted(step, result.status):
-                return Closing(work, _answer(step, len(past), result.text, facts), attempt)
-            index = next_step(plan, past, applies, limits)
-            if index is not None:  # a later step follows: this attempt is recorded now
+                return self._kept(work, past, attempt, facts)
+            choice = next_attempt(plan, past, applies, limits)
+            if choice is not None:  # a later step follows: this attempt is recorded now
                 with self.db.transaction() as conn:
                     page_path.record_attempt(conn, repo.attempt_row(work, *attempt))
                 attempt = None
@@ -262,18 +276,33 @@ class PageProcessor:
         outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
         return Closing(work, replace(outcome, rendered=facts), attempt)
 
-    def _attempt(self, page: PageInput, step: PlanStep) -> EngineResult:
+    def _attempt(self, page: PageInput, step: PlanStep, confirming: bool) -> EngineResult:
+        """One engine call; a confirming attempt runs the step with its loop stop off."""
         started = datetime.now(UTC)
+        run = step.model_copy(update={"loop_stop": False}) if confirming else step
         try:
-            return self.engines.for_step(step).transcribe(page, step)
+            result = self.engines.for_step(run).transcribe(page, run)
         except (EngineError, RenderError) as exc:  # a model's own render can fail too
-            return EngineResult(
+            result = EngineResult(
                 text="",
                 status=AttemptStatus.ERROR,
                 started_at=started,
                 ended_at=datetime.now(UTC),
                 error=str(exc),
             )
+        result.role = AttemptRole.CONFIRM if confirming else None
+        return result
+
+    def _kept(
+        self, work: repo.PageWork, past: list[PastAttempt], attempt: Attempt, facts: RenderFacts
+    ) -> Closing:
+        """The page's closing on its accepted attempt; where that was a confirming attempt,
+        with the verdicts it proved false alarms."""
+        _, step, result = attempt
+        shown = tuple((s.kind, s.onset) for s in false_alarms(past))
+        if self.metrics and shown:
+            self.metrics.observe_false_alarms(result.model, len(shown))
+        return Closing(work, _answer(step, len(past), result.text, facts), attempt, shown)
 
     def _write(self, closings: list[Closing]) -> dict[int, PageOutcome]:
         """The pages' last attempts and terminal statuses, in one transaction."""
@@ -284,6 +313,8 @@ class PageProcessor:
             rows = [repo.attempt_row(c.work, *c.attempt) for c in closings if c.attempt]
             page_path.record_attempts(conn, rows)
             for closing in closings:
+                if closing.false_alarms:
+                    page_path.mark_false_alarms(conn, closing.work.page_id, closing.false_alarms)
                 closed[closing.work.page_id] = page_path.close(
                     conn, closing.work.page_id, closing.outcome
                 )
@@ -307,7 +338,13 @@ def past_attempt(index: int, result: EngineResult) -> PastAttempt:
     """What the next choice needs of an attempt that just ended."""
     verdict = result.verdict
     loop = (verdict.kind, verdict.period) if verdict else None
-    return PastAttempt(index, result.status, result.completion_tokens or 0, loop)
+    stop = None
+    if verdict:
+        stop = loop_stop(
+            verdict.kind, verdict.onset, result.text, result.aborted, result.finish_reason
+        )
+    confirming = result.role is AttemptRole.CONFIRM
+    return PastAttempt(index, result.status, result.completion_tokens or 0, loop, stop, confirming)
 
 
 def _answer(

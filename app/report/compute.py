@@ -10,7 +10,7 @@ from app.domain import AttemptStatus, DocumentStatus, PageStatus
 from app.report.cost import COST_ATTRIBUTION, AttemptCost, attempt_costs
 from app.report.inflation import INFLATION_METHOD, estimate_inflation, wall_seconds
 from app.report.pricing import Pricing
-from app.report.rows import AttemptRow, JobRows, PageRow
+from app.report.rows import CONFIRM, FALSE_ALARM, AttemptRow, JobRows, PageRow
 from app.report.schema import (
     DegenerateAttempt,
     ModelFigures,
@@ -112,14 +112,21 @@ def _page_figures(rows: JobRows, by_page: dict[int, list[AttemptRow]]) -> dict[s
 
 def _token_figures(attempts: list[AttemptRow]) -> dict[str, Any]:
     degenerate = [a for a in attempts if a.status == DEGENERATE]
+    false_alarms = [a for a in attempts if a.status == FALSE_ALARM]
+    confirming = [a for a in attempts if a.role == CONFIRM]
     return {
         "attempts_total": len(attempts),
         "degenerate_attempts": len(degenerate),
         "invalid_attempts": sum(a.status == AttemptStatus.INVALID for a in attempts),
+        "false_alarm_attempts": len(false_alarms),
+        "false_alarm_pages": len({a.page_id for a in false_alarms}),
+        "confirming_attempts": len(confirming),
         "tokens_prompt": sum(a.prompt_tokens or 0 for a in attempts),
         "tokens_generated": sum(a.completion_tokens or 0 for a in attempts),
         "tokens_degenerate": sum(a.completion_tokens or 0 for a in degenerate),
         "tokens_saved_by_abort": sum(a.unused_cap for a in attempts),
+        "tokens_false_alarm": sum(a.completion_tokens or 0 for a in false_alarms),
+        "tokens_confirming": sum(a.completion_tokens or 0 for a in confirming),
         "attempts_tokens_estimated": sum(a.tokens_estimated for a in attempts),
     }
 
@@ -173,7 +180,7 @@ def _cost_figures(rows: JobRows, costs: dict[int, AttemptCost]) -> dict[str, Any
     total = sum(c.total for c in costs.values())
     saved = 0.0
     for a in rows.attempts:
-        if a.completion_tokens:
+        if a.completion_tokens and a.unused_cap:
             saved += a.unused_cap * costs[a.id].total / a.completion_tokens
     return {
         "attempts_unpriced": sum(not c.priced for c in costs.values()),

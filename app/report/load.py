@@ -40,6 +40,7 @@ _ATTEMPT_COLUMNS = (
     Attempt.verdict_onset,
     Attempt.ttft_s,
     Attempt.params[CLOSE_PROBE_TOKENS].as_integer().label("probe_tokens"),
+    Attempt.role,
 )
 
 

@@ -7,6 +7,7 @@ import io
 from typing import Any
 
 from app.report.compute import JobReport
+from app.report.rows import FALSE_ALARM
 from app.report.timeline import DEGENERATE
 
 PAGE_COLUMNS = (
@@ -22,6 +23,7 @@ PAGE_COLUMNS = (
     "tokens_prompt",
     "tokens_generated",
     "cost_usd",
+    "false_alarm_attempts",
 )
 ATTEMPT_COLUMNS = (
     "job_id",
@@ -47,6 +49,7 @@ ATTEMPT_COLUMNS = (
     "verdict_kind",
     "verdict_period",
     "cost_usd",
+    "role",
 )
 
 
@@ -78,6 +81,7 @@ def _page_rows(job: JobReport) -> list[dict[str, Any]]:
                 "tokens_prompt": sum(a.prompt_tokens or 0 for a in attempts),
                 "tokens_generated": sum(a.completion_tokens or 0 for a in attempts),
                 "cost_usd": round(sum(job.costs[a.id].total for a in attempts), 9),
+                "false_alarm_attempts": sum(a.status == FALSE_ALARM for a in attempts),
             }
         )
     return rows
@@ -115,6 +119,7 @@ def _attempt_rows(job: JobReport) -> list[dict[str, Any]]:
                     "verdict_kind": a.verdict_kind or "",
                     "verdict_period": "" if a.verdict_period is None else a.verdict_period,
                     "cost_usd": round(job.costs[a.id].total, 9),
+                    "role": a.role or "",
                 }
             )
     return rows

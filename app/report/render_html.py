@@ -110,6 +110,12 @@ def _figures(r: Report) -> str:
             f"{r.attempts_total}",
             f"{r.degenerate_attempts} degenerate, {r.invalid_attempts} invalid",
         ),
+        (
+            "false alarms (answer kept)",
+            f"{r.false_alarm_pages} pages",
+            f"{r.false_alarm_attempts} verdicts proved wrong; {r.confirming_attempts} "
+            f"confirming attempts, {r.tokens_confirming:,} tokens",
+        ),
     ]
     items = "".join(
         f'<div class="figure">{escape(name)}<b>{escape(value)}</b>{escape(sub)}</div>'
@@ -135,6 +141,7 @@ def _legend(count: int) -> str:
         '<p class="legend"><span style="color:#3b7dd8">■ ok</span>'
         '<span style="color:#d62728">■ degenerate</span><span style="color:#9a9a9a">■ empty</span>'
         '<span style="color:#ff7f0e">■ error</span>'
+        '<span style="color:#9467bd">■ false alarm</span>'
         f'<span style="color:#8c564b">■ transport error</span>{escape(note)}</p>'
     )
 

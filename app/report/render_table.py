@@ -48,7 +48,14 @@ def _figures(r: Report) -> Table:
         (
             "attempts",
             f"{r.attempts_total} ({r.degenerate_attempts} degenerate, "
-            f"{r.invalid_attempts} invalid)",
+            f"{r.invalid_attempts} invalid, {r.false_alarm_attempts} false alarms, "
+            f"{r.confirming_attempts} confirming)",
+        ),
+        (
+            "false alarms",
+            f"{r.false_alarm_pages} pages kept the model's answer after a loop verdict "
+            f"proved wrong (not counted as degenerate); confirming cost "
+            f"{r.tokens_confirming:,} tokens",
         ),
         (
             "degenerate pages",

@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from app.domain import AttemptRole, AttemptStatus
+
+FALSE_ALARM = AttemptStatus.FALSE_ALARM.value
+CONFIRM = AttemptRole.CONFIRM.value
+
 
 @dataclass(frozen=True)
 class AttemptRow:
@@ -35,6 +40,7 @@ class AttemptRow:
     output_tail: str | None = None
     ttft_s: float | None = None  # seconds from the request to its first token (streamed)
     probe_tokens: int | None = None  # server tokens of a close probe this attempt's call ran
+    role: str | None = None  # "confirm": a confirming attempt (app.domain.AttemptRole)
 
     @cached_property
     def start(self) -> float:
@@ -53,8 +59,9 @@ class AttemptRow:
     @property
     def unused_cap(self) -> int:
         """Tokens an aborted attempt left under its cap: what its request could still have
-        generated after the client left (0 for an attempt that was not aborted)."""
-        if not self.aborted or self.max_tokens is None:
+        generated after the client left (0 for an attempt that was not aborted, and for a
+        false alarm: its page's answer ended under the cap, so nothing was at risk)."""
+        if not self.aborted or self.max_tokens is None or self.status == FALSE_ALARM:
             return 0
         return max(0, self.max_tokens - (self.completion_tokens or 0))
 

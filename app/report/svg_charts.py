@@ -16,6 +16,7 @@ STATUS_COLOURS = {
     "error": "#ff7f0e",
     "transport_error": "#8c564b",
     "rejected": "#bcbd22",
+    "false_alarm": "#9467bd",
 }
 WIDTH = 900
 LEFT = 70

@@ -1,0 +1,86 @@
+"""The answers the stand-in writes for the false-alarm scenarios.
+
+`PASSPORT` is a healthy answer of the kind issue 39 saw cut: a passport's data page as a
+Markdown transcription, ending in its machine-readable zone, whose fill character `<` runs
+19 times on the first line (the ICAO 9303 specimen, Anna Maria Eriksson of Utopia, printed in
+Doc 9303 Part 4 for exactly this use). The detector calls `char_run` on such a line from
+`char_run_min` (12) copies of a symbol. `LEDGER` is a page that loops for real on a ledger row:
+the same row from the same place whatever the decoding, as a model stuck on a page does.
+`drifting_loop` is a loop whose place and row change with the temperature, as a sampled retry
+usually moves a loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.false_alarms.standin import Answer
+
+PASSPORT = """# PASSPORT / PASSEPORT
+
+**UTOPIA**
+
+| Field | Value |
+|---|---|
+| Type / Type | P |
+| Code of issuing State / Code de l'État émetteur | UTO |
+| Passport No. / N° de passeport | L898902C3 |
+| Surname / Nom | ERIKSSON |
+| Given names / Prénoms | ANNA MARIA |
+| Nationality / Nationalité | UTOPIAN |
+| Date of birth / Date de naissance | 12 AUG/AOÛT 74 |
+| Personal No. / N° personnel | ZE 184226 B |
+| Sex / Sexe | F |
+| Place of birth / Lieu de naissance | ZENITH |
+| Date of issue / Date de délivrance | 16 APR/AVR 07 |
+| Authority / Autorité | PASSPORT OFFICE |
+| Date of expiry / Date d'expiration | 15 APR/AVR 12 |
+| Holder's signature / Signature du titulaire | *Anna Maria Eriksson* |
+
+The bearer of this passport is a citizen of Utopia. The Minister of Foreign Affairs of Utopia
+requests all whom it may concern to allow the bearer to pass freely and without hindrance and to
+afford the bearer such assistance and protection as may be necessary.
+
+Le Ministre des Affaires étrangères d'Utopie prie les autorités civiles et militaires de laisser
+passer librement le titulaire du présent passeport et de lui prêter aide et protection.
+
+Observations: none. This passport contains 32 pages. It remains the property of the Government
+of Utopia and must be surrendered on request.
+
+```
+P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<
+L898902C36UTO7408122F1204159ZE184226B<<<<<10
+```
+"""
+
+_LEDGER_HEAD = """# Account statement
+
+Statement period: 1 March 2024 to 31 March 2024. Account holder: Northwind Traders Ltd.
+
+| Date | Description | Amount |
+|---|---|---|
+| 2024-03-01 | Opening balance | 4,210.00 |
+"""
+LEDGER_ROW = "| 2024-03-02 | Payment received, invoice 1187 | 120.00 |\n"
+LEDGER = Answer(_LEDGER_HEAD, loop=LEDGER_ROW)
+
+
+def healthy(_body: dict[str, Any]) -> Answer:
+    """The passport page, written the same way whatever the decoding (a healthy page)."""
+    return Answer(PASSPORT)
+
+
+def same_loop(_body: dict[str, Any]) -> Answer:
+    """The ledger page looping on one row from the same place whatever the decoding."""
+    return LEDGER
+
+
+def drifting_loop(body: dict[str, Any]) -> Answer:
+    """A loop whose place and row move with the temperature (a sampled retry moves it)."""
+    temperature = float(body.get("temperature") or 0.0)
+    rows = round(temperature * 10)  # rows written before the loop: 1 at 0.1, 2 at 0.2, ...
+    head = _LEDGER_HEAD + "".join(
+        f"| 2024-03-{day:02d} | Card payment, terminal {day * 7} | {day * 13}.50 |\n"
+        for day in range(3, 3 + rows)
+    )
+    return Answer(head, loop=f"| 2024-03-{10 + rows:02d} | Transfer to savings | {rows}00.00 |\n")

@@ -1,0 +1,283 @@
+"""A false alarm must not cost a page its answer (issue 39), end to end over real HTTP.
+
+Folio's real pipeline and VLM engine against the stand-in server (bench/false_alarms), on
+SQLite and PostgreSQL, with the generic Markdown profile. The healthy page is a passport
+whose machine-readable zone repeats `<` 19 times: the detector as configured here calls
+`char_run` on it (char_run_min 12 is set explicitly, today's default, so a later change of
+the default leaves this test on the path it tests; the first test checks the call happens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from app import samples
+from app.db import page_path, repo
+from app.db.engine import Database
+from app.db.models import Attempt, Page
+from app.domain import AttemptRole, AttemptStatus, EngineResult, Verdict
+from app.dpo import ExportOptions, export_preferences
+from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.metrics import FolioMetrics, make_metrics
+from app.plan import Limits, NextAttempt, PageFacts, next_attempt
+from app.report.build import build_report
+from app.results import load_results
+from app.settings import PlanStep, Settings, VlmEndpoint
+from bench.false_alarms.pages import PASSPORT, drifting_loop, healthy, same_loop
+from bench.false_alarms.standin import AnswerFor, StandIn, pieces, serving
+from tests.api_server import running_api, wait_for_job
+from tests.test_api import settings_for as api_settings
+from tests.test_api import submit
+
+MAX_TOKENS = 1200  # over the passport's ~500 tokens; a loop runs to it
+ANY_PAIR = ExportOptions(include_non_vlm=True)
+
+
+def settings_for(db_url: str, base_url: str, **extra: object) -> Settings:
+    endpoint = VlmEndpoint(
+        base_url=base_url,
+        model="some-ocr-model",  # no built-in profile names it: the generic `markdown`
+        max_tokens=MAX_TOKENS,
+        transport_retry_s=5,
+        engine_plugin=False,
+        abort_call=False,
+        # asked for, so the requests show which attempts ran with a loop stop (the stand-in
+        # itself stops nothing: Folio's detector, closing the stream, does)
+        server_repetition_detection=True,
+    )
+    values: dict[str, object] = {
+        "database_url": db_url,
+        "engine": "vlm",
+        "vlm_endpoints": {"primary": endpoint},
+        "detector": {"char_run_min": 12},
+        "concurrency": 2,
+        "vlm_concurrency": 2,
+    }
+    return Settings(**(values | extra))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "in"
+    root.mkdir()
+    pages = [samples.page_text(1), samples.page_text(2)]
+    (root / "passports.pdf").write_bytes(samples.born_digital_pdf(pages))
+    return root
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[StandIn]:
+    answer_for: AnswerFor = request.param
+    with serving(answer_for) as stand_in:
+        yield stand_in
+
+
+def run_job(settings: Settings, folder: Path, metrics: FolioMetrics | None = None) -> str:
+    db = Database(settings.database_url)
+    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, settings.engine))
+    run_job_locally(settings, db, ingested.job_id, ingested.page_ids, metrics=metrics)
+    return ingested.job_id
+
+
+def attempts_of(db_url: str, job_id: str) -> dict[int, list[Attempt]]:
+    with Database(db_url).session() as session:
+        pages = session.scalars(select(Page).where(Page.job_id == job_id)).all()
+        rows = session.scalars(select(Attempt).where(Attempt.job_id == job_id).order_by(Attempt.id))
+        by_page: dict[int, list[Attempt]] = {p.number: [] for p in pages}
+        numbers = {p.id: p.number for p in pages}
+        for a in rows:
+            by_page[numbers[a.page_id]].append(a)
+        return by_page
+
+
+@pytest.mark.parametrize("server", [healthy], indirect=True)
+def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
+    db_url: str, server: StandIn, folder: Path, tmp_path: Path
+) -> None:
+    settings = settings_for(db_url, server.base_url)
+    metrics = make_metrics(settings)
+    job_id = run_job(settings, folder, metrics)
+
+    results = load_results(Database(db_url), job_id)
+    pages = results.documents[0].pages
+    assert [(p.status, p.engine, p.step) for p in pages] == [("fallback", "vlm", "t0.2")] * 2
+    assert all(p.text and p.text.strip() == PASSPORT.strip() for p in pages)
+    for attempts in attempts_of(db_url, job_id).values():
+        assert [(a.step_name, a.status, a.role) for a in attempts] == [
+            ("t0.1", "false_alarm", None),
+            ("t0.2", "false_alarm", None),
+            ("t0.2", "ok", "confirm"),
+        ]
+        first, retry, confirming = attempts
+        assert first.verdict_kind == retry.verdict_kind == "char_run"  # the detector called it
+        assert first.verdict_onset == retry.verdict_onset > PASSPORT.index("P<UTO")
+        assert first.aborted and retry.aborted and not confirming.aborted
+        assert confirming.finish_reason == "stop" and confirming.verdict_kind is None
+        assert confirming.completion_tokens == len(pieces(PASSPORT)) < MAX_TOKENS
+        assert confirming.params["loop_stop_off"] is True
+
+    # The confirming requests repeat the retry's decoding, under the same cap, with no stop.
+    stopped = [r for r in server.requests if "repetition_detection" in r]
+    unstopped = [r for r in server.requests if "repetition_detection" not in r]
+    assert sorted(r["temperature"] for r in stopped) == [0.1, 0.1, 0.2, 0.2]
+    assert [(r["temperature"], r["finish"]) for r in unstopped] == [(0.2, "stop")] * 2
+    assert all(r["max_tokens"] == MAX_TOKENS for r in server.requests)
+
+    report = build_report(Database(db_url), settings, job_id).report
+    assert (report.false_alarm_pages, report.false_alarm_attempts) == (2, 4)
+    assert (report.confirming_attempts, report.degenerate_attempts) == (2, 0)
+    assert report.degeneration_rate_first_attempt == 0.0 == report.degeneration_rate_final
+    assert report.tokens_saved_by_abort == 0 and report.tokens_degenerate == 0
+    assert report.tokens_confirming == 2 * len(pieces(PASSPORT))
+    assert report.degenerate_pages == []
+    found = metrics.registry.get_sample_value(
+        "folio_false_alarms_total", {"model": "some-ocr-model"}
+    )
+    assert found == 4
+    # nor does a false alarm become a preference pair that teaches the model against the page
+    pairs = export_preferences(settings, Database(db_url), [job_id], tmp_path / "dpo", ANY_PAIR)
+    assert (pairs.pairs, sum(pairs.skipped.values())) == (0, 0)
+
+
+@pytest.mark.parametrize("server", [healthy], indirect=True)
+def test_without_the_confirming_attempt_the_page_loses_its_answer(
+    sqlite_url: str, server: StandIn, folder: Path, tmp_path: Path
+) -> None:
+    """Issue 39 as it was: both reads cut, the cap skips the ladder, the text layer answers."""
+    settings = settings_for(sqlite_url, server.base_url, confirm_repeated_stops=False)
+    job_id = run_job(settings, folder)
+    pages = load_results(Database(sqlite_url), job_id).documents[0].pages
+    assert [(p.status, p.engine) for p in pages] == [("fallback", "textlayer")] * 2
+    assert all(PASSPORT[:40] not in (p.text or "") for p in pages)
+    report = build_report(Database(sqlite_url), settings, job_id).report
+    assert report.degeneration_rate_first_attempt == 1.0 and report.false_alarm_pages == 0
+    assert report.tokens_saved_by_abort > 0 and report.confirming_attempts == 0
+    # and each page's cut passport was a candidate "rejected" answer for DPO training
+    pairs = export_preferences(settings, Database(sqlite_url), [job_id], tmp_path / "dpo", ANY_PAIR)
+    assert pairs.pairs + sum(pairs.skipped.values()) == 2
+
+
+VLM_ONLY = [
+    PlanStep(name=name, engine="vlm", endpoint="primary", temperature=t)
+    for name, t in (("t0.1", 0.1), ("t0.2", 0.2), ("t0.5", 0.5))
+]
+
+
+@pytest.mark.parametrize("server", [same_loop], indirect=True)
+def test_a_real_loop_runs_to_its_cap_once_and_ends_as_degeneration(
+    db_url: str, server: StandIn, folder: Path
+) -> None:
+    settings = settings_for(db_url, server.base_url, plans={"vlm": VLM_ONLY})
+    job_id = run_job(settings, folder)
+
+    pages = load_results(Database(db_url), job_id).documents[0].pages
+    assert [(p.status, p.outcome, p.failure_category) for p in pages] == [
+        ("failed", "degenerate", "degenerate")
+    ] * 2
+    assert all(p.text is None for p in pages)
+    for attempts in attempts_of(db_url, job_id).values():
+        assert [(a.step_name, a.status, a.role) for a in attempts] == [
+            ("t0.1", "degenerate", None),
+            ("t0.2", "degenerate", None),
+            ("t0.2", "degenerate", "confirm"),
+        ]
+        confirming = attempts[-1]
+        assert confirming.finish_reason == "length" and confirming.verdict_kind is not None
+        assert confirming.completion_tokens == MAX_TOKENS  # the cost: one cap more
+
+    report = build_report(Database(db_url), settings, job_id).report
+    assert (report.false_alarm_pages, report.false_alarm_attempts) == (0, 0)
+    assert (report.confirming_attempts, report.degenerate_attempts) == (2, 6)
+    assert report.tokens_confirming == 2 * MAX_TOKENS
+    assert report.degeneration_rate_final == 1.0
+
+
+@pytest.mark.parametrize("server", [drifting_loop], indirect=True)
+def test_a_loop_that_moves_on_the_retry_gets_no_confirming_attempt(
+    sqlite_url: str, server: StandIn, folder: Path
+) -> None:
+    settings = settings_for(sqlite_url, server.base_url)
+    job_id = run_job(settings, folder)
+    pages = load_results(Database(sqlite_url), job_id).documents[0].pages
+    assert [(p.status, p.engine) for p in pages] == [("fallback", "textlayer")] * 2
+    for attempts in attempts_of(sqlite_url, job_id).values():
+        assert [(a.step_name, a.status, a.role) for a in attempts] == [
+            ("t0.1", "degenerate", None),
+            ("t0.2", "degenerate", None),
+            ("textlayer", "ok", None),
+        ]
+    assert build_report(Database(sqlite_url), settings, job_id).report.confirming_attempts == 0
+
+
+def test_a_redelivered_page_reads_its_stops_and_confirming_attempt_back(
+    sqlite_url: str, folder: Path
+) -> None:
+    """A worker that dies after the two stops: the page's history, read back from the
+    database, still earns the confirming attempt, and only one."""
+    settings = settings_for(sqlite_url, "http://127.0.0.1:9/v1")
+    db = Database(sqlite_url)
+    page_id = create_job_from_folder(settings, db, JobRequest(folder, None, "vlm")).page_ids[0]
+    plan = settings.plan("vlm")
+    cut_at = PASSPORT.index("<<<<") + 12
+    now = datetime.now(UTC)
+
+    def stopped(text: str) -> EngineResult:
+        verdict = Verdict("char_run", 1, PASSPORT.index("<<<<"))
+        return EngineResult(text, AttemptStatus.DEGENERATE, now, now, verdict=verdict, aborted=True)
+
+    facts = PageFacts(text_layer_usable=True, endpoints=frozenset({"primary"}))
+    limits = Limits(8, 32_000, 1, confirm_repeated_stops=True)
+    with db.session() as session:
+        work = repo.page_work(session, page_id)
+    for index, text in ((0, PASSPORT[:cut_at]), (1, PASSPORT[: cut_at + 2])):
+        with db.transaction() as conn:
+            page_path.record_attempt(
+                conn, repo.attempt_row(work, index, plan[index], stopped(text))
+            )
+    with db.session() as session:
+        history = repo.history(session, page_id)
+    assert [a.stop and a.stop.kind for a in history] == ["char_run", "char_run"]
+    assert next_attempt(plan, history, facts, limits) == NextAttempt(1, confirming=True)
+
+    looped = stopped(PASSPORT[:cut_at] + "<" * 3000)
+    looped.aborted, looped.finish_reason, looped.role = False, "length", AttemptRole.CONFIRM
+    with db.transaction() as conn:
+        page_path.record_attempt(conn, repo.attempt_row(work, 1, plan[1], looped))
+    with db.session() as session:
+        history = repo.history(session, page_id)
+    assert [a.confirming for a in history] == [False, False, True] and history[2].stop is None
+    assert next_attempt(plan, history, facts, limits) == NextAttempt(4)  # the text layer
+
+
+@pytest.mark.parametrize("server", [healthy], indirect=True)
+def test_the_api_shows_the_false_alarms_and_the_kept_answer(
+    sqlite_url: str, server: StandIn, tmp_path: Path
+) -> None:
+    vlm = settings_for(sqlite_url, server.base_url)
+    settings = api_settings(
+        sqlite_url,
+        tmp_path,
+        engine="vlm",
+        vlm_endpoints=vlm.vlm_endpoints,
+        detector=vlm.detector,
+    )
+    with running_api(settings) as api:
+        client = api.client(api.key("alice"))
+        pdf = samples.born_digital_pdf([samples.page_text(1)])
+        job_id = submit(client, [("passport.pdf", pdf)]).json()["id"]  # type: ignore[attr-defined]
+        assert wait_for_job(client, job_id)["status"] == "done"
+        [page] = client.get(f"/v1/jobs/{job_id}/pages").json()["items"]
+        detail = client.get(f"/v1/jobs/{job_id}/pages/{page['id']}").json()
+        report = client.get(f"/v1/jobs/{job_id}/report").json()
+    assert (page["outcome"], detail["text"].strip()) == ("fallback", PASSPORT.strip())
+    assert [(a["status"], a["role"]) for a in detail["attempts"]] == [
+        ("false_alarm", None),
+        ("false_alarm", None),
+        ("ok", "confirm"),
+    ]
+    assert (report["false_alarm_pages"], report["degenerate_attempts"]) == (1, 0)

@@ -1,0 +1,112 @@
+"""A false alarm keeps its page's answer through the real vLLM CPU server (issue 39).
+
+The scripted-decoding processor writes the passport page's healthy answer (its `<` fill trips
+`char_run`, char_run_min 12 set explicitly) for every read: the first two attempts are cut,
+by Folio's detector or its engine plugin where the server runs it (the endpoint's stops on
+`auto`, as deployed), and the confirming attempt, asked without any loop stop, writes the
+whole answer to its EOS. A real loop written the same way on every read runs to its cap
+in the confirming attempt and the page ends degenerate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from sqlalchemy import select
+
+from app import samples
+from app.db.engine import Database
+from app.db.models import Attempt
+from app.domain import PageInput
+from app.engines.registry import EngineSet
+from app.engines.vlm_stops import EndpointStops
+from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.results import load_results
+from app.settings import PlanStep, Settings, VlmEndpoint
+from bench.false_alarms.pages import LEDGER, PASSPORT
+from bench.scripted import ScriptedVlmEngine, require_scripted_server, with_script
+from tests.vllm_cpu.server import VllmEndpoint
+
+pytestmark = pytest.mark.vllm
+
+CAP = 900  # the tiny server's context is 2,048 tokens; the passport is about 500
+STEPS = [
+    PlanStep(name=name, engine="vlm", endpoint="primary", temperature=t, max_tokens=CAP)
+    for name, t in (("t0.1", 0.1), ("t0.2", 0.2), ("t0.5", 0.5))
+]
+
+
+class Replaying(ScriptedVlmEngine):
+    """The real engine; every request asks the scripted server for `script`."""
+
+    script: ClassVar[str] = ""
+
+    def request_body(
+        self, page: PageInput, step: PlanStep, stops: EndpointStops | None = None
+    ) -> dict[str, Any]:
+        return with_script(super().request_body(page, step, stops), self.script)
+
+
+class ReplayingEngines(EngineSet):
+    def _build_vlm(self, step: PlanStep) -> Replaying:
+        endpoint = self.settings.vlm_endpoints["primary"]
+        return Replaying("primary", endpoint, profile=self.settings.profile_of("primary"))
+
+
+def run_replayed(
+    server: VllmEndpoint, db_url: str, tmp_path: Path, script: str, mp: pytest.MonkeyPatch
+) -> tuple[list[Attempt], Any]:
+    require_scripted_server(server.base_url, server.model)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "scan.pdf").write_bytes(samples.scanned_pdf([samples.page_text(1)]))
+    endpoint = VlmEndpoint(
+        base_url=server.base_url, model=server.model, profile="markdown", max_image_side=256
+    )
+    settings = Settings(
+        database_url=db_url,
+        engine="ladder",
+        plans={"ladder": STEPS},
+        vlm_endpoints={"primary": endpoint},
+        detector={"char_run_min": 12},
+        vlm_concurrency=1,
+    )
+    Replaying.script = script
+    mp.setattr("app.jobs.EngineSet", ReplayingEngines, raising=False)
+    db = Database(db_url)
+    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "ladder"))
+    run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
+    with db.session() as session:
+        attempts = list(session.scalars(select(Attempt).order_by(Attempt.id)))
+    return attempts, load_results(db, ingested.job_id).documents[0].pages[0]
+
+
+def test_the_passport_keeps_its_answer(
+    vllm_endpoint: VllmEndpoint, sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    attempts, page = run_replayed(vllm_endpoint, sqlite_url, tmp_path, PASSPORT, monkeypatch)
+    assert [(a.step_name, a.status, a.role) for a in attempts] == [
+        ("t0.1", "false_alarm", None),
+        ("t0.2", "false_alarm", None),
+        ("t0.2", "ok", "confirm"),
+    ]
+    assert all(a.verdict_kind == "char_run" for a in attempts[:2])
+    confirming = attempts[2]
+    assert confirming.finish_reason == "stop" and (confirming.completion_tokens or CAP) < CAP
+    assert (page.status, page.engine) == ("fallback", "vlm")
+    assert (page.text or "").strip() == PASSPORT.strip()
+
+
+def test_a_real_loop_replayed_on_every_read_ends_degenerate(
+    vllm_endpoint: VllmEndpoint, sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looping = LEDGER.text + LEDGER.loop * 60  # longer than the cap
+    attempts, page = run_replayed(vllm_endpoint, sqlite_url, tmp_path, looping, monkeypatch)
+    assert [(a.status, a.role) for a in attempts] == [
+        ("degenerate", None),
+        ("degenerate", None),
+        ("degenerate", "confirm"),
+    ]
+    assert attempts[2].finish_reason == "length" and attempts[2].completion_tokens == CAP
+    assert (page.status, page.outcome, page.text) == ("failed", "degenerate", None)
