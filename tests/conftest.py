@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -90,3 +91,30 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
             monkeypatch.delenv(key)
     monkeypatch.setenv("FOLIO_CONFIG", str(tmp_path / "absent-folio.toml"))
     monkeypatch.setenv("FOLIO_DATA_DIR", str(tmp_path / "folio-data"))
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real S3 API server process (moto's server mode) for the session: tests/s3_server.py."""
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError as exc:
+        unavailable(f"moto[server] and boto3 (the dev extra): {exc}")
+    from tests.s3_server import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3") / "moto.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def bucket(s3_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """A fresh bucket; this process reads it as the reader, through the AWS chain's variables."""
+    name = f"folio-{uuid.uuid4().hex[:12]}"
+    s3_server.client().create_bucket(Bucket=name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "absent-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "absent-aws-credentials"))
+    for key, value in s3_server.reader.env(s3_server.endpoint).items():
+        monkeypatch.setenv(key, value)
+    return name

@@ -36,6 +36,8 @@ class PageWork:
     path: str
     plan_name: str
     options: dict[str, Any]
+    etag: str | None = None  # the stored object's, when `path` is its s3:// URI
+    sha256: str | None = None  # what the document's bytes hash to, recorded at ingest
 
 
 def create_job(
@@ -100,7 +102,16 @@ def page_work(session: Session, page_id: int) -> PageWork:
         .join(Job)
         .where(Page.id == page_id)
     ).one()
-    return PageWork(page.id, job.id, page.number, document.path, job.plan_name, job.options)
+    return PageWork(
+        page.id,
+        job.id,
+        page.number,
+        document.path,
+        job.plan_name,
+        job.options,
+        document.etag,
+        document.sha256,
+    )
 
 
 def page_status(session: Session, page_id: int) -> PageStatus:
@@ -339,3 +350,20 @@ def record_server_sample(
     sample.prompt_tokens = counters.prompt_tokens if counters else None
     sample.requests = counters.requests if counters else None
     sample.server_started = counters.started if counters else None
+
+
+def find_done_object(
+    session: Session, uri: str, etag: str, out_dir: str, before_id: int | None = None
+) -> Document | None:
+    """A finished document read from this stored object (same URI, same ETag), whose results
+    went to the same place: a rerun skips it without fetching it again."""
+    query = (
+        select(Document)
+        .join(Job)
+        .where(Document.etag == etag, Document.path == uri)
+        .where(Document.status == DocumentStatus.DONE, Job.out_dir == out_dir)
+        .order_by(Document.id.desc())
+    )
+    if before_id is not None:
+        query = query.where(Document.id < before_id)
+    return session.scalars(query).first()

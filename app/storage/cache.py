@@ -19,11 +19,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from app.errors import ObjectRefused, StoreUnavailable
 from app.storage.base import StoredObject, is_store_uri
 from app.storage.stores import Stores
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +72,17 @@ class DocumentCache:
         self._sleep = sleep
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, stores: Stores | None = None) -> DocumentCache:
+        return cls(
+            stores or Stores.from_settings(settings),
+            settings.storage_cache_dir,
+            int(settings.storage_cache_mb * 2**20),
+            int(settings.max_file_mb * 2**20),
+            settings.storage_retries,
+            settings.storage_retry_max_delay_s,
+        )
 
     def local_path(self, stored: StoredObject, sha256: str | None = None) -> Path:
         """A local file holding the document: a local document's own path, or the cached

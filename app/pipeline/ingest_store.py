@@ -1,0 +1,193 @@
+"""Turning a bucket prefix, or a manifest of object URIs, into a job: one listing page at a time.
+
+A prefix of 100,000 objects is never held at once: each listing page (at most
+`storage_list_page_size` objects) becomes document rows, is flushed and let go before the next
+is asked for. Each object is read once here, through the bounded cache, to count its pages
+and record its SHA-256; an object already done with the same ETag into the same results
+location is skipped without being read.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from app.db import repo
+from app.db.engine import Database
+from app.db.models import Document
+from app.domain import DocumentStatus
+from app.errors import DocumentError, ObjectRefused, StoreUnavailable
+from app.pdf.render import DocumentLimits
+from app.pipeline.ingest import IngestResult, add_pages, fail_document, sha256_of, skip_document
+from app.storage import DocumentCache, StoredObject, Stores, is_store_uri
+from app.storage.base import ObjectUri
+
+_MAX_INT = 2**31 - 1  # documents.size_bytes is a 32-bit integer
+_MAX_MANIFEST_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class RefusedObject:
+    """A manifest line whose object the store would not describe (missing, denied)."""
+
+    uri: str
+    error: DocumentError
+
+
+Listed = StoredObject | RefusedObject
+
+
+def is_manifest(source: str) -> bool:
+    """A manifest is a text file (local, or an object) with one s3:// URI per line."""
+    return source.lower().endswith(".txt")
+
+
+def is_stored_source(source: str) -> bool:
+    return is_store_uri(source) or is_manifest(source)
+
+
+def listed_pages(stores: Stores, source: str, page_size: int) -> Iterator[Sequence[Listed]]:
+    """The objects a source names, a listing page at a time."""
+    if not is_manifest(source):
+        yield from stores.for_uri(source).list_pages(source, page_size)
+        return
+    page: list[Listed] = []
+    for uri in _manifest_lines(stores, source):
+        page.append(_described(stores, uri))
+        if len(page) == page_size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def _manifest_lines(stores: Stores, source: str) -> Iterator[str]:
+    if is_store_uri(source):
+        store = stores.for_uri(source)
+        buffer = io.BytesIO()
+        store.read(store.head(source), buffer, _MAX_MANIFEST_BYTES)
+        text: Iterable[str] = buffer.getvalue().decode("utf-8").splitlines()
+    else:
+        text = open(source, encoding="utf-8")  # noqa: SIM115 - closed when the generator ends
+    try:
+        for line in text:
+            uri = line.strip()
+            if uri and not uri.startswith("#"):
+                yield uri
+    finally:
+        if hasattr(text, "close"):
+            text.close()
+
+
+def _described(stores: Stores, uri: str) -> Listed:
+    if not is_store_uri(uri):
+        return RefusedObject(uri, DocumentError("not_a_uri", f"not an s3:// URI: {uri!r}"))
+    try:
+        return stores.for_uri(uri).head(uri)
+    except ObjectRefused as exc:
+        return RefusedObject(uri, exc)
+
+
+def document_name_of(uri: str, source: str) -> str:
+    """A flat name: the key under the listed prefix (the whole key for a manifest), `/` -> `__`."""
+    where = ObjectUri.parse(uri) if is_store_uri(uri) else ObjectUri("", uri)
+    key = where.key
+    if not is_manifest(source) and is_store_uri(source):
+        key = key.removeprefix(ObjectUri.parse(source).key)
+    parts = [p for p in PurePosixPath(key).parts if p not in ("/", "..", ".")]
+    if parts and parts[-1].lower().endswith(".pdf"):
+        parts[-1] = parts[-1][:-4]
+    return "__".join(parts) or "object"
+
+
+class _Names:
+    """Names unique within the job: a second `a` becomes `a-2`."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+
+    def take(self, base: str) -> str:
+        name, n = base, 1
+        while name.lower() in self._taken:
+            n += 1
+            name = f"{base}-{n}"
+        self._taken.add(name.lower())
+        return name
+
+
+def ingest_stored(
+    db: Database,
+    stores: Stores,
+    cache: DocumentCache,
+    source: str,
+    *,
+    out_dir: str | None,
+    plan_name: str,
+    limits: DocumentLimits,
+    page_size: int,
+    force: bool = False,
+    job_fields: dict[str, Any] | None = None,
+) -> IngestResult:
+    """Create the job, its documents and pages from stored objects; an object that cannot be
+    read or processed becomes a failed document with the reason, and the job goes on."""
+    names = _Names()
+    with db.session() as session:
+        job = repo.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
+        result = IngestResult(job_id=job.id)
+        for page in listed_pages(stores, source, page_size):
+            for listed in page:
+                name = names.take(document_name_of(listed.uri, source))
+                _add_object(session, result, cache, listed, name, out_dir, limits, force)
+            session.flush()
+            session.expunge_all()  # this page's rows are written; memory holds only the next
+    return result
+
+
+def _add_object(
+    session: Any,
+    result: IngestResult,
+    cache: DocumentCache,
+    listed: Listed,
+    name: str,
+    out_dir: str | None,
+    limits: DocumentLimits,
+    force: bool,
+) -> None:
+    stored = listed if isinstance(listed, StoredObject) else None
+    document = Document(
+        job_id=result.job_id,
+        path=listed.uri,
+        name=name,
+        etag=stored.etag if stored else None,
+        version_id=stored.version_id if stored else None,
+        size_bytes=min(stored.size, _MAX_INT) if stored else 0,
+        status=DocumentStatus.PENDING,
+    )
+    session.add(document)
+    result.documents += 1
+    if isinstance(listed, RefusedObject):
+        fail_document(result, document, listed.error)
+        return
+    assert stored is not None
+    if out_dir and stored.etag and not force:
+        done = repo.find_done_object(session, stored.uri, stored.etag, out_dir)
+        if done:
+            skip_document(result, document, done, "already done (same object and ETag, same out)")
+            return
+    try:
+        if stored.size > limits.max_bytes:  # refused before a byte is fetched
+            raise ObjectRefused(
+                "too_large",
+                f"object is {stored.size / 2**20:.1f} MiB, over the "
+                f"{limits.max_bytes / 2**20:.1f} MiB limit (max_file_mb)",
+            )
+        path = cache.local_path(stored)
+    except (ObjectRefused, StoreUnavailable) as exc:
+        reason = exc.reason if isinstance(exc, ObjectRefused) else str(exc)
+        fail_document(result, document, DocumentError(exc.category, reason))
+        return
+    document.sha256 = sha256_of(path)
+    add_pages(session, result, document, path, limits)
