@@ -217,6 +217,7 @@ def settle_document(session: Session, document_id: int) -> DocumentStatus | None
     if not statuses or any(s not in TERMINAL_PAGE_STATUSES for s in statuses):
         return None
     failed = statuses.count(PageStatus.FAILED)
+    shared = _shared_store_failure(session, document_id) if failed == len(statuses) else None
     status = (
         DocumentStatus.DONE
         if failed == 0
@@ -230,12 +231,32 @@ def settle_document(session: Session, document_id: int) -> DocumentStatus | None
         .where(Document.id == document_id)
         .values(
             status=status,
-            error=error,
-            error_category="pages" if failed else None,
+            error=shared[1] if shared else error,
+            error_category=shared[0] if shared else ("pages" if failed else None),
             finished_at=datetime.now(UTC),
         )
     )
     return status
+
+
+# Failures of the document's object, not of its pages: the document carries them as its own.
+STORE_FAILURES = frozenset(
+    {"object_changed", "object_missing", "access_denied", "bucket_missing", "too_large"}
+)
+
+
+def _shared_store_failure(session: Session, document_id: int) -> tuple[str, str] | None:
+    """(category, error) when every page failed for the same reason of the object store."""
+    rows = set(
+        session.execute(
+            select(Page.failure_category, Page.error).where(Page.document_id == document_id)
+        ).tuples()
+    )
+    categories = {category for category, _ in rows}
+    if len(categories) != 1 or not categories <= STORE_FAILURES:
+        return None
+    category, error = sorted(rows, key=lambda row: row[1] or "")[0]
+    return category or "", error or ""
 
 
 def open_pages(session: Session, job_id: str) -> list[int]:
