@@ -179,12 +179,9 @@ class FinalizeSweeper:
 
 
 def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | None = None) -> bool:
-    """Settle the job's documents and the job, then `publish` its results when it is done;
-    idempotent (publishing again replaces the same files)."""
-    done = settle_job(db, job_id)
-    if done and publish is not None:
-        publish(job_id)
-    return done
+    """Settle the job's documents and the job, `publish`ing its results just before it is
+    marked done; idempotent (publishing again replaces the same files)."""
+    return settle_job(db, job_id, publish)
 
 
 def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict[str, int]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -216,8 +216,10 @@ def run_job_locally(
     on_page: PageCallback | None = None,
     metrics: FolioMetrics | None = None,
     cancels: CancelWatch | None = None,
+    on_done: Callable[[str], object] | None = None,
 ) -> None:
-    """Process the job's pages in this process, then settle documents and the job."""
+    """Process the job's pages in this process, then settle documents and the job
+    (`on_done`: see `settle_job`)."""
     if settings.concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
     with db.session() as session:
@@ -235,13 +237,14 @@ def run_job_locally(
         engines.close()
         if sampler:
             sampler.finish(job_id)
-    settle_job(db, job_id)
+    settle_job(db, job_id, on_done)
     if metrics and sampler:
         metrics.observe_server_tokens(job_server_tokens(db, job_id))
 
 
-def settle_job(db: Database, job_id: str) -> bool:
-    """Settle finished documents; mark the job done once no page is left open."""
+def settle_job(db: Database, job_id: str, on_done: Callable[[str], object] | None = None) -> bool:
+    """Settle finished documents; mark the job done once no page is left open, after
+    `on_done(job_id)` (its results sent out) so that a job reads done only with them there."""
     with db.session() as session:
         running = session.scalars(
             select(Document.id).where(
@@ -252,8 +255,11 @@ def settle_job(db: Database, job_id: str) -> bool:
             repo.settle_document(session, document_id)
         if repo.open_pages(session, job_id):
             return False
+    if on_done is not None:
+        on_done(job_id)
+    with db.session() as session:
         repo.set_job_status(session, job_id, JobStatus.DONE)
-        return True
+    return True
 
 
 def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> None:
@@ -281,7 +287,11 @@ def cancel_job(db: Database, job_id: str) -> bool:
 
 
 def publish_job(
-    settings: Settings, db: Database, job_id: str, target: ResultTarget | None = None
+    settings: Settings,
+    db: Database,
+    job_id: str,
+    target: ResultTarget | None = None,
+    finishing: bool = False,
 ) -> str | None:
     """Send a job's results (per-document Markdown and JSON, summary.json, report.json) to
     `target`, or where the job asked: its pre-signed PUT URLs, else its s3:// results prefix.
@@ -291,7 +301,10 @@ def publish_job(
     if target is None:
         return None
     report = render_report(build_report(db, settings, job_id), ReportFormat.JSON)
-    publish(load_results(db, job_id), report, target)
+    results = load_results(db, job_id)
+    if finishing:  # sent as the job ends, just before it is marked so
+        results = replace(results, status=JobStatus.DONE)
+    publish(results, report, target)
     return target.where
 
 

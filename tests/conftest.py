@@ -108,6 +108,21 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A second moto server, without IAM: somebody else's bucket, reached by pre-signed URLs."""
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError as exc:
+        unavailable(f"moto[server] and boto3 (the dev extra): {exc}")
+    from tests.s3_server import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3open") / "moto.log", enforce_iam=False)
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def bucket(s3_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     """A fresh bucket; this process reads it as the reader, through the AWS chain's variables."""

@@ -104,7 +104,7 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
     def finalize_job(self: Task, job_id: str) -> bool:
         try:
             runtime = holder.get()
-            publish = partial(publish_job, runtime.settings, runtime.db)
+            publish = partial(publish_job, runtime.settings, runtime.db, finishing=True)
             return distributed.finalize_job(runtime.db, job_id, publish)
         except (StoreUnavailable, *distributed.DATABASE_DOWN) as exc:
             _retry_database_down(self, holder, exc)

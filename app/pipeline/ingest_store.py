@@ -12,14 +12,14 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Document
 from app.domain import DocumentStatus
-from app.errors import DocumentError, ObjectRefused, StoreUnavailable
+from app.errors import DocumentError, FolioError, ObjectRefused, StoreUnavailable
 from app.pdf.render import DocumentLimits
 from app.pipeline.ingest import IngestResult, add_pages, fail_document, sha256_of, skip_document
 from app.storage import DocumentCache, StoredObject, Stores, is_store_uri
@@ -118,6 +118,12 @@ class _Names:
         return name
 
 
+class TooManyObjects(FolioError):
+    """The source names more objects than the caller allows in one job."""
+
+    category = "too_many_objects"
+
+
 def ingest_stored(
     db: Database,
     stores: Stores,
@@ -130,20 +136,60 @@ def ingest_stored(
     page_size: int,
     force: bool = False,
     job_fields: dict[str, Any] | None = None,
+    max_documents: int | None = None,
 ) -> IngestResult:
     """Create the job, its documents and pages from stored objects; an object that cannot be
-    read or processed becomes a failed document with the reason, and the job goes on."""
+    read or processed becomes a failed document with the reason, and the job goes on.
+    More than `max_documents` objects raise TooManyObjects, and no job is made."""
     names = _Names()
     with db.session() as session:
         job = repo.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
         result = IngestResult(job_id=job.id)
         for page in listed_pages(stores, source, page_size):
             for listed in page:
+                if max_documents is not None and result.documents >= max_documents:
+                    raise TooManyObjects(f"more than {max_documents} objects in one job")
                 name = names.take(document_name_of(listed.uri, source))
                 _add_object(session, result, cache, listed, name, out_dir, limits, force)
             session.flush()
             session.expunge_all()  # this page's rows are written; memory holds only the next
     return result
+
+
+def ingest_uploaded(
+    db: Database,
+    uploaded: Iterable[tuple[StoredObject, Path, str]],
+    *,
+    source: str,
+    plan_name: str,
+    limits: DocumentLimits,
+    job_fields: dict[str, Any] | None = None,
+) -> IngestResult:
+    """A job of files just written to a store (API uploads): (the object, the local file it
+    was written from, its name). Pages are counted from the local file; workers read the
+    object."""
+    with db.session() as session:
+        job = repo.create_job(session, source, None, plan_name, **(job_fields or {}))
+        result = IngestResult(job_id=job.id)
+        for stored, path, name in uploaded:
+            document = _document(result, stored, name)
+            session.add(document)
+            result.documents += 1
+            document.sha256 = sha256_of(path)
+            add_pages(session, result, document, path, limits)
+    return result
+
+
+def _document(result: IngestResult, stored: StoredObject, name: str) -> Document:
+    return Document(
+        job_id=result.job_id,
+        path=stored.uri,
+        name=name,
+        etag=stored.etag,
+        version_id=stored.version_id,
+        size_bytes=min(stored.size, _MAX_INT),
+        status=DocumentStatus.PENDING,
+    )
 
 
 def _add_object(
@@ -157,15 +203,7 @@ def _add_object(
     force: bool,
 ) -> None:
     stored = listed if isinstance(listed, StoredObject) else None
-    document = Document(
-        job_id=result.job_id,
-        path=listed.uri,
-        name=name,
-        etag=stored.etag if stored else None,
-        version_id=stored.version_id if stored else None,
-        size_bytes=min(stored.size, _MAX_INT) if stored else 0,
-        status=DocumentStatus.PENDING,
-    )
+    document = _document(result, stored or StoredObject(listed.uri, 0), name)
     session.add(document)
     result.documents += 1
     if isinstance(listed, RefusedObject):
