@@ -17,7 +17,7 @@ from app.db import page_path, repo
 from app.db.engine import DATABASE_DOWN, Database
 from app.db.models import Document, Job, Page
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
-from app.errors import StoreUnavailable
+from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
@@ -180,8 +180,19 @@ class FinalizeSweeper:
 
 def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | None = None) -> bool:
     """Settle the job's documents and the job, `publish`ing its results just before it is
-    marked done; idempotent (publishing again replaces the same files)."""
-    return settle_job(db, job_id, publish)
+    marked done; idempotent (publishing again replaces the same files). A store that is down
+    propagates (the task retries, the job stays running); a refusal (a missing results
+    bucket, an expired PUT URL) is logged and the job ends without its results sent."""
+    if publish is None:
+        return settle_job(db, job_id)
+
+    def send(job: str) -> None:
+        try:
+            publish(job)
+        except ObjectRefused as exc:
+            log.error("job %s is done but its results could not be sent: %s", job, exc)
+
+    return settle_job(db, job_id, send)
 
 
 def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict[str, int]:

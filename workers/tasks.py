@@ -15,7 +15,7 @@ from typing import Any
 from celery import Celery, Task
 
 from app import distributed
-from app.errors import ObjectRefused, StoreUnavailable
+from app.errors import StoreUnavailable
 from app.jobs import publish_job
 from app.pipeline.process_page import PageBusy, PageOutcome
 from app.queue import FINALIZE_JOB, PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT
@@ -109,6 +109,3 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
         except (StoreUnavailable, *distributed.DATABASE_DOWN) as exc:
             _retry_database_down(self, holder, exc)
             raise
-        except ObjectRefused as exc:  # a missing results bucket, an expired PUT URL
-            log.error("job %s is done but its results could not be sent: %s", job_id, exc)
-            return True
