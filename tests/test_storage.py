@@ -135,6 +135,9 @@ def test_folio_run_from_a_bucket_to_a_bucket_and_reruns_skip_what_is_done(
     assert page_text(1, 2) in markdown
     report = json.loads(_get(s3_server, bucket, "out/report.json"))
     assert report["job_id"] == summary["job_id"]
+    again_out = runner.invoke(app, ["results", summary["job_id"], "--out", f"s3://{bucket}/a/"])
+    assert again_out.exit_code == 0, again_out.output
+    assert _get(s3_server, bucket, "a/doc01.md").decode() == markdown
 
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
