@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli.main import app
+from app.db.engine import Database
+from app.db.models import Job
 from app.errors import ObjectRefused, StoreUnavailable
 from app.storage import DocumentCache, StoredObject, Stores
 from tests.distributed_support import TcpProxy, page_text, write_text_pdfs
@@ -149,3 +151,15 @@ def test_folio_run_from_a_bucket_to_a_bucket_and_reruns_skip_what_is_done(
     assert third.exit_code == 0, third.output
     summary = json.loads(_get(s3_server, bucket, "out/summary.json"))
     assert (summary["documents_skipped"], summary["pages_total"]) == (2, 7)
+
+
+def test_a_prefix_that_cannot_be_listed_refuses_the_run_and_makes_no_job(
+    s3_server: Any, bucket: str, tmp_path: Path
+) -> None:
+    database = f"sqlite:///{tmp_path / 'folio.db'}"
+    missing = "s3://folio-no-such-bucket/in/"
+    result = CliRunner().invoke(app, ["run", missing, "--database-url", database])
+    assert result.exit_code == 4, result.output
+    assert "does not exist" in result.output
+    with Database(database).session() as session:
+        assert session.query(Job).count() == 0
