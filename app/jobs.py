@@ -255,8 +255,10 @@ def settle_job(db: Database, job_id: str, on_done: Callable[[str], object] | Non
             repo.settle_document(session, document_id)
         if repo.open_pages(session, job_id):
             return False
-    if on_done is not None:
-        on_done(job_id)
+        if on_done is None:
+            repo.set_job_status(session, job_id, JobStatus.DONE)
+            return True
+    on_done(job_id)
     with db.session() as session:
         repo.set_job_status(session, job_id, JobStatus.DONE)
     return True
