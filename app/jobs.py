@@ -96,6 +96,7 @@ def create_job_from_folder(settings: Settings, db: Database, request: JobRequest
             plan_name=plan_name,
             limits=document_limits(settings),
             page_size=settings.storage_list_page_size,
+            threads=settings.storage_ingest_threads,
             force=request.force,
             job_fields={"options": options},
         )

@@ -347,13 +347,20 @@ class Settings(BaseSettings):
     storage_cache_mb: float = Field(
         default=2048.0,
         gt=0,
-        description="Cap on the local copies' total size; the least recently used go first.",
+        description="Cap on the local copies' total size; the least recently used go first. "
+        "Keep it above the copies in use at once (storage_ingest_threads or a worker's "
+        "threads, times max_file_mb).",
     )
     storage_list_page_size: int = Field(
         default=1000,
         ge=1,
         le=1000,
         description="Objects listed per request; a prefix is ingested one such page at a time.",
+    )
+    storage_ingest_threads: int = Field(
+        default=8,
+        ge=1,
+        description="Objects a submit reads at once from the store to count their pages.",
     )
     api_allowed_uris: list[str] = Field(
         default_factory=list,

@@ -82,7 +82,9 @@ def test_cache_fetches_once_checks_the_checksum_and_stays_under_its_cap(
     for n in range(4):
         client.put_object(Bucket=bucket, Key=f"d{n}.pdf", Body=bytes([n]) * 1000)
     store = Stores().s3()
-    cache = DocumentCache(Stores(), tmp_path / "cache", max_bytes=2500, max_object_bytes=2**20)
+    cache = DocumentCache(
+        Stores(), tmp_path / "cache", max_bytes=2500, max_object_bytes=2**20, pinned=1
+    )
     listed = [store.head(f"s3://{bucket}/d{n}.pdf") for n in range(4)]
     first = cache.local_path(listed[0])
     assert first.read_bytes() == bytes([0]) * 1000

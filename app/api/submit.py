@@ -123,6 +123,7 @@ def create_stored_job(
         plan_name=settings.plan_name(options.plan_name),
         limits=_api_limits(settings),
         page_size=settings.storage_list_page_size,
+        threads=settings.storage_ingest_threads,
         job_fields={"options": options.as_json(), "api_key_id": api_key_id},
         max_documents=settings.api_max_files_per_job,
     )

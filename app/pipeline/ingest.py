@@ -127,6 +127,11 @@ def add_pages(
     except DocumentError as exc:
         fail_document(result, document, exc)
         return
+    add_page_rows(session, result, document)
+
+
+def add_page_rows(session: Any, result: IngestResult, document: Document) -> None:
+    """A pending row for each of the counted pages of `document`, which starts running."""
     document.status = DocumentStatus.RUNNING
     session.flush()
     pages = [

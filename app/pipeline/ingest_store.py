@@ -2,16 +2,18 @@
 
 A prefix of 100,000 objects is never held at once: each listing page (at most
 `storage_list_page_size` objects) becomes document rows, is flushed and let go before the next
-is asked for. Each object is read once here, through the bounded cache, to count its pages
-and record its SHA-256; an object already done with the same ETag into the same results
-location is skipped without being read.
+is asked for. Each object is read once here, through the bounded cache and on
+`storage_ingest_threads` threads, to count its pages and record its SHA-256; an object already
+done with the same ETag into the same results location is skipped without being read.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -20,8 +22,15 @@ from app.db.engine import Database
 from app.db.models import Document
 from app.domain import DocumentStatus
 from app.errors import DocumentError, FolioError, ObjectRefused, StoreUnavailable
-from app.pdf.render import DocumentLimits
-from app.pipeline.ingest import IngestResult, add_pages, fail_document, sha256_of, skip_document
+from app.pdf.render import DocumentLimits, inspect_document
+from app.pipeline.ingest import (
+    IngestResult,
+    add_page_rows,
+    add_pages,
+    fail_document,
+    sha256_of,
+    skip_document,
+)
 from app.storage import DocumentCache, StoredObject, Stores, is_store_uri
 from app.storage.base import ObjectUri
 
@@ -134,23 +143,39 @@ def ingest_stored(
     plan_name: str,
     limits: DocumentLimits,
     page_size: int,
+    threads: int = 8,
     force: bool = False,
     job_fields: dict[str, Any] | None = None,
     max_documents: int | None = None,
 ) -> IngestResult:
     """Create the job, its documents and pages from stored objects; an object that cannot be
     read or processed becomes a failed document with the reason, and the job goes on.
+    The objects of a listing page are read and counted on `threads` threads at once.
     More than `max_documents` objects raise TooManyObjects, and no job is made."""
     names = _Names()
-    with db.session() as session:
+    count = partial(_count, cache, limits)
+    with (
+        ThreadPoolExecutor(max(1, threads), thread_name_prefix="folio-ingest") as pool,
+        db.session() as session,
+    ):
         job = repo.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
         result = IngestResult(job_id=job.id)
         for page in listed_pages(stores, source, page_size):
+            to_read: list[tuple[Document, StoredObject]] = []
             for listed in page:
                 if max_documents is not None and result.documents >= max_documents:
                     raise TooManyObjects(f"more than {max_documents} objects in one job")
                 name = names.take(document_name_of(listed.uri, source))
-                _add_object(session, result, cache, listed, name, out_dir, limits, force)
+                document = _admit(session, result, listed, name, out_dir, force)
+                if document is not None and isinstance(listed, StoredObject):
+                    to_read.append((document, listed))
+            counted = pool.map(count, [stored for _, stored in to_read])
+            for (document, _), outcome in zip(to_read, counted, strict=True):
+                if isinstance(outcome, DocumentError):
+                    fail_document(result, document, outcome)
+                else:
+                    document.sha256, document.page_count = outcome
+                    add_page_rows(session, result, document)
             session.flush()
             session.expunge_all()  # this page's rows are written; memory holds only the next
     return result
@@ -192,29 +217,37 @@ def _document(result: IngestResult, stored: StoredObject, name: str) -> Document
     )
 
 
-def _add_object(
+def _admit(
     session: Any,
     result: IngestResult,
-    cache: DocumentCache,
     listed: Listed,
     name: str,
     out_dir: str | None,
-    limits: DocumentLimits,
     force: bool,
-) -> None:
+) -> Document | None:
+    """The object's document row; returned when its object is still to be read, None when it
+    is settled already (refused by the store, or done earlier with the same ETag)."""
     stored = listed if isinstance(listed, StoredObject) else None
     document = _document(result, stored or StoredObject(listed.uri, 0), name)
     session.add(document)
     result.documents += 1
     if isinstance(listed, RefusedObject):
         fail_document(result, document, listed.error)
-        return
+        return None
     assert stored is not None
     if out_dir and stored.etag and not force:
         done = repo.find_done_object(session, stored.uri, stored.etag, out_dir)
         if done:
             skip_document(result, document, done, "already done (same object and ETag, same out)")
-            return
+            return None
+    return document
+
+
+def _count(
+    cache: DocumentCache, limits: DocumentLimits, stored: StoredObject
+) -> tuple[str | None, int] | DocumentError:
+    """Read one object through the cache; its SHA-256 and page count, or why it cannot be
+    processed. Runs on the ingest threads; the copy may be evicted as soon as this returns."""
     try:
         if stored.size > limits.max_bytes:  # refused before a byte is fetched
             raise ObjectRefused(
@@ -223,9 +256,8 @@ def _add_object(
                 f"{limits.max_bytes / 2**20:.1f} MiB limit (max_file_mb)",
             )
         path = cache.local_path(stored)
-    except (ObjectRefused, StoreUnavailable) as exc:
-        reason = exc.reason if isinstance(exc, ObjectRefused) else str(exc)
-        fail_document(result, document, DocumentError(exc.category, reason))
-        return
-    document.sha256 = sha256_of(path)
-    add_pages(session, result, document, path, limits)
+        return sha256_of(path), inspect_document(path, limits)
+    except StoreUnavailable as exc:
+        return DocumentError(exc.category, str(exc))
+    except DocumentError as exc:  # ObjectRefused is one: missing, denied, changed, too large
+        return exc

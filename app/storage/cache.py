@@ -3,8 +3,9 @@
 A document in a store is fetched once per machine (the file is named after its URI and ETag,
 so every page of it, on any thread or worker process here, shares the copy), written under a
 temporary name and renamed only when whole and its SHA-256 matches what ingest recorded.
-The least recently used copies are deleted once the folder holds more than its cap; a copy
-already open for rendering stays readable (POSIX keeps an unlinked open file).
+The least recently used copies are deleted once the folder holds more than its cap, except the
+last ones handed out; a copy already open for rendering stays readable (POSIX keeps an
+unlinked open file).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import random
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from app.settings import Settings
 
 log = logging.getLogger(__name__)
+_RECENT = 64
 
 
 def backoff_s(attempt: int, max_delay_s: float) -> float:
@@ -62,6 +65,7 @@ class DocumentCache:
         retries: int = 4,
         max_delay_s: float = 8.0,
         sleep: Callable[[float], None] = time.sleep,
+        pinned: int = _RECENT,
     ) -> None:
         self.stores = stores
         self.folder = folder
@@ -72,6 +76,9 @@ class DocumentCache:
         self._sleep = sleep
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        # The copies handed out last: a page may not have opened its copy yet, so eviction
+        # passes over these even when the cap is exceeded (it catches up as they age).
+        self._recent: deque[Path] = deque(maxlen=max(1, pinned))
 
     @classmethod
     def from_settings(cls, settings: Settings, stores: Stores | None = None) -> DocumentCache:
@@ -92,12 +99,13 @@ class DocumentCache:
         name = hashlib.sha256(f"{stored.uri}\0{stored.etag}\0{stored.version_id}".encode())
         path = self.folder / f"{name.hexdigest()[:40]}.pdf"
         with self._lock_for(path.name):
+            self._recent.append(path)
             if path.exists():
                 with contextlib.suppress(OSError):
                     os.utime(path)  # recently used: evicted last
                 return path
             self._fetch(stored, path, sha256)
-        self._evict(keep=path)
+        self._evict()
         return path
 
     def _fetch(self, stored: StoredObject, path: Path, sha256: str | None) -> None:
@@ -126,16 +134,17 @@ class DocumentCache:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
 
-    def _evict(self, keep: Path) -> None:
+    def _evict(self) -> None:
         try:
             copies = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.glob("*.pdf")]
         except FileNotFoundError:
             return  # another process evicted one while we looked; the next fetch looks again
         total = sum(size for _, size, _ in copies)
+        recent = set(self._recent)
         for _, size, path in sorted(copies):
             if total <= self.max_bytes:
                 break
-            if path != keep:
+            if path not in recent:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
                 total -= size
