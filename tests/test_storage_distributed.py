@@ -174,7 +174,8 @@ def test_the_store_stopped_mid_batch_loses_no_page_and_duplicates_no_result(
         FOLIO_STORAGE_TIMEOUT_S="5",
     )
     submitter = {**env, "FOLIO_DATA_DIR": str(tmp_path / "submitter")}
-    job_id = _submit(f"s3://{bucket}/in/", f"s3://{bucket}/out/", submitter, monkeypatch)
+    source, out = f"s3://{bucket}/in/", f"s3://{bucket}/out/"
+    job_id = _submit(source, out, submitter, monkeypatch)
     batch = Batch(postgres_url, job_id, pages)
     worker_side = {
         **env,
@@ -198,10 +199,17 @@ def test_the_store_stopped_mid_batch_loses_no_page_and_duplicates_no_result(
         proxy.start()
         wait_until(batch.done, 180, "the job to finish after the store came back", batch.describe)
         assert "summary.json" in _keys(s3, bucket, "out/")  # sent before the job reads done
+        batch.assert_every_page_done_once()  # (before the rerun adds skipped documents)
+        # A rerun skips every object done with the same ETag into the same prefix, unread.
+        rerun = Batch(postgres_url, _submit(source, out, submitter, monkeypatch), 0)
+        wait_until(rerun.done, 120, "the rerun to finish", rerun.describe)
     finally:
         stop_worker(worker)
         proxy.pause()
-    batch.assert_every_page_done_once()
+    with rerun.db.session() as session:
+        statuses = session.scalars(select(Document.status).where(Document.job_id == rerun.job_id))
+        assert list(statuses) == ["skipped"] * 6
+    assert _json(s3, bucket, "out/summary.json")["job_id"] == rerun.job_id
     names = [f"doc{d:02d}" for d in range(1, 7)]
     expected = sorted([f"{n}.json" for n in names] + [f"{n}.md" for n in names])
     assert _keys(s3, bucket, "out/") == sorted([*expected, "report.json", "summary.json"])
