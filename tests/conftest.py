@@ -103,7 +103,9 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         unavailable(f"moto[server] and boto3 (the dev extra): {exc}")
     from tests.s3_server import S3Server
 
-    server = S3Server(tmp_path_factory.mktemp("s3") / "moto.log")
+    with pytest.MonkeyPatch.context() as mp:
+        _without_own_aws(mp)
+        server = S3Server(tmp_path_factory.mktemp("s3") / "moto.log")
     yield server
     server.stop()
 
@@ -118,18 +120,27 @@ def s3_open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         unavailable(f"moto[server] and boto3 (the dev extra): {exc}")
     from tests.s3_server import S3Server
 
-    server = S3Server(tmp_path_factory.mktemp("s3open") / "moto.log", enforce_iam=False)
+    with pytest.MonkeyPatch.context() as mp:
+        _without_own_aws(mp)
+        server = S3Server(tmp_path_factory.mktemp("s3open") / "moto.log", enforce_iam=False)
     yield server
     server.stop()
 
 
 @pytest.fixture
-def bucket(s3_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+def bucket(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh bucket; this process reads it as the reader, through the AWS chain's variables."""
+    _without_own_aws(monkeypatch)
     name = f"folio-{uuid.uuid4().hex[:12]}"
     s3_server.client().create_bucket(Bucket=name)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "absent-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "absent-aws-credentials"))
     for key, value in s3_server.reader.env(s3_server.endpoint).items():
         monkeypatch.setenv(key, value)
     return name
+
+
+def _without_own_aws(mp: pytest.MonkeyPatch) -> None:
+    """The developer's own AWS setup (profile, config files, session) stays out of the tests."""
+    for key in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
+        mp.delenv(key, raising=False)
+    mp.setenv("AWS_CONFIG_FILE", os.devnull)
+    mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
