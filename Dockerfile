@@ -8,7 +8,8 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 COPY workers ./workers
 COPY migrations ./migrations
-RUN pip install .
+# The s3 extra: workers and the API read documents from, and write results to, a bucket.
+RUN pip install ".[s3]"
 
 RUN useradd --create-home folio
 USER folio

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from app.db import page_path, repo
 from app.db.engine import DATABASE_DOWN, Database
 from app.db.models import Document, Job, Page
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
+from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
@@ -91,11 +93,11 @@ def split_document(db: Database, enqueuer: Enqueuer, document_id: int) -> int:
 
 
 def run_queued_page(processor: PageProcessor, page_id: int) -> PageOutcome:
-    """Process one page for a task. PageBusy and database outages propagate for a retry;
-    any other error is recorded on the page, which ends failed."""
+    """Process one page for a task. PageBusy, database and object store outages propagate for
+    a retry; any other error is recorded on the page, which ends failed."""
     try:
         return processor.run(page_id)
-    except (PageBusy, *DATABASE_DOWN):
+    except (PageBusy, StoreUnavailable, *DATABASE_DOWN):
         raise
     except Exception as exc:
         log.exception("page %s failed unexpectedly", page_id)
@@ -176,9 +178,21 @@ class FinalizeSweeper:
             log.warning("finalize sweep failed, will retry: %s", exc)
 
 
-def finalize_job(db: Database, job_id: str) -> bool:
-    """Settle the job's documents and the job; idempotent."""
-    return settle_job(db, job_id)
+def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | None = None) -> bool:
+    """Settle the job's documents and the job, `publish`ing its results just before it is
+    marked done; idempotent (publishing again replaces the same files). A store that is down
+    propagates (the task retries, the job stays running); a refusal (a missing results
+    bucket, an expired PUT URL) is logged and the job ends without its results sent."""
+    if publish is None:
+        return settle_job(db, job_id)
+
+    def send(job: str) -> None:
+        try:
+            publish(job)
+        except ObjectRefused as exc:
+            log.error("job %s is done but its results could not be sent: %s", job, exc)
+
+    return settle_job(db, job_id, send)
 
 
 def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict[str, int]:

@@ -60,3 +60,15 @@ class MissingExtraError(FolioError):
     """An optional part of Folio was asked for but its extra is not installed."""
 
     category = "missing-extra"
+
+
+class StoreUnavailable(FolioError):
+    """The object store could not be reached or answered 5xx; the same request may work later
+    (the page stays open and its task is retried, as when the database is down)."""
+
+    category = "store_unavailable"
+
+
+class ObjectRefused(DocumentError):
+    """An object the store will not give as it was listed: missing, denied, changed, too big.
+    Its category lands on the document (at ingest) or on its pages (on a worker)."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +21,45 @@ from app.metrics import FolioMetrics
 from app.pdf.render import DocumentLimits
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest, sha256_of
+from app.pipeline.ingest_store import ingest_stored, is_stored_source, listed_pages
 from app.pipeline.local import PageCallback, run_pages
 from app.pipeline.process_page import PageProcessor
-from app.report.build import job_server_tokens
+from app.report.build import build_report, job_server_tokens
+from app.report.render import ReportFormat, render_report
+from app.results import load_results, publish
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
+from app.storage import DocumentCache, Stores, is_store_uri
+from app.storage.targets import PresignedTarget, ResultTarget, result_target
 
 
 @dataclass(frozen=True)
 class JobRequest:
-    source: Path
-    out_dir: Path | None
+    source: Path | str  # a PDF, a folder, an s3:// prefix or a manifest of s3:// URIs
+    out_dir: Path | str | None  # a folder or an s3:// prefix
     plan_name: str
     force: bool = False
     dpi: int | None = None
+    # File name (`<document>.md`, `summary.json` ...) -> a pre-signed PUT URL for it.
+    result_urls: dict[str, str] = field(default_factory=dict)
+
+    def options(self) -> dict[str, Any]:
+        """The job's options as the request asks them."""
+        options: dict[str, Any] = {"dpi": self.dpi} if self.dpi else {}
+        if self.result_urls:
+            options["result_urls"] = self.result_urls
+        return options
+
+    @property
+    def stored(self) -> bool:
+        """Whether the documents come from an object store."""
+        return is_stored_source(str(self.source))
+
+
+def location(where: Path | str) -> str:
+    """How a job records a place: an s3:// URI as given, a local path made absolute."""
+    text = str(where)
+    return text if is_store_uri(text) else str(Path(text).resolve())
 
 
 def document_limits(settings: Settings) -> DocumentLimits:
@@ -55,17 +80,33 @@ def worker_id() -> str:
 
 
 def create_job_from_folder(settings: Settings, db: Database, request: JobRequest) -> IngestResult:
-    """Ingest every PDF under `request.source` as one job."""
+    """Ingest every PDF under `request.source` (a folder, or a store's prefix) as one job."""
     plan_name = settings.plan_name(request.plan_name)
     settings.plan(plan_name)  # fail fast on an unknown plan
-    root = request.source
+    options = request.options()
+    out_dir = location(request.out_dir) if request.out_dir else None
+    if request.stored:
+        stores = Stores.from_settings(settings)
+        return ingest_stored(
+            db,
+            stores,
+            DocumentCache.from_settings(settings, stores),
+            str(request.source),
+            out_dir=out_dir,
+            plan_name=plan_name,
+            limits=document_limits(settings),
+            page_size=settings.storage_list_page_size,
+            threads=settings.storage_ingest_threads,
+            force=request.force,
+            job_fields={"options": options},
+        )
+    root = Path(request.source)
     files = [(path, document_name(path, root)) for path in discover_pdfs(root)]
-    options = {"dpi": request.dpi} if request.dpi else {}
     return ingest(
         db,
         files,
         source=str(root.resolve()),
-        out_dir=str(request.out_dir.resolve()) if request.out_dir else None,
+        out_dir=out_dir,
         plan_name=plan_name,
         limits=document_limits(settings),
         force=request.force,
@@ -91,21 +132,35 @@ def interrupted_run(settings: Settings, db: Database, request: JobRequest) -> st
     same output folder, with the same plan and options."""
     if request.force or request.out_dir is None:
         return None
-    options = {"dpi": request.dpi} if request.dpi else {}
+    options = request.options()
     with db.session() as session:
         job = session.scalars(
             select(Job)
-            .where(Job.source == str(request.source.resolve()))
-            .where(Job.out_dir == str(request.out_dir.resolve()), Job.api_key_id.is_(None))
+            .where(Job.source == location(request.source))
+            .where(Job.out_dir == location(request.out_dir), Job.api_key_id.is_(None))
             .where(Job.plan_name == settings.plan_name(request.plan_name))
             .where(Job.status.in_([JobStatus.PENDING, JobStatus.RUNNING]))
             .order_by(Job.created_at.desc())
         ).first()
         if job is None or _asked_options(job.options) != options:
             return None
-        recorded = {(d.path, d.sha256) for d in job.documents}
-    files = {(str(p.resolve()), sha256_of(p)) for p in discover_pdfs(request.source)}
-    return job.id if files == recorded else None
+        if request.stored:
+            recorded = {(d.path, d.etag) for d in job.documents}
+        else:
+            recorded = {(d.path, d.sha256) for d in job.documents}
+    return job.id if _input_now(settings, request) == recorded else None
+
+
+def _input_now(settings: Settings, request: JobRequest) -> set[tuple[str, str | None]]:
+    """What the request's source holds now: (path, SHA-256), or (URI, ETag) in a store."""
+    if not request.stored:
+        return {(str(p.resolve()), sha256_of(p)) for p in discover_pdfs(Path(request.source))}
+    stores, size = Stores.from_settings(settings), settings.storage_list_page_size
+    return {
+        (o.uri, getattr(o, "etag", None))
+        for page in listed_pages(stores, str(request.source), size)
+        for o in page
+    }
 
 
 def _asked_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -162,8 +217,10 @@ def run_job_locally(
     on_page: PageCallback | None = None,
     metrics: FolioMetrics | None = None,
     cancels: CancelWatch | None = None,
+    on_done: Callable[[str], object] | None = None,
 ) -> None:
-    """Process the job's pages in this process, then settle documents and the job."""
+    """Process the job's pages in this process, then settle documents and the job
+    (`on_done`: see `settle_job`)."""
     if settings.concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
     with db.session() as session:
@@ -181,13 +238,14 @@ def run_job_locally(
         engines.close()
         if sampler:
             sampler.finish(job_id)
-    settle_job(db, job_id)
+    settle_job(db, job_id, on_done)
     if metrics and sampler:
         metrics.observe_server_tokens(job_server_tokens(db, job_id))
 
 
-def settle_job(db: Database, job_id: str) -> bool:
-    """Settle finished documents; mark the job done once no page is left open."""
+def settle_job(db: Database, job_id: str, on_done: Callable[[str], object] | None = None) -> bool:
+    """Settle finished documents; mark the job done once no page is left open, after
+    `on_done(job_id)` (its results sent out) so that a job reads done only with them there."""
     with db.session() as session:
         running = session.scalars(
             select(Document.id).where(
@@ -198,8 +256,13 @@ def settle_job(db: Database, job_id: str) -> bool:
             repo.settle_document(session, document_id)
         if repo.open_pages(session, job_id):
             return False
+        if on_done is None:
+            repo.set_job_status(session, job_id, JobStatus.DONE)
+            return True
+    on_done(job_id)
+    with db.session() as session:
         repo.set_job_status(session, job_id, JobStatus.DONE)
-        return True
+    return True
 
 
 def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> None:
@@ -224,3 +287,38 @@ def cancel_job(db: Database, job_id: str) -> bool:
         repo.set_job_status(session, job_id, JobStatus.CANCELLED)
     close_open_pages(db, job_id, "cancelled", "the job was cancelled")
     return True
+
+
+def publish_job(
+    settings: Settings,
+    db: Database,
+    job_id: str,
+    target: ResultTarget | None = None,
+    finishing: bool = False,
+) -> str | None:
+    """Send a job's results (per-document Markdown and JSON, summary.json, report.json) to
+    `target`, or where the job asked: its pre-signed PUT URLs, else its s3:// results prefix.
+    None when it asked for neither (a local folder is the command's that ran the job)."""
+    if target is None:
+        target = _asked_target(settings, db, job_id)
+    if target is None:
+        return None
+    report = render_report(build_report(db, settings, job_id), ReportFormat.JSON)
+    results = load_results(db, job_id)
+    if finishing:  # sent as the job ends, just before it is marked so
+        results = replace(results, status=JobStatus.DONE)
+    publish(results, report, target)
+    return target.where
+
+
+def _asked_target(settings: Settings, db: Database, job_id: str) -> ResultTarget | None:
+    with db.session() as session:
+        row = session.execute(select(Job.out_dir, Job.options).where(Job.id == job_id)).first()
+    if row is None:
+        raise KeyError(f"no job {job_id!r}")
+    out_dir, options = row
+    if urls := (options or {}).get("result_urls"):
+        return PresignedTarget(urls, settings.storage_timeout_s)
+    if out_dir and is_store_uri(out_dir):
+        return result_target(out_dir, Stores.from_settings(settings))
+    return None

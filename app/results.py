@@ -15,7 +15,11 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page
 from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
+from app.storage.targets import FolderTarget, ResultTarget
 from app.textlayer.plain import plain_text
+
+_MARKDOWN = "text/markdown; charset=utf-8"
+_JSON = "application/json"
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,9 @@ def load_results(db: Database, job_id: str) -> JobResults:
 
 
 def _done_earlier(session: Session, document: Document, out_dir: str | None) -> Document | None:
+    if out_dir and document.etag:  # a stored object, skipped on its URI and ETag
+        uri, etag = document.path, document.etag
+        return repo.find_done_object(session, uri, etag, out_dir, before_id=document.id)
     if not (document.sha256 and out_dir):
         return None
     return repo.find_done_document(session, document.sha256, out_dir, before_id=document.id)
@@ -207,25 +214,33 @@ def render_markdown(document: DocumentResult) -> str:
     return "\n".join(parts)
 
 
-def write_outputs(results: JobResults, out_dir: Path) -> None:
-    """`<name>.md` and `<name>.json` per document with pages, and `summary.json` for the job.
+def write_outputs(results: JobResults, out: Path | ResultTarget) -> None:
+    """`<name>.md` and `<name>.json` per document with pages, and `summary.json` for the job,
+    into a folder or any other target (a store's prefix, pre-signed URLs).
 
     A skipped document's files are written only where they are missing (e.g. `folio results`
     into a new folder): in the folder it was skipped for, they are the earlier job's own.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
+    target = FolderTarget(out) if isinstance(out, Path) else out
     for document in results.documents:
         if document.status == DocumentStatus.FAILED or not document.pages:
             continue
-        markdown, payload = out_dir / f"{document.name}.md", out_dir / f"{document.name}.json"
-        if document.status == DocumentStatus.SKIPPED and markdown.exists() and payload.exists():
+        markdown, payload = f"{document.name}.md", f"{document.name}.json"
+        skipped = document.status == DocumentStatus.SKIPPED
+        if skipped and target.has(markdown) and target.has(payload):
             continue
-        markdown.write_text(render_markdown(document), encoding="utf-8")
-        payload.write_text(
-            json.dumps(asdict(document), ensure_ascii=False, indent=2), encoding="utf-8"
-        )
+        target.put(markdown, render_markdown(document).encode(), _MARKDOWN)
+        data = json.dumps(asdict(document), ensure_ascii=False, indent=2)
+        target.put(payload, data.encode(), _JSON)
     summary = json.dumps(summary_of(results), ensure_ascii=False, indent=2)
-    (out_dir / "summary.json").write_text(summary, encoding="utf-8")
+    target.put("summary.json", summary.encode(), _JSON)
+
+
+def publish(results: JobResults, report_json: str, target: ResultTarget) -> None:
+    """`write_outputs` plus the job's report (`report.json`), for a target elsewhere than a
+    local folder: a downstream reader of a bucket gets the whole job there."""
+    write_outputs(results, target)
+    target.put("report.json", report_json.encode(), _JSON)
 
 
 def summary_of(results: JobResults) -> dict[str, Any]:

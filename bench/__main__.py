@@ -28,6 +28,7 @@ BENCHES: dict[str, str] = {
     "profile-images": "bench.profile_images",
     "flywheel": "bench.flywheel.run",
     "false-alarms": "bench.false_alarms.run",
+    "storage": "bench.storage",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
@@ -69,6 +70,15 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
                 f"{arm['round_trips_per_page']}",
             )
             for name, arm in report["result"]["arms"].items()
+        ]
+    if name == "storage":
+        return [
+            (
+                f"storage {kind}: cold fetch / warm cache vs local read (x)",
+                f"{row['arms']['store, cold']['times_local']} / "
+                f"{row['arms']['store, warm']['times_local']}",
+            )
+            for kind, row in report["kinds"].items()
         ]
     if name == "ocr":
         passed, sizes = report["result"]["passed"], report["result"]["sizes"]

@@ -22,6 +22,7 @@ COMPUTED_DEFAULTS = {
     "database_url": "`sqlite:///<data_dir>/folio.db`",
     "concurrency": "the number of CPU cores",
     "upload_dir": "`<data_dir>/uploads`",
+    "storage_cache_dir": "`<data_dir>/cache`",
 }
 
 

@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -90,3 +91,56 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
             monkeypatch.delenv(key)
     monkeypatch.setenv("FOLIO_CONFIG", str(tmp_path / "absent-folio.toml"))
     monkeypatch.setenv("FOLIO_DATA_DIR", str(tmp_path / "folio-data"))
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real S3 API server process (moto's server mode) for the session: tests/s3_server.py."""
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError as exc:
+        unavailable(f"moto[server] and boto3 (the dev extra): {exc}")
+    from tests.s3_server import S3Server
+
+    with pytest.MonkeyPatch.context() as mp:
+        _without_own_aws(mp)
+        server = S3Server(tmp_path_factory.mktemp("s3") / "moto.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A second moto server, without IAM: somebody else's bucket, reached by pre-signed URLs."""
+    try:
+        import boto3  # noqa: F401
+        import moto.server  # noqa: F401
+    except ImportError as exc:
+        unavailable(f"moto[server] and boto3 (the dev extra): {exc}")
+    from tests.s3_server import S3Server
+
+    with pytest.MonkeyPatch.context() as mp:
+        _without_own_aws(mp)
+        server = S3Server(tmp_path_factory.mktemp("s3open") / "moto.log", enforce_iam=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def bucket(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh bucket; this process reads it as the reader, through the AWS chain's variables."""
+    _without_own_aws(monkeypatch)
+    name = f"folio-{uuid.uuid4().hex[:12]}"
+    s3_server.client().create_bucket(Bucket=name)
+    for key, value in s3_server.reader.env(s3_server.endpoint).items():
+        monkeypatch.setenv(key, value)
+    return name
+
+
+def _without_own_aws(mp: pytest.MonkeyPatch) -> None:
+    """The developer's own AWS setup (profile, config files, session) stays out of the tests."""
+    for key in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
+        mp.delenv(key, raising=False)
+    mp.setenv("AWS_CONFIG_FILE", os.devnull)
+    mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)

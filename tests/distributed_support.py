@@ -128,6 +128,10 @@ class TcpProxy:
             server, self._server = self._server, None
             conns, self._conns = self._conns, []
         if server:
+            # shutdown wakes the thread blocked in accept(): a bare close would leave it to
+            # take one more connection on Linux
+            with contextlib.suppress(OSError):
+                server.shutdown(socket.SHUT_RDWR)
             server.close()
         for conn in conns:
             with contextlib.suppress(OSError):

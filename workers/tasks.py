@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import logging
 import random
+from functools import partial
+from typing import Any
 
 from celery import Celery, Task
 
 from app import distributed
+from app.errors import StoreUnavailable
+from app.jobs import publish_job
 from app.pipeline.process_page import PageBusy, PageOutcome
 from app.queue import FINALIZE_JOB, PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT
 from workers.runtime import RuntimeHolder, WorkerRuntime
@@ -25,11 +29,18 @@ def db_retry_delay(retries: int, max_delay_s: float) -> float:
     return min(max_delay_s, 0.5 * 2**retries) * random.uniform(0.8, 1.2)
 
 
-def _retry_database_down(task: Task, holder: RuntimeHolder, exc: Exception) -> None:
+def _retry_database_down(
+    task: Task, holder: RuntimeHolder, exc: Exception, args: list[Any] | None = None
+) -> None:
+    """Retry the task later, with backoff: the database or the object store is down."""
     settings = holder.settings
     delay = db_retry_delay(task.request.retries, settings.db_retry_max_delay_s)
-    log.warning("database unreachable (%s); %s retries in %.1f s", exc, task.name, delay)
-    raise task.retry(exc=exc, countdown=delay, max_retries=settings.db_retry_limit)
+    log.warning("%s unreachable (%s); %s retries in %.1f s", _what(exc), exc, task.name, delay)
+    raise task.retry(args=args, exc=exc, countdown=delay, max_retries=settings.db_retry_limit)
+
+
+def _what(exc: Exception) -> str:
+    return "object store" if isinstance(exc, StoreUnavailable) else "database"
 
 
 def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
@@ -53,8 +64,8 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
             # Another worker holds the page; its lease ends at the latest in page_lease_s.
             delay = min(holder.settings.page_lease_s, 30.0)
             raise self.retry(exc=exc, countdown=delay, max_retries=None) from exc
-        except distributed.DATABASE_DOWN as exc:
-            _retry_database_down(self, holder, exc)
+        except (StoreUnavailable, *distributed.DATABASE_DOWN) as exc:
+            _retry_database_down(self, holder, exc)  # the page was handed back, still open
             raise
         _settle([outcome], runtime)
         return outcome.status.value
@@ -68,6 +79,11 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
             _retry_database_down(self, holder, exc)
             raise
         _settle(list(batch.outcomes.values()), runtime)
+        if batch.deferred:
+            # The store is down: these pages were handed back, open, untouched; their retry
+            # backs off as for a database outage (other workers may take them meanwhile).
+            down = StoreUnavailable(f"pages {batch.deferred} wait for the object store")
+            _retry_database_down(self, holder, down, args=[batch.deferred + batch.busy])
         if batch.busy:
             # Other workers hold these; their leases end at the latest in page_lease_s.
             delay = min(holder.settings.page_lease_s, 30.0)
@@ -87,7 +103,9 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
     @app.task(bind=True, name=FINALIZE_JOB, max_retries=None)
     def finalize_job(self: Task, job_id: str) -> bool:
         try:
-            return distributed.finalize_job(holder.get().db, job_id)
-        except distributed.DATABASE_DOWN as exc:
+            runtime = holder.get()
+            publish = partial(publish_job, runtime.settings, runtime.db, finishing=True)
+            return distributed.finalize_job(runtime.db, job_id, publish)
+        except (StoreUnavailable, *distributed.DATABASE_DOWN) as exc:
             _retry_database_down(self, holder, exc)
             raise

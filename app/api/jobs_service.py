@@ -14,12 +14,23 @@ from starlette.datastructures import UploadFile
 
 from app.api import schemas
 from app.api.context import ApiContext
-from app.api.submit import FolderRefused, JobOptions, create_job, discard, folder_files
+from app.api.submit import (
+    FolderRefused,
+    JobOptions,
+    create_job,
+    create_stored_job,
+    create_uploaded_job,
+    discard,
+    folder_files,
+    uri_allowed,
+)
 from app.api.uploads import UploadError, UploadFolder, UploadLimits
 from app.db import job_views
 from app.db.models import Job
 from app.domain import JobStatus
+from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
+from app.pipeline.ingest_store import TooManyObjects
 from app.results import load_results, write_outputs
 from app.webhooks.urls import UrlRefused, check_url
 
@@ -35,12 +46,38 @@ def submit_uploads(
     try:
         for upload in uploads:
             folder.add(upload.filename or "file", upload.file)
-        ingested = create_job(
-            ctx.settings, ctx.db, folder.files, f"upload:{folder.root.name}", job_options, key
-        )
+        source = f"upload:{folder.root.name}"
+        if ctx.settings.upload_uri:  # workers elsewhere read them from the store
+            ingested = create_uploaded_job(ctx.settings, ctx.db, folder, job_options, key)
+            discard(folder.root)
+        else:
+            ingested = create_job(ctx.settings, ctx.db, folder.files, source, job_options, key)
     except UploadError as exc:
         discard(folder.root)
         raise HTTPException(exc.status, str(exc)) from exc
+    except StoreUnavailable as exc:
+        discard(folder.root)
+        raise HTTPException(503, f"the upload store is unreachable: {exc}") from exc
+    ctx.runner.submit(ingested.job_id)
+    return get_job(ctx, key, ingested.job_id)
+
+
+def submit_uri(ctx: ApiContext, key: int, request: schemas.ObjectJob) -> schemas.JobOut:
+    """Start a job on the PDFs under an s3:// URI that the server allows."""
+    for uri in (request.uri, request.results_uri):
+        if uri is not None and not uri_allowed(ctx.settings, uri):
+            raise HTTPException(403, f"{uri} is not under any of the server's allowed URIs")
+    job_options = _options(ctx, request)
+    if request.result_urls:
+        job_options.extra["result_urls"] = request.result_urls
+    try:
+        ingested = create_stored_job(
+            ctx.settings, ctx.db, request.uri, request.results_uri, job_options, key
+        )
+    except TooManyObjects as exc:
+        raise HTTPException(413, str(exc)) from exc
+    except (ObjectRefused, StoreUnavailable) as exc:
+        raise HTTPException(422, f"cannot list {request.uri}: {exc}") from exc
     ctx.runner.submit(ingested.job_id)
     return get_job(ctx, key, ingested.job_id)
 

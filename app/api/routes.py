@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api import events, jobs_service, schemas, webhook_schemas, webhooks_service
 from app.api.context import Ctx, KeyId
-from app.api.schemas import FolderJob, JobOptionsIn
+from app.api.schemas import FolderJob, JobOptionsIn, ObjectJob
 from app.domain import JobStatus, PageStatus
 from app.progress.feed import JobFeed
 from app.report.build import build_report
@@ -51,7 +51,9 @@ _SUBMIT_BODY = {
             "multipart/form-data": {
                 "schema": {"type": "object", "properties": _FORM_FIELDS, "required": ["files"]}
             },
-            "application/json": {"schema": FolderJob.model_json_schema()},
+            "application/json": {
+                "schema": {"oneOf": [FolderJob.model_json_schema(), ObjectJob.model_json_schema()]}
+            },
         },
     }
 }
@@ -80,11 +82,17 @@ _REPORT_MEDIA = {
     responses={**PROBLEMS, 413: {"description": "Over an upload limit", **_PROBLEM}},
 )
 async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId) -> schemas.JobOut:
-    """Upload PDFs (multipart `files`, or one zip), or name a server folder (JSON); runs async."""
+    """Upload PDFs (multipart `files`, or one zip), or name a server folder or an s3:// URI
+    (JSON); runs async."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/json"):
-        folder = _parse(FolderJob, await request.body())
-        job = await run_in_threadpool(jobs_service.submit_folder, ctx, key, folder)
+        body = await request.body()
+        if _names_uri(body):
+            objects = _parse(ObjectJob, body)
+            job = await run_in_threadpool(jobs_service.submit_uri, ctx, key, objects)
+        else:
+            folder = _parse(FolderJob, body)
+            job = await run_in_threadpool(jobs_service.submit_folder, ctx, key, folder)
     elif content_type.startswith("multipart/form-data"):
         form = await _read_form(request, ctx.settings.api_max_files_per_job)
         try:
@@ -99,6 +107,15 @@ async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId)
         raise HTTPException(415, "send multipart/form-data (files) or application/json (folder)")
     response.headers["Location"] = job.links.self
     return job
+
+
+def _names_uri(body: bytes) -> bool:
+    """Whether a JSON job names an s3:// URI (`uri`) rather than a server folder."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and "uri" in parsed
 
 
 async def _read_form(request: Request, max_files: int) -> Any:

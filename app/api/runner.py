@@ -6,6 +6,7 @@ import heapq
 import itertools
 import logging
 import threading
+from functools import partial
 from typing import Protocol
 
 from sqlalchemy import select
@@ -17,6 +18,7 @@ from app.jobs import (
     close_open_pages,
     interrupted_api_jobs,
     job_priority,
+    publish_job,
     release_dead_leases,
     run_job_locally,
 )
@@ -131,8 +133,16 @@ class LocalJobRunner:
         try:
             with self.db.session() as session:
                 page_ids = repo.open_pages(session, job_id)
+            # Its results_uri or result_urls get the results before the job reads done.
+            publish = partial(publish_job, self.settings, self.db, finishing=True)
             run_job_locally(
-                self.settings, self.db, job_id, page_ids, metrics=self.metrics, cancels=self.cancels
+                self.settings,
+                self.db,
+                job_id,
+                page_ids,
+                metrics=self.metrics,
+                cancels=self.cancels,
+                on_done=publish,
             )
         except Exception as exc:
             log.exception("job %s failed to run", job_id)

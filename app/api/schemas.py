@@ -54,6 +54,34 @@ class FolderJob(JobOptionsIn):
     )
 
 
+class ObjectJob(JobOptionsIn):
+    """`POST /v1/jobs` as JSON: PDFs in an object store, under one of the server's allowed
+    URIs (`api_allowed_uris`); the server's own credentials read them."""
+
+    uri: str = Field(
+        min_length=6,
+        max_length=2048,
+        pattern=r"^s3://[^/]+(/.*)?$",
+        description="An s3://bucket/prefix/ whose PDFs make the job, or an s3:// manifest "
+        "(.txt) with one s3:// URI per line.",
+        examples=["s3://scans/2026/batch-7/"],
+    )
+    results_uri: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=r"^s3://[^/]+(/.*)?$",
+        description="An s3:// prefix the results go to when the job ends (per-document .md "
+        "and .json, summary.json, report.json), under an allowed URI.",
+    )
+    result_urls: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=10_000,
+        description="Pre-signed PUT URLs the results are sent to when the job ends, by file "
+        "name (`<document>.md`, `<document>.json`, `summary.json`, `report.json`); a file "
+        "without a URL is not sent.",
+    )
+
+
 class JobLinks(BaseModel):
     self: str
     documents: str

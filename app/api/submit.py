@@ -8,13 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.api.uploads import UploadTooLarge
+from app.api.uploads import UploadFolder, UploadTooLarge
 from app.db.engine import Database
 from app.errors import DocumentError
 from app.jobs import document_limits
 from app.pdf.render import DocumentLimits, inspect_document
 from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest
+from app.pipeline.ingest_store import ingest_stored, ingest_uploaded
 from app.settings import Settings
+from app.storage import DocumentCache, Stores
+from app.storage.base import ObjectUri
 
 
 class FolderRefused(Exception):
@@ -73,12 +76,7 @@ def create_job(
 ) -> IngestResult:
     """Ingest `files` as one job owned by `api_key_id`; bad files become failed documents."""
     check_page_limits(settings, files)
-    base = document_limits(settings)
-    limits = DocumentLimits(
-        base.max_bytes,
-        min(base.max_pages, settings.api_max_pages_per_file),
-        base.max_page_pixels,
-    )
+    limits = _api_limits(settings)
     return ingest(
         db,
         files,
@@ -86,6 +84,69 @@ def create_job(
         out_dir=None,
         plan_name=settings.plan_name(options.plan_name),
         limits=limits,
+        job_fields={"options": options.as_json(), "api_key_id": api_key_id},
+    )
+
+
+def _api_limits(settings: Settings) -> DocumentLimits:
+    base = document_limits(settings)
+    return DocumentLimits(
+        base.max_bytes, min(base.max_pages, settings.api_max_pages_per_file), base.max_page_pixels
+    )
+
+
+def uri_allowed(settings: Settings, uri: str) -> bool:
+    """Whether `uri` lies under one of `api_allowed_uris` (whole path segments only)."""
+    for allowed in settings.api_allowed_uris:
+        root = allowed if allowed.endswith("/") else allowed + "/"
+        if uri == allowed or uri.startswith(root):
+            return True
+    return False
+
+
+def create_stored_job(
+    settings: Settings,
+    db: Database,
+    uri: str,
+    results_uri: str | None,
+    options: JobOptions,
+    api_key_id: int,
+) -> IngestResult:
+    """Ingest the PDFs an s3:// URI names as one job owned by `api_key_id`."""
+    stores = Stores.from_settings(settings)
+    return ingest_stored(
+        db,
+        stores,
+        DocumentCache.from_settings(settings, stores),
+        uri,
+        out_dir=results_uri,
+        plan_name=settings.plan_name(options.plan_name),
+        limits=_api_limits(settings),
+        page_size=settings.storage_list_page_size,
+        threads=settings.storage_ingest_threads,
+        job_fields={"options": options.as_json(), "api_key_id": api_key_id},
+        max_documents=settings.api_max_files_per_job,
+    )
+
+
+def create_uploaded_job(
+    settings: Settings, db: Database, folder: UploadFolder, options: JobOptions, api_key_id: int
+) -> IngestResult:
+    """Write the uploaded files under `upload_uri` and make a job of the stored objects."""
+    assert settings.upload_uri is not None
+    check_page_limits(settings, folder.files)
+    store = Stores.from_settings(settings).s3()
+    prefix = ObjectUri.parse(settings.upload_uri).child(folder.root.name + "/")
+    uploaded = [
+        (store.write_file(str(prefix.child(path.name)), path), path, name)
+        for path, name in folder.files
+    ]
+    return ingest_uploaded(
+        db,
+        uploaded,
+        source=str(prefix),
+        plan_name=settings.plan_name(options.plan_name),
+        limits=_api_limits(settings),
         job_fields={"options": options.as_json(), "api_key_id": api_key_id},
     )
 

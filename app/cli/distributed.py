@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -18,8 +19,9 @@ from app.cli import exit_codes
 from app.cli.options import BrokerUrl, DatabaseUrl, JobId, console, load_settings
 from app.cli.views import STATUS_STYLE
 from app.db.engine import Database
-from app.errors import ConfigError
+from app.errors import ConfigError, ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, cancel_job
+from app.pipeline.ingest_store import is_stored_source
 from app.progress.feed import JobFeed
 from app.queue import BrokerUnavailable, Enqueuer, check_broker
 from app.report.fit import FittedTable
@@ -49,9 +51,28 @@ def _broker_down(exc: BrokerUnavailable) -> None:
 
 
 def submit(
-    source: Annotated[Path, typer.Argument(help="A PDF, or a folder searched for PDFs.")],
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="A PDF, a folder searched for PDFs, an s3://bucket/prefix/, or a manifest "
+            "(.txt, local or s3://) with one s3:// URI per line."
+        ),
+    ],
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Output folder recorded on the job.")
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output folder recorded on the job; an s3:// prefix: the workers write the "
+            "results there when the job ends.",
+        ),
+    ] = None,
+    result_urls: Annotated[
+        Path | None,
+        typer.Option(
+            help="A JSON object of file name (`<document>.md`, `<document>.json`, "
+            "`summary.json`, `report.json`) to a pre-signed PUT URL the workers send it to."
+        ),
     ] = None,
     engine: Annotated[str | None, typer.Option(help="Attempt plan.")] = None,
     dpi: Annotated[int | None, typer.Option(help="Rendering resolution.")] = None,
@@ -63,14 +84,18 @@ def submit(
 ) -> None:
     """Create a job for SOURCE in the database and queue it for `folio worker`s; print its id."""
     settings = _settings(database_url=database_url, broker_url=broker_url, engine=engine)
-    if not source.exists():
+    if not is_stored_source(source) and not Path(source).exists():
         console.print(f"[red]No such file or folder:[/] {source}")
         raise typer.Exit(exit_codes.NO_INPUT)
+    urls = _result_urls(result_urls)
     enqueuer = _enqueuer(settings)
     db = Database(settings.database_url)
-    request = JobRequest(source, out, engine or settings.engine, dpi=dpi)
+    request = JobRequest(source, out, engine or settings.engine, dpi=dpi, result_urls=urls)
     try:
         ingested = distributed.submit_job(settings, db, enqueuer, request)
+    except (ObjectRefused, StoreUnavailable) as exc:
+        console.print(f"[red]Cannot list {source}:[/] {exc}")
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
     except (ConfigError, KeyError) as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(exit_codes.CONFIG) from exc
@@ -84,6 +109,20 @@ def submit(
     if wait:
         _wait(db, ingested.job_id, settings.events_poll_s)
         _show(db, ingested.job_id)
+
+
+def _result_urls(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    try:
+        urls = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]--result-urls: cannot read {path}:[/] {exc}")
+        raise typer.Exit(exit_codes.USAGE) from exc
+    if not isinstance(urls, dict) or not all(isinstance(v, str) for v in urls.values()):
+        console.print("[red]--result-urls needs a JSON object of file name to URL[/]")
+        raise typer.Exit(exit_codes.USAGE)
+    return urls
 
 
 def status(

@@ -22,14 +22,17 @@ from app.cli.train import train_dpo_command
 from app.cli.views import page_progress, summary_table
 from app.cli.watch import watch
 from app.db.engine import Database, upgrade
-from app.errors import ConfigError
-from app.jobs import JobRequest, run_job_locally, settle_job, start_job
+from app.errors import ConfigError, FolioError, ObjectRefused, StoreUnavailable
+from app.jobs import JobRequest, publish_job, run_job_locally, settle_job, start_job
+from app.pipeline.ingest_store import is_stored_source
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
 from app.report.render_table import report_tables
 from app.results import JobResults, load_results, summary_of, write_outputs
 from app.samples import write_samples
 from app.settings import Settings
+from app.storage import Stores, is_store_uri
+from app.storage.targets import result_target
 
 __all__ = ["app", "load_settings", "main"]
 
@@ -59,9 +62,15 @@ def _root(
 
 def run(
     source: Annotated[
-        Path, typer.Argument(help="A PDF, or a folder searched recursively for PDFs.")
+        str,
+        typer.Argument(
+            help="A PDF, a folder searched recursively for PDFs, an s3://bucket/prefix/, or a "
+            "manifest (.txt, local or s3://) with one s3:// URI per line."
+        ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the results.")] = Path("out"),
+    out: Annotated[
+        str, typer.Option("--out", "-o", help="Folder, or s3:// prefix, for the results.")
+    ] = "out",
     engine: Annotated[
         str | None, typer.Option(help="Attempt plan: auto, textlayer, tesseract, vlm, or your own.")
     ] = None,
@@ -72,14 +81,17 @@ def run(
 ) -> None:
     """Transcribe every PDF under SOURCE in this process and write results to --out."""
     settings = load_settings(concurrency=concurrency, database_url=database_url, engine=engine)
-    if not source.exists():
+    if not is_stored_source(source) and not Path(source).exists():
         console.print(f"[red]No such file or folder:[/] {source}")
         raise typer.Exit(exit_codes.NO_INPUT)
     db = Database(settings.database_url)
     request = JobRequest(source, out, engine or settings.engine, force=force, dpi=dpi)
     try:
         ingested = start_job(settings, db, request)
-    except (ConfigError, KeyError) as exc:
+    except (ObjectRefused, StoreUnavailable) as exc:  # a missing bucket, a denied listing
+        console.print(f"[red]Cannot list {source}:[/] {exc}")
+        raise typer.Exit(exit_codes.NO_INPUT) from exc
+    except (ConfigError, KeyError, FolioError) as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(exit_codes.CONFIG) from exc
     if ingested.documents == 0:
@@ -95,10 +107,23 @@ def run(
     else:
         settle_job(db, ingested.job_id)
     results = load_results(db, ingested.job_id)
-    write_outputs(results, out)
+    _write_results(settings, db, results, out)
     _show_run(results, db, settings, out, worked=bool(ingested.page_ids))
     if not results.all_pages_have_output:
         raise typer.Exit(exit_codes.SOME_FAILED)
+
+
+def _write_results(settings: Settings, db: Database, results: JobResults, out: str) -> None:
+    """A folder gets the files; an s3:// prefix gets them and the report (`report.json`)."""
+    try:
+        if is_store_uri(out):
+            target = result_target(out, Stores.from_settings(settings))
+            publish_job(settings, db, results.job_id, target)
+        else:
+            write_outputs(results, Path(out))
+    except FolioError as exc:
+        console.print(f"[red]Results not written to {out}:[/] {exc}")
+        raise typer.Exit(exit_codes.SOME_FAILED) from exc
 
 
 def _run_pages(settings: Settings, db: Database, job_id: str, page_ids: list[int]) -> None:
@@ -114,7 +139,7 @@ def _run_pages(settings: Settings, db: Database, job_id: str, page_ids: list[int
 
 
 def _show_run(
-    results: JobResults, db: Database, settings: Settings, out: Path, worked: bool
+    results: JobResults, db: Database, settings: Settings, out: str, worked: bool
 ) -> None:
     """The summary of a run; a rerun with nothing left to do says so in one line."""
     skipped = len(results.skipped)
@@ -142,17 +167,21 @@ def db_upgrade(database_url: DatabaseUrl = None) -> None:
 
 def results(
     job_id: JobId,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to (re)write results to.")],
+    out: Annotated[
+        str,
+        typer.Option("--out", "-o", help="Folder, or s3:// prefix, to (re)write results to."),
+    ],
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Write a finished job's Markdown/JSON results to a folder."""
+    """Write a finished job's Markdown/JSON results to a folder or an s3:// prefix."""
     settings = load_settings(database_url=database_url)
+    db = Database(settings.database_url)
     try:
-        loaded = load_results(Database(settings.database_url), job_id)
+        loaded = load_results(db, job_id)
     except KeyError as exc:
         console.print(f"[red]No job {job_id!r} in {settings.database_url}[/]")
         raise typer.Exit(exit_codes.NO_INPUT) from exc
-    write_outputs(loaded, out)
+    _write_results(settings, db, loaded, out)
     console.print(summary_of(loaded)["pages_total"], "pages written to", out)
 
 

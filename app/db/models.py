@@ -82,9 +82,14 @@ class Document(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    # A local path, or the object's URI (s3://bucket/key) when it lives in a store.
     path: Mapped[str] = mapped_column(Text)
     name: Mapped[str] = mapped_column(Text)
     sha256: Mapped[str | None] = mapped_column(String(64), index=True)
+    # A stored object's identity as listed: its ETag, and its version where the bucket keeps
+    # them. Workers read exactly that content; a rerun skips it when it is done already.
+    etag: Mapped[str | None] = mapped_column(String(200), index=True)
+    version_id: Mapped[str | None] = mapped_column(String(200))
     size_bytes: Mapped[int] = mapped_column(Integer, default=0)
     page_count: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[str] = mapped_column(String(16), index=True)

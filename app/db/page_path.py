@@ -1,7 +1,9 @@
 """The page path's statements, few by design: a page costs one claim and one closing transaction.
 
 - `claim`: one UPDATE that takes the lease and returns everything processing needs (the
-  document's path, the job's plan and options, how many attempts the page already has);
+  document's path or URI with its ETag and SHA-256, the job's plan and options, how many
+  attempts the page already has);
+- `release`: a claimed page handed back untouched (its document's store is down);
 - `close`: the page's last attempt row and its terminal status in one transaction;
 - `renew_leases`: one UPDATE per heartbeat for every page a worker holds;
 - `job_has_open_pages`: an index-only look, after the close has committed.
@@ -89,7 +91,10 @@ def _claim_statement(many: bool = False) -> Any:
     owner = bindparam("owner", type_=Page.lease_owner.type)
     # SQLite renders RETURNING's columns unqualified, where `id` would mean the subquery's own.
     own: dict[str, Any] = {c: literal_column(f"pages.{c}") for c in ("id", "document_id", "job_id")}
-    path = select(Document.path).where(Document.id == own["document_id"]).scalar_subquery()
+    document = Document.id == own["document_id"]
+    path = select(Document.path).where(document).scalar_subquery()
+    etag = select(Document.etag).where(document).scalar_subquery()
+    sha256 = select(Document.sha256).where(document).scalar_subquery()
     plan = select(Job.plan_name).where(Job.id == own["job_id"]).scalar_subquery()
     options = select(Job.options).where(Job.id == own["job_id"]).scalar_subquery()
     tried = select(func.count(Attempt.id)).where(Attempt.page_id == own["id"]).scalar_subquery()
@@ -104,7 +109,7 @@ def _claim_statement(many: bool = False) -> Any:
         if many
         else Page.id == bindparam("page_id", type_=Page.id.type)
     )
-    returned = (Page.job_id, Page.number, path, plan, options, tried)
+    returned = (Page.job_id, Page.number, path, plan, options, tried, etag, sha256)
     return (
         update(Page)
         .where(which, is_open(), lease_free)
@@ -125,8 +130,10 @@ def claim(conn: Connection, page_id: int, owner: str, lease_s: float) -> Claimed
     params = {"page_id": page_id, "owner": owner, "now": now, "lease_until": until}
     row = conn.execute(_claim_statement(), params).first()
     if row is not None:
-        job_id, number, doc_path, plan_name, job_options, attempts = row
-        work = PageWork(page_id, job_id, number, doc_path, plan_name, job_options or {})
+        job_id, number, doc_path, plan_name, job_options, attempts, etag, sha256 = row
+        work = PageWork(
+            page_id, job_id, number, doc_path, plan_name, job_options or {}, etag, sha256
+        )
         return ClaimedPage(work, int(attempts))
     held = conn.execute(select(Page.status, Page.lease_owner).where(Page.id == page_id)).first()
     if held is None:
@@ -143,10 +150,9 @@ def claim_many(
     until = now + timedelta(seconds=lease_s)
     params = {"page_ids": list(page_ids), "owner": owner, "now": now, "lease_until": until}
     found: dict[int, ClaimedPage | Refusal] = {}
-    for page_id, job_id, number, doc_path, plan_name, options, attempts in conn.execute(
-        _claim_statement(many=True), params
-    ):
-        work = PageWork(page_id, job_id, number, doc_path, plan_name, options or {})
+    for row in conn.execute(_claim_statement(many=True), params):
+        page_id, job_id, number, doc_path, plan_name, options, attempts, etag, sha256 = row
+        work = PageWork(page_id, job_id, number, doc_path, plan_name, options or {}, etag, sha256)
         found[page_id] = ClaimedPage(work, int(attempts))
     refused = [p for p in page_ids if p not in found]
     if refused:
@@ -246,6 +252,20 @@ def mark_false_alarms(conn: Connection, page_id: int, stops: Collection[tuple[st
             .where(Attempt.verdict_onset == onset)
             .values(status=AttemptStatus.FALSE_ALARM)
         )
+
+
+def release(conn: Connection, page_ids: Collection[int], owner: str) -> int:
+    """Hand back pages `owner` claimed but could not start (their document's store is down):
+    pending again, with no lease, so any worker's retry takes them at once."""
+    if not page_ids:
+        return 0
+    result = conn.execute(
+        update(Page)
+        .where(Page.id.in_(list(page_ids)), Page.lease_owner == owner)
+        .where(Page.status == PageStatus.RUNNING)
+        .values(status=PageStatus.PENDING, lease_owner=None, lease_until=None)
+    )
+    return int(result.rowcount)
 
 
 def renew_leases(conn: Connection, owner: str, page_ids: Collection[int], lease_s: float) -> int:

@@ -37,6 +37,8 @@ class PageWork:
     path: str
     plan_name: str
     options: dict[str, Any]
+    etag: str | None = None  # the stored object's, when `path` is its s3:// URI
+    sha256: str | None = None  # what the document's bytes hash to, recorded at ingest
 
 
 def create_job(
@@ -101,7 +103,16 @@ def page_work(session: Session, page_id: int) -> PageWork:
         .join(Job)
         .where(Page.id == page_id)
     ).one()
-    return PageWork(page.id, job.id, page.number, document.path, job.plan_name, job.options)
+    return PageWork(
+        page.id,
+        job.id,
+        page.number,
+        document.path,
+        job.plan_name,
+        job.options,
+        document.etag,
+        document.sha256,
+    )
 
 
 def page_status(session: Session, page_id: int) -> PageStatus:
@@ -210,6 +221,7 @@ def settle_document(session: Session, document_id: int) -> DocumentStatus | None
     if not statuses or any(s not in TERMINAL_PAGE_STATUSES for s in statuses):
         return None
     failed = statuses.count(PageStatus.FAILED)
+    shared = _shared_store_failure(session, document_id) if failed == len(statuses) else None
     status = (
         DocumentStatus.DONE
         if failed == 0
@@ -223,12 +235,32 @@ def settle_document(session: Session, document_id: int) -> DocumentStatus | None
         .where(Document.id == document_id)
         .values(
             status=status,
-            error=error,
-            error_category="pages" if failed else None,
+            error=shared[1] if shared else error,
+            error_category=shared[0] if shared else ("pages" if failed else None),
             finished_at=datetime.now(UTC),
         )
     )
     return status
+
+
+# Failures of the document's object, not of its pages: the document carries them as its own.
+STORE_FAILURES = frozenset(
+    {"object_changed", "object_missing", "access_denied", "bucket_missing", "too_large"}
+)
+
+
+def _shared_store_failure(session: Session, document_id: int) -> tuple[str, str] | None:
+    """(category, error) when every page failed for the same reason of the object store."""
+    rows = set(
+        session.execute(
+            select(Page.failure_category, Page.error).where(Page.document_id == document_id)
+        ).tuples()
+    )
+    categories = {category for category, _ in rows}
+    if len(categories) != 1 or not categories <= STORE_FAILURES:
+        return None
+    category, error = sorted(rows, key=lambda row: row[1] or "")[0]
+    return category or "", error or ""
 
 
 def open_pages(session: Session, job_id: str) -> list[int]:
@@ -345,3 +377,20 @@ def record_server_sample(
     sample.prompt_tokens = counters.prompt_tokens if counters else None
     sample.requests = counters.requests if counters else None
     sample.server_started = counters.started if counters else None
+
+
+def find_done_object(
+    session: Session, uri: str, etag: str, out_dir: str, before_id: int | None = None
+) -> Document | None:
+    """A finished document read from this stored object (same URI, same ETag), whose results
+    went to the same place: a rerun skips it without fetching it again."""
+    query = (
+        select(Document)
+        .join(Job)
+        .where(Document.etag == etag, Document.path == uri)
+        .where(Document.status == DocumentStatus.DONE, Job.out_dir == out_dir)
+        .order_by(Document.id.desc())
+    )
+    if before_id is not None:
+        query = query.where(Document.id < before_id)
+    return session.scalars(query).first()

@@ -96,19 +96,42 @@ def _add_document(
     result.documents += 1
     done = digest and out_dir and not force and repo.find_done_document(session, digest, out_dir)
     if done:
-        document.page_count = done.page_count
-        document.status = DocumentStatus.SKIPPED
-        document.error = "already done (same content, same --out)"
-        result.skipped.append(name)
+        skip_document(result, document, done, "already done (same content, same --out)")
         return
+    add_pages(session, result, document, path, limits)
+
+
+def skip_document(result: IngestResult, document: Document, done: Document, why: str) -> None:
+    """Mark `document` skipped: `done`, an earlier job's, has its pages already."""
+    document.page_count = done.page_count
+    document.status = DocumentStatus.SKIPPED
+    document.error = why
+    result.skipped.append(document.name)
+
+
+def fail_document(result: IngestResult, document: Document, exc: DocumentError) -> None:
+    """Mark `document` failed with the error's category and reason; the job goes on."""
+    document.status = DocumentStatus.FAILED
+    document.error_category = exc.category
+    document.error = exc.reason
+    result.failed[document.name] = exc.reason
+
+
+def add_pages(
+    session: Any, result: IngestResult, document: Document, path: Path, limits: DocumentLimits
+) -> None:
+    """Count the pages of `document` (read from `path`, a local copy) and add a row for each;
+    a document Folio cannot process is marked failed instead."""
     try:
         document.page_count = inspect_document(path, limits)
     except DocumentError as exc:
-        document.status = DocumentStatus.FAILED
-        document.error_category = exc.category
-        document.error = exc.reason
-        result.failed[name] = exc.reason
+        fail_document(result, document, exc)
         return
+    add_page_rows(session, result, document)
+
+
+def add_page_rows(session: Any, result: IngestResult, document: Document) -> None:
+    """A pending row for each of the counted pages of `document`, which starts running."""
     document.status = DocumentStatus.RUNNING
     session.flush()
     pages = [

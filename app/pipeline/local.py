@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from app.db import repo
 from app.db.engine import Database
 from app.domain import PageStatus
+from app.errors import StoreUnavailable
 from app.pipeline.process_page import PageBusy, PageProcessor
 
 log = logging.getLogger(__name__)
@@ -57,13 +58,15 @@ def _process_safely(processor: PageProcessor, page_id: int) -> PageStatus:
 
 
 def record_crash(db: Database, page_id: int, exc: Exception) -> PageStatus:
-    """Fail the page with category 'internal' for an error nothing else handled."""
+    """Fail the page with category 'internal' for an error nothing else handled (here, the
+    object store still down after the fetch's retries is `store_unavailable`)."""
+    category = exc.category if isinstance(exc, StoreUnavailable) else "internal"
     with db.session() as session:
         repo.finish_page(
             session,
             page_id,
             PageStatus.FAILED,
-            failure_category="internal",
+            failure_category=category,
             error=f"{type(exc).__name__}: {exc}",
         )
         return repo.page_status(session, page_id)

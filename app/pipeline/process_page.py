@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -15,7 +15,7 @@ from app.db.engine import DATABASE_DOWN, Database
 from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
 from app.domain import AttemptRole, AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
-from app.errors import EngineError, FolioError, RenderError
+from app.errors import EngineError, FolioError, ObjectRefused, RenderError, StoreUnavailable
 from app.metrics import FolioMetrics
 from app.pdf.render import rasterize, render_page
 from app.pdf.textlayer import text_layer_is_usable
@@ -36,6 +36,7 @@ from app.positions import PageGeometry
 from app.profiles.judge import ROTATED, rotation_after
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
+from app.storage import DocumentCache, StoredObject
 from app.textlayer import GateConfig
 from app.textlayer.words import languages_for
 
@@ -72,10 +73,12 @@ CrashHandler = Callable[[int, str, Exception], "PageOutcome"]
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """`run_many`'s result: each page's outcome, and the pages another worker holds."""
+    """`run_many`'s result: each page's outcome, the pages another worker holds, and the
+    pages handed back untouched because their document's store is down."""
 
     outcomes: dict[int, PageOutcome]
     busy: list[int]
+    deferred: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,11 @@ class PageProcessor:
         metrics: FolioMetrics | None = None,
         sampler: ServerSampler | None = None,
         cancels: CancelWatch | None = None,
+        documents: DocumentCache | None = None,
     ) -> None:
         self.settings = settings
+        # Where pages' documents are read: local paths as they are, stored ones via a copy.
+        self.documents = documents or DocumentCache.from_settings(settings)
         self.db = db
         self.engines = engines
         self.owner = owner
@@ -134,7 +140,12 @@ class PageProcessor:
                 if claimed.status.terminal:
                     return PageOutcome(claimed.status)
                 raise PageBusy(f"page {page_id} is held by {claimed.lease_owner}")
-            return self._write([self._work(claimed)])[page_id]
+            try:
+                closing = self._work(claimed)
+            except StoreUnavailable:
+                self._release([page_id])  # untouched: the task's retry starts it afresh
+                raise
+            return self._write([closing])[page_id]
         finally:
             self.leases.release(page_id)
 
@@ -152,6 +163,7 @@ class PageProcessor:
             with self.db.autocommit() as conn:
                 claims = page_path.claim_many(conn, mine, self.owner, self.lease_s)
             closings: list[Closing] = []
+            deferred: list[int] = []
             for page_id in mine:
                 claimed = claims.get(page_id)
                 if claimed is None:
@@ -161,19 +173,30 @@ class PageProcessor:
                         outcomes[page_id] = PageOutcome(claimed.status)
                     else:
                         busy.append(page_id)
+                elif deferred:  # the store is down: the rest wait too, not each for its retries
+                    deferred.append(page_id)
                 else:
                     try:
                         closings.append(self._work(claimed))
                     except DATABASE_DOWN:
                         raise
+                    except StoreUnavailable as exc:
+                        log.warning("page %s waits for the object store: %s", page_id, exc)
+                        deferred.append(page_id)
                     except Exception as exc:
                         log.exception("page %s failed unexpectedly", page_id)
                         outcomes[page_id] = crashed(page_id, claimed.work.job_id, exc)
             outcomes.update(self._write(closings))
+            self._release(deferred)
         finally:
             for page_id in mine:
                 self.leases.release(page_id)
-        return BatchOutcome(outcomes, busy)
+        return BatchOutcome(outcomes, busy, deferred)
+
+    def _release(self, page_ids: list[int]) -> None:
+        if page_ids:
+            with self.db.transaction() as conn:
+                page_path.release(conn, page_ids, self.owner)
 
     def close(self) -> None:
         """Stop the lease heartbeat (the engines belong to the caller)."""
@@ -203,6 +226,9 @@ class PageProcessor:
         except RenderError as exc:
             failed = PageClose(PageStatus.FAILED, failure_category="render", error=str(exc))
             return Closing(work, failed)
+        except ObjectRefused as exc:  # missing, denied, changed since it was listed, too big
+            failed = PageClose(PageStatus.FAILED, failure_category=exc.category, error=exc.reason)
+            return Closing(work, failed)
         endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
         if self.sampler:
             self.sampler.before_page(work.job_id, endpoints)
@@ -217,11 +243,12 @@ class PageProcessor:
     def _render(self, work: repo.PageWork) -> tuple[PageInput, RenderFacts]:
         started = time.perf_counter()
         dpi = int(work.options.get("dpi") or self.settings.dpi)
-        rendered = render_page(Path(work.path), work.number, dpi, self.settings.max_image_side)
+        path = self._local_copy(work)
+        rendered = render_page(path, work.number, dpi, self.settings.max_image_side)
         usable = text_layer_is_usable(rendered.text_layer, self.settings.textlayer_min_chars)
         layer = LayerVerdict()
         if usable:
-            path, enforce = Path(work.path), self.settings.textlayer_gate
+            enforce = self.settings.textlayer_gate
             layer = judge_layer(path, work.number, rendered, self.gate, enforce)
         facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
         geometry = PageGeometry(*rendered.size_pt, *rendered.image.size)
@@ -234,9 +261,14 @@ class PageProcessor:
             geometry=geometry,
             text_layer_words=rendered.words,
             points=rendered.points,
-            render_at=partial(rasterize, Path(work.path), work.number),
+            render_at=partial(rasterize, path, work.number),
         )
         return page, facts
+
+    def _local_copy(self, work: repo.PageWork) -> Path:
+        """The page's document on this machine's disk (a stored one is fetched, once)."""
+        stored = StoredObject(work.path, 0, work.etag)
+        return self.documents.local_path(stored, work.sha256)
 
     def _walk_plan(
         self, work: repo.PageWork, page: PageInput, facts: RenderFacts, past: list[PastAttempt]

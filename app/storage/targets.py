@@ -1,0 +1,101 @@
+"""Where a job's result files go: a folder, a prefix in a store, or pre-signed PUT URLs.
+
+Each target takes named files (`<document>.md`, `<document>.json`, `summary.json`,
+`report.json`); writing one again replaces it, so publishing twice writes nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+
+from app.errors import ObjectRefused, StoreUnavailable
+from app.storage.base import ObjectStore, ObjectUri, is_store_uri
+from app.storage.stores import Stores
+
+
+class ResultTarget(Protocol):
+    """A place for result files, by name."""
+
+    where: str
+
+    def has(self, name: str) -> bool:
+        """Whether a file of this name is there already."""
+        ...
+
+    def put(self, name: str, data: bytes, content_type: str) -> None:
+        """Write (or replace) the file `name`."""
+        ...
+
+
+class FolderTarget:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.where = str(root)
+        root.mkdir(parents=True, exist_ok=True)
+
+    def has(self, name: str) -> bool:
+        return (self.root / name).exists()
+
+    def put(self, name: str, data: bytes, content_type: str) -> None:
+        (self.root / name).write_bytes(data)
+
+
+class StoreTarget:
+    """Files under an s3:// prefix: `s3://bucket/results/` + `report.json`."""
+
+    def __init__(self, store: ObjectStore, prefix: str) -> None:
+        self.store = store
+        self.prefix = ObjectUri.parse(prefix)
+        self.where = prefix
+
+    def has(self, name: str) -> bool:
+        try:
+            self.store.head(str(self.prefix.child(name)))
+        except ObjectRefused:
+            return False
+        return True
+
+    def put(self, name: str, data: bytes, content_type: str) -> None:
+        self.store.write(str(self.prefix.child(name)), data, content_type)
+
+
+class PresignedTarget:
+    """Files PUT to the URLs the job was given, one per file name; a name without a URL is
+    not sent. The URLs are the caller's (docling-serve's pattern); no credential is needed."""
+
+    def __init__(self, urls: Mapping[str, str], timeout_s: float = 30.0) -> None:
+        self.urls = dict(urls)
+        self.timeout_s = timeout_s
+        self.where = f"{len(self.urls)} pre-signed URLs"
+
+    def has(self, name: str) -> bool:
+        return False  # a PUT URL cannot be asked; the earlier job's files are sent again
+
+    def put(self, name: str, data: bytes, content_type: str) -> None:
+        url = self.urls.get(name)
+        if url is None:
+            return
+        try:
+            answer = httpx.put(
+                url, content=data, headers={"Content-Type": content_type}, timeout=self.timeout_s
+            )
+        except httpx.TransportError as exc:
+            raise StoreUnavailable(f"PUT of {name} failed: {type(exc).__name__}") from exc
+        if answer.status_code >= 500:
+            raise StoreUnavailable(f"PUT of {name} answered {answer.status_code}")
+        if answer.status_code >= 400:  # an expired or wrong URL: retrying will not help
+            raise ObjectRefused(
+                "result_url_refused", f"PUT of {name} answered {answer.status_code}"
+            )
+
+
+def result_target(out: str | Path, stores: Stores) -> ResultTarget:
+    """The target a job's `out` names: an s3:// prefix, else a local folder."""
+    text = str(out)
+    if is_store_uri(text):
+        return StoreTarget(stores.for_uri(text), text)
+    return FolderTarget(Path(text))
