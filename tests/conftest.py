@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -22,6 +23,10 @@ REDIS_URL = os.environ.get("FOLIO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 SHARED = Path(os.environ.get("FOLIO_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
 # One template per test session: concurrent sessions on one server never share it.
 _TEMPLATE = f"folio_test_template_{uuid.uuid4().hex[:8]}"
+# Property tests draw the same examples on every run and keep no example database between runs:
+# CI is deterministic, and a failure found once is a test case written down, not a replay.
+hypothesis_settings.register_profile("folio", derandomize=True, database=None)
+hypothesis_settings.load_profile("folio")
 __all__ = ["vllm_endpoint"]  # one server for the session, shared by every vllm test
 
 
