@@ -20,11 +20,14 @@ _FORM_BLANK = re.compile(r"_{6,}|[☐☑☒□■]|\[\s?[xX ]?\s?\]|<checkbox_|:
 _SHELL = re.compile(
     r"^\s*(?:\$ |sudo |docker |pip |python |export |curl |git |--?[a-z][\w-]*[ =])", re.MULTILINE
 )
-_MATH = re.compile(r"\$\$|\\\(|\\\[|\\(?:frac|sum|int|alpha|beta|mathbf|mathrm|left|right)\b|<formula>")
+_MATH = re.compile(
+    r"\$\$|\\\(|\\\[|\\(?:frac|sum|int|alpha|beta|mathbf|mathrm|left|right)\b|<formula>"
+)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
 _COUNTED = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:Figure|Fig\.|Table|Image|Chart|Picture)\s*\d+", re.IGNORECASE | re.MULTILINE
+    r"^\s*(?:[-*]\s*)?(?:Figure|Fig\.|Table|Image|Chart|Picture)\s*\d+",
+    re.IGNORECASE | re.MULTILINE,
 )
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b|<!-- image -->")
 _BADGE = re.compile(r"img\.shields\.io|badge", re.IGNORECASE)
@@ -39,7 +42,7 @@ def table_rows(text: str) -> list[list[str]]:
 
 def _tables(text: str) -> list[str]:
     rows = table_rows(text)
-    tags = []
+    tags: list[str] = []
     if not rows:
         return tags
     tags.append("table")
@@ -81,6 +84,6 @@ _TESTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
 
 def shape_tags(text: str, fmt: str) -> list[str]:
     """The shape tags of one page (its format first)."""
-    tags = [fmt] + _tables(text)
+    tags = [fmt, *_tables(text)]
     tags += [name for name, test in _TESTS if test(text)]
     return tags
