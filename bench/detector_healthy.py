@@ -18,7 +18,8 @@ threshold per unit shape set from the other sources' largest healthy instance pl
 and how many pages of the held-out source still pass it. Writes
 `bench/results/detector_healthy.json` (every flagged page with its origin, kind and snippet)
 and `bench/results/healthy_shapes.json` (per source, how far healthy pages go in each shape);
-with `--all` (the copyleft sources rebuilt locally too) the same names with `_all`.
+with `--all` (the copyleft sources rebuilt locally too) the same names with `_all`, and the
+committed part alone from the same run under the plain names.
 """
 
 import argparse
@@ -272,6 +273,17 @@ def evaluate(
     """(the false-alarm report, the shape statistics) for `pages`."""
     verdicts = [judge(page) for page in pages]
     measured = [_flat(page_shapes(page["text"])) for page in pages]
+    return report_on(pages, verdicts, measured, recall, loop_recall(everything))
+
+
+def report_on(
+    pages: Sequence[Page],
+    verdicts: Sequence[dict[str, Any]],
+    measured: Sequence[dict[str, float]],
+    recall: float,
+    corpus_loops: dict[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report and shape statistics from verdicts and measures already taken."""
     heldout = leave_one_source_out(verdicts)
     pooled = heldout["pooled"]
     report = {
@@ -292,7 +304,7 @@ def evaluate(
         },
         "speed": speed(verdicts),
         "shape_rule_heldout": [heldout_shape_rule(pages, measured, margin) for margin in MARGINS],
-        "corpus_loops": loop_recall(everything),
+        "corpus_loops": corpus_loops,
         "flagged": [
             {key: row[key] for key in ("origin", "producer", "tags", *METHODS)}
             for row in verdicts
@@ -303,7 +315,7 @@ def evaluate(
 
 
 def print_report(report: dict[str, Any]) -> None:
-    console = Console()
+    console = Console(width=150)
     table = Table(title="False alarms on real healthy pages, per source (held out)")
     for column in ("source", "pages", *METHODS, "stream /1000", "worker /1000", "scan /1000"):
         table.add_column(column, justify="right" if column != "source" else "left")
@@ -344,11 +356,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     pages = load_pages(everything=args.all)
     if args.limit:
         pages = pages[: args.limit]
-    report, shapes = evaluate(pages, args.recall, everything=args.all)
+    verdicts = [judge(page) for page in pages]
+    measured = [_flat(page_shapes(page["text"])) for page in pages]
+    report, shapes = report_on(pages, verdicts, measured, args.recall, loop_recall(args.all))
     print_report(report)
-    suffix = "_all" if args.all else ""
+    _write("_all" if args.all else "", report, shapes)
+    if args.all:  # the committed part alone, from the same run
+        kept = [i for i, page in enumerate(pages) if page["redistributable"]]
+        committed = report_on(
+            [pages[i] for i in kept],
+            [verdicts[i] for i in kept],
+            [measured[i] for i in kept],
+            args.recall,
+            loop_recall(False),
+        )
+        _write("", *committed)
+    return report
+
+
+def _write(suffix: str, report: dict[str, Any], shapes: dict[str, Any]) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for path, payload in ((RESULTS, report), (SHAPES, shapes)):
-        path = path.with_name(f"{path.stem}{suffix}.json")
-        path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return report
+        named = path.with_name(f"{path.stem}{suffix}.json")
+        named.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

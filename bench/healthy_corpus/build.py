@@ -6,7 +6,7 @@ https://github.com/<owner>/<name> <mirror-root>/<owner>+<name>/repo` makes the s
 the pinned commit, so two builds give the same bytes. Writes:
 
 - `data/healthy.jsonl.gz`: the pages whose licence allows redistribution (committed);
-- `data/loops.jsonl.gz`: pages read and found to loop (`sources.KNOWN_LOOPS`), committed alike;
+- `data/loops.jsonl.gz`: pages read and found to loop (`read_loops.json`), committed alike;
 - `data/manifest.json`: sources, commits, licences, counts by source, producer and shape;
 - `out/healthy_corpus/healthy_all.jsonl.gz` and `loops_all.jsonl.gz` (not committed): every
   page, copyleft sources too.
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.healthy_corpus.chunking import MAX_CHARS, page_chunks
-from bench.healthy_corpus.sources import KNOWN_LOOPS, SOURCES, Selector, Source
+from bench.healthy_corpus.sources import READ_LOOPS, SOURCES, Selector, Source
 from bench.healthy_corpus.tagging import shape_tags
 
 HERE = Path(__file__).resolve().parent
@@ -112,7 +112,8 @@ def json_chunks(text: str) -> list[str]:
 
 
 def source_pages(mirror_root: Path, source: Source) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(loop note, page) for every page of `source`; the note is empty for healthy files."""
+    """(loops-only reason, page) for every page of `source` (the reason is empty for files
+    whose pages are healthy unless read as loops)."""
     gitdir = git_dir(mirror_root, source.repo)
     for selector, path in selected_files(gitdir, source):
         raw = _git(gitdir, "show", f"{source.commit}:{path}")
@@ -131,7 +132,7 @@ def source_pages(mirror_root: Path, source: Source) -> Iterator[tuple[str, dict[
             chunks = page_chunks(text)
         for index, chunk in enumerate(chunks):
             yield (
-                selector.loops,
+                selector.loops_only,
                 page_record(source, selector, path, fmt, chunk, index, len(chunks)),
             )
 
@@ -160,16 +161,16 @@ def build(mirror_root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     """(healthy pages, pages found to loop) from every source, duplicates dropped."""
     healthy, loops, seen = [], [], set()
     for source in SOURCES:
-        for file_note, page in source_pages(mirror_root, source):
+        for loops_only, page in source_pages(mirror_root, source):
             digest = hashlib.sha1(page["text"].encode()).hexdigest()
             if digest in seen:
                 continue
             seen.add(digest)
-            note = file_note or KNOWN_LOOPS.get(f"{page['origin']}#{page['chunk']}")
-            if note is None:
-                healthy.append(page)
-            else:
+            note = READ_LOOPS.get(f"{page['origin']}#{page['chunk']}")
+            if note is not None:
                 loops.append({**page, "loop": note})
+            elif not loops_only:
+                healthy.append(page)
     return healthy, loops
 
 
