@@ -63,6 +63,14 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
     if name == "detector":
         speed = report["speed"]
         return [("detector (chars/s, wall)", f"{speed['chars_per_second_wall']:,}")]
+    if name == "detector-healthy":
+        pooled = report["leave_one_source_out"]["pooled"]
+        return [
+            (
+                f"detector false alarms per 1,000 real healthy pages ({pooled['pages']})",
+                f"stream {pooled['stream_per_1000']} / worker {pooled['worker_per_1000']}",
+            )
+        ]
     if name == "orchestration":
         return [
             (
