@@ -34,7 +34,14 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from app.degeneration import LoopDetector, LoopVerdict, OutputScore, score_output
+from app.degeneration import (
+    DetectorConfig,
+    LoopDetector,
+    LoopVerdict,
+    OutputScore,
+    ScoreConfig,
+    score_output,
+)
 from bench import environment
 from bench.healthy_corpus.corpus import load_loops, load_pages
 from bench.healthy_corpus.unit_shapes import page_shapes
@@ -52,9 +59,9 @@ SNIPPET_CHARS = 240
 Page = dict[str, Any]
 
 
-def stream(text: str) -> tuple[LoopVerdict | None, float]:
+def stream(text: str, config: DetectorConfig | None = None) -> tuple[LoopVerdict | None, float]:
     """The online verdict on `text` fed in pieces, and the seconds it took."""
-    detector = LoopDetector()
+    detector = LoopDetector(config)
     started = time.perf_counter()
     verdict = None
     for start in range(0, len(text), PIECE_CHARS):
@@ -96,10 +103,11 @@ def _snippet(text: str, onset: int) -> str:
     return text[max(0, onset - 40) : onset + SNIPPET_CHARS]
 
 
-def judge(page: Page) -> dict[str, Any]:
-    """The three verdicts on one page, with the streaming time."""
+def judge(page: Page, config: ScoreConfig | None = None) -> dict[str, Any]:
+    """The three verdicts on one page (under `config`, else the shipped defaults), with the
+    streaming time."""
     text = page["text"]
-    online, seconds = stream(text)
+    online, seconds = stream(text, None if config is None else config.detector)
     return {
         "id": page["id"],
         "source": page["source"],
@@ -109,8 +117,8 @@ def judge(page: Page) -> dict[str, Any]:
         "chars": len(text),
         "seconds": seconds,
         "stream": None if online is None else _verdict_row(online, text),
-        "worker": _score_row(score_output(text, finish_reason="stop"), text),
-        "scan": _score_row(score_output(text), text),
+        "worker": _score_row(score_output(text, finish_reason="stop", config=config), text),
+        "scan": _score_row(score_output(text, config=config), text),
     }
 
 
@@ -144,6 +152,19 @@ def leave_one_source_out(verdicts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         rates = [row[f"{method}_per_1000"] for row in per_source.values()]
         out["pooled"][f"{method}_macro_per_1000"] = round(float(np.mean(rates)), 2)
     return out
+
+
+def leave_one_source_out_fitted(
+    pages: Sequence[Page], fit: Callable[[Sequence[Page]], ScoreConfig]
+) -> dict[str, Any]:
+    """False alarms held out by source for thresholds derived from data: for each source,
+    `fit` derives a config from the *other* sources' pages, and the held-out source's pages
+    are judged under it (the hook for thresholds set from `healthy_shapes.json`)."""
+    verdicts = []
+    for held in sorted({page["source"] for page in pages}):
+        config = fit([page for page in pages if page["source"] != held])
+        verdicts += [judge(page, config) for page in pages if page["source"] == held]
+    return leave_one_source_out(verdicts)
 
 
 def implied_precision(

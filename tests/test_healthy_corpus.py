@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
+from app.degeneration import ScoreConfig
 from bench import detector_healthy
 from bench.healthy_corpus import build
 from bench.healthy_corpus.chunking import MAX_CHARS, MIN_CHARS, page_chunks
@@ -135,3 +137,23 @@ def test_rebuild_reproduces_committed_pages(pages: list[dict]) -> None:
         if key in committed:
             assert page == committed[key]
     assert committed.keys() <= {(p["origin"], p["chunk"]) for p in rebuilt}
+
+
+def test_fitted_thresholds_are_judged_on_the_source_they_were_not_fitted_on(
+    pages: list[dict],
+) -> None:
+    by_source: dict[str, list[dict]] = {}
+    for page in pages:
+        by_source.setdefault(page["source"], []).append(page)
+    sliced = [page for source in sorted(by_source)[:3] for page in by_source[source][:6]]
+    seen: list[set[str]] = []
+
+    def fit(training: Sequence[dict]) -> ScoreConfig:
+        seen.append({page["source"] for page in training})
+        return ScoreConfig()  # the shipped defaults: the plain held-out figure must come back
+
+    fitted = detector_healthy.leave_one_source_out_fitted(sliced, fit)
+    plain = detector_healthy.leave_one_source_out([detector_healthy.judge(p) for p in sliced])
+    assert len(seen) == 3 and all(len(sources) == 2 for sources in seen)
+    for method in detector_healthy.METHODS:
+        assert fitted["pooled"][method] == plain["pooled"][method]
