@@ -61,6 +61,9 @@ def test_pages_are_distinct(pages: list[dict]) -> None:
 def test_manifest_counts_match_the_corpus(pages: list[dict]) -> None:
     manifest = json.loads((build.DATA / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["pages_committed"] == len(pages)
+    notices = (build.DATA / "LICENSES.md").read_text(encoding="utf-8")
+    for source in {(page["source"], page["origin"].split(":", 1)[0]) for page in pages}:
+        assert f"`{source[1]}:" in notices  # each committed source's licence file, at its commit
     for entry in manifest["sources"]:
         if entry["committed"]:
             prefix = f"{entry['repo']}@{entry['commit']}:"

@@ -8,6 +8,8 @@ the pinned commit, so two builds give the same bytes. Writes:
 - `data/healthy.jsonl.gz`: the pages whose licence allows redistribution (committed);
 - `data/loops.jsonl.gz`: pages read and found to loop (`read_loops.json`), committed alike;
 - `data/manifest.json`: sources, commits, licences, counts by source, producer and shape;
+- `data/LICENSES.md`: the licence file of every committed source at its commit (the notices
+  MIT, BSD and Apache-2.0 ask to keep with copies);
 - `out/healthy_corpus/healthy_all.jsonl.gz` and `loops_all.jsonl.gz` (not committed): every
   page, copyleft sources too.
 
@@ -217,6 +219,26 @@ def _counts(pages: Sequence[dict[str, Any]], keys: Any) -> dict[str, int]:
     return dict(counter.most_common())
 
 
+LICENCE_FILES = ("LICENSE", "LICENSE.md", "LICENSE.txt", "LICENCE", "COPYING")
+
+
+def licence_notices(mirror_root: Path) -> str:
+    """Markdown with the licence file of every committed source, at its pinned commit."""
+    parts = ["# Licences of the committed healthy corpus\n"]
+    for source in SOURCES:
+        if not source.redistributable:
+            continue
+        gitdir = git_dir(mirror_root, source.repo)
+        names = _git(gitdir, "ls-tree", "--name-only", source.commit).decode().splitlines()
+        path = next(name for name in LICENCE_FILES if name in names)
+        text = _git(gitdir, "show", f"{source.commit}:{path}").decode("utf-8").strip()
+        parts.append(
+            f"## {source.repo} ({source.licence})\n\n"
+            f"`{source.repo}@{source.commit}:{path}`\n\n```text\n{text}\n```\n"
+        )
+    return "\n".join(parts)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench healthy-corpus")
     parser.add_argument("--mirror-root", type=Path, default=DEFAULT_MIRRORS)
@@ -228,5 +250,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     write_jsonl_gz(LOCAL_LOOPS, loops)
     summary = manifest(healthy, loops)
     (DATA / "manifest.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (DATA / "LICENSES.md").write_text(licence_notices(args.mirror_root), encoding="utf-8")
     print(json.dumps({k: summary[k] for k in ("pages", "pages_committed", "loops")}))
     return summary
