@@ -44,6 +44,7 @@ from app.degeneration import (
 )
 from bench import environment
 from bench.healthy_corpus.corpus import load_loops, load_pages
+from bench.healthy_corpus.sources import PRODUCER_KINDS
 from bench.healthy_corpus.unit_shapes import page_shapes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -319,6 +320,9 @@ def report_on(
         "leave_one_source_out": heldout,
         "by_producer": false_alarm_rows(
             verdicts, lambda row: [f"{row['source']} / {row['producer']}"]
+        ),
+        "by_producer_kind": false_alarm_rows(
+            verdicts, lambda row: [PRODUCER_KINDS.get(row["producer"], "other")]
         ),
         "by_shape": false_alarm_rows(verdicts, lambda row: row["tags"]),
         "implied_precision": {

@@ -15,7 +15,7 @@ from bench import detector_healthy
 from bench.healthy_corpus import build
 from bench.healthy_corpus.chunking import MAX_CHARS, MIN_CHARS, page_chunks
 from bench.healthy_corpus.corpus import COMMITTED, LOOPS, load_loops, read_pages
-from bench.healthy_corpus.sources import SOURCES
+from bench.healthy_corpus.sources import PRODUCER_KINDS, SOURCES
 
 ORIGIN = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)@(?P<commit>[0-9a-f]{40}):(?P<path>\S.*)$")
 PERMISSIVE = {"MIT", "Apache-2.0", "BSD-3-Clause", "BSD-2-Clause", "CC-BY-4.0"}
@@ -50,6 +50,10 @@ def test_every_page_names_its_origin_and_licence(pages: list[dict]) -> None:
         assert 0 <= page["chunk"] < page["chunks"]
         assert page["text"].strip() and page["chars"] == len(page["text"])
         assert page["tags"][0] == page["format"]
+
+
+def test_every_producer_has_a_kind(pages: list[dict]) -> None:
+    assert {page["producer"] for page in pages} <= set(PRODUCER_KINDS)
 
 
 def test_pages_are_distinct(pages: list[dict]) -> None:

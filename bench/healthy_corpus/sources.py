@@ -216,3 +216,30 @@ SOURCES: tuple[Source, ...] = (
 READ_LOOPS: dict[str, str] = json.loads(
     (Path(__file__).with_name("read_loops.json")).read_text(encoding="utf-8")
 )
+
+
+# What kind of producer wrote a page, for the false-alarm figures by kind: a vision-language
+# OCR model, a pipeline of layout and recognition models, a converter reading the file's
+# structure or text layer, a PDF text layer as extracted, a reference transcription, or text
+# people wrote (docs, web pages).
+PRODUCER_KINDS: dict[str, str] = {
+    "olmocr": "vlm",
+    "nougat": "vlm",
+    "deepseek-ocr": "vlm",
+    "pix2text": "model pipeline",
+    "marker": "model pipeline",
+    "mineru": "model pipeline",
+    "docling": "model pipeline",
+    "opendataloader-hybrid": "model pipeline",
+    "unstructured": "converter",
+    "markitdown": "converter",
+    "pymupdf4llm": "converter",
+    "opendataloader": "converter",
+    "pymupdf": "text layer",
+    "pdftotext": "text layer",
+    "pypdf": "text layer",
+    "pdfminer": "text layer",
+    "groundtruth": "reference",
+    "docs": "human-written",
+    "web page": "human-written",
+}
