@@ -48,7 +48,11 @@ _BOUNDARY_RE = re.compile(r"[\n。]|[.!?] |(?<=[\u3040-\u30ff\u4e00-\u9fff\uac00
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
+# Info strings of a fence that wraps a whole markdown answer (```` ```markdown ````): inside it a
+# bare fence opens a code block rather than closing the wrapper, as chat models write it.
+_WRAPPER_INFO = frozenset({"markdown", "md"})
 _NOT_SENTENCE_END = frozenset(". \t0123456789")
+_MAX_FENCE_DEPTH = 8  # bounded memory; deeper nesting is read as staying inside
 _ROW_LOOKBACK = 256  # characters back from a sentence end where a table row's bar must be
 
 
@@ -84,7 +88,7 @@ class StructureTracker:
         self._max_step = config.structure_max_lines
         self._diagram_repeats = max(self._min_repeats, config.diagram_min_repeats)
         self._start = 0
-        self._in_fence = False
+        self._fences: list[str] = []  # open fences, outermost first: their info strings
         self._segments: deque[Segment] = deque(maxlen=self._max_step * (self._min_repeats + 1))
         self._runs = [0] * (self._max_step + 1)
         self._drifts = [0] * (self._max_step + 1)  # copies that differ in the exact view ...
@@ -180,16 +184,28 @@ class StructureTracker:
         if start < raw_base:  # longer than the raw tail: breaks any run
             return Segment(key="\0", line="\0", start=start, end=end, diagram=False)
         line = raw[start - raw_base : end - raw_base]
-        if line.lstrip().startswith(_FENCE):
-            self._in_fence = not self._in_fence
+        stripped = line.strip()
+        if stripped.startswith(_FENCE):
+            self._toggle_fence(stripped.lstrip("`").strip().lower())
             return None
-        if self._in_fence:
+        if self._fences:
             exact = exact_view(line)
             if is_mostly_fill(exact):
                 row = self._key(line, diagram=True)
                 return Segment(row, line, start, end, diagram=True) if exact else None
         key = self._key(line, diagram=False)
         return Segment(key, line, start, end, diagram=False) if key else None  # blank: neutral
+
+    def _toggle_fence(self, info: str) -> None:
+        """A fence line opens a block, or closes the innermost one. Inside a markdown wrapper
+        a bare fence with no code block open opens one: while streaming it cannot be told
+        from the wrapper's close, and reading it as an opener keeps the rows inside a code
+        block (a diagram loop there) read as rows of a fence."""
+        fences = self._fences
+        if fences and not info and fences[-1] not in _WRAPPER_INFO:
+            fences.pop()
+        elif len(fences) < _MAX_FENCE_DEPTH:
+            fences.append(info)
 
     @staticmethod
     def _key(line: str, diagram: bool) -> str:
