@@ -98,6 +98,30 @@ _SPECIAL_TOKEN_RE = re.compile(r"<\|[^<>]*>")
 _HEX_RE = re.compile(r"0x[0-9a-fA-F]+")
 
 
+_UNIT_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
+    "|sixteen|seventeen|eighteen|nineteen"
+)
+_ORDINAL_WORDS = (
+    "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth"
+    "|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth"
+)
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+# English number words and ordinals (`sixth`, `fifty-second`, `2nd`): a counter written in
+# words changes every copy as digits do, so the structural key reads each as one number.
+_NUMBER_WORD_RE = re.compile(
+    rf"\b(?:(?:{_TENS})(?:[- ]?(?:{_ORDINAL_WORDS}|{_UNIT_WORDS}))?"
+    rf"|(?:twen|thir|for|fif|six|seven|eigh|nine)tieth|hundred(?:th)?|thousand(?:th)?"
+    rf"|{_ORDINAL_WORDS}|{_UNIT_WORDS}|\d+(?:st|nd|rd|th))\b",
+    re.IGNORECASE,
+)
+
+
+def collapse_number_words(text: str) -> str:
+    """English number words and ordinals as `0` (`the sixth item` -> `the 0 item`)."""
+    return _NUMBER_WORD_RE.sub("0", text)
+
+
 class UnitClass(Enum):
     """What a repeating unit is made of, from most to least natural to repeat."""
 

@@ -56,9 +56,10 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
             return None
         if unit.count("0") * config.drift_max_chars_per_number < content_chars(unit):
             return None
-        copies = config.drift_min_repeats
-        if period >= config.drift_long_block_chars:
-            copies = min(copies, config.min_repeats)
+        # A short unit counting on is a list until it goes on far beyond a page's length.
+        copies = max(config.drift_min_repeats, config.counter_min_copies)
+        if period >= config.drift_long_block_chars or is_table_row(unit):
+            copies = min(config.drift_min_repeats, config.min_repeats)
         need = max(need, copies * period)
         if is_table_row(unit):
             need = max(need, config.drift_row_repeats(count_letters(unit)) * period)

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from app.degeneration.charclass import (
+    collapse_number_words,
     collapse_numbers,
     content_chars,
     exact_view,
@@ -211,7 +212,7 @@ class StructureTracker:
     def _key(line: str, diagram: bool) -> str:
         if diagram:
             return line.expandtabs().strip("\n").rstrip()
-        return collapse_numbers(line_key_chars(strip_markup(line)))
+        return collapse_numbers(line_key_chars(collapse_number_words(strip_markup(line))))
 
     def _push(self, segment: Segment) -> bool:
         """Append a segment; whether it continues any run (most segments continue none)."""
@@ -278,12 +279,18 @@ class StructureTracker:
         """Whether copies of these lines (not diagram rows) are a loop rather than a document
         repeating itself."""
         # Rules and form blanks (`Name: ____`) add no words to a unit.
+        config = self._config
         words = [s.key for s in unit if not is_mostly_fill(_exact(s))]
         letters = sum(len(_LETTER_RE.findall(key)) for key in words)
-        if letters < self._config.drift_min_letters:
-            return False
+        copies = self._runs[step] // step + 1
+        counting = bool(self._drifts[step]) and not self._changed_words[step]
+        # One line or sentence (not a table row) counting on: a list until it goes on.
+        listing = counting and self._runs[1] >= self._runs[step] and not is_row(unit[0].key)
+        counted_far = counting and copies >= config.counter_min_copies
+        if letters < config.drift_min_letters and not (letters and counted_far):
+            return False  # `- The sixth item`: a short line counts only when it goes on
         exact_chars = sum(len(_exact(s)) for s in unit)
-        long_block = exact_chars > self._config.max_period
+        long_block = exact_chars > config.max_period
         if not (allow_exact or self._drifts[step] or long_block):
             return False  # an exact repeat the periodic search judges
         rows = all(is_row(segment.key) for segment in unit)
@@ -296,9 +303,12 @@ class StructureTracker:
             # Leader dots and rules say nothing: a number per 160 characters of the rest.
             said = sum(content_chars(_exact(s)) for s in unit)
             numbers = sum(s.key.count("0") for s in unit)
-            if step > 1 and numbers * self._config.drift_max_chars_per_number < said:
-                # Only a heading number changes: a document's sections. A single line or
-                # sentence that carries its own counter (`Step 7: ...`) is a loop however long.
+            if step > 1 and numbers * config.drift_max_chars_per_number < said:
+                # Only a heading number changes: a document's sections.
+                return False
+            if listing and exact_chars < config.drift_long_block_chars and not counted_far:
+                # Lists, references and device lines count on with the rest of the line
+                # unchanged for up to a page; a loop goes on (`counter_min_copies`).
                 return False
             if rows and not self._row_repeats(self._runs[step], step, letters):
                 return False  # rows of a real table may differ in numbers only
