@@ -3,11 +3,14 @@ code block nested in a ```` ```markdown ```` answer, ordinal counters, loops ins
 values of a JSON answer. Each is caught within the characters stated here, counted from the
 loop's first copy; its healthy look-alike is not flagged."""
 
+import json
+import random
 from collections.abc import Callable
 
 import pytest
 
 from app.degeneration import DetectorConfig, LoopDetector, score_output
+from app.degeneration.json_strings import JsonStringReader
 from bench.detector_false_alarms import healthy_shapes
 from bench.mixed_text import chunks
 
@@ -132,3 +135,95 @@ def test_healthy_pages_of_false_alarm_shapes_are_not_stopped(name: str) -> None:
     shape = next(s for s in healthy_shapes() if s.name == name)
     detector = LoopDetector()
     assert not any(detector.feed(piece) is not None for piece in chunks(shape.text, 16))
+
+
+# --- loops inside the string values of a JSON answer ---------------------------------------
+
+JSON_CONFIG = DetectorConfig(json_strings=True)
+NOTES = (
+    "The dredger worked the north channel for two weeks.",
+    "Pier four needs new fenders before the winter storms.",
+    "A survey found silt building up near the fish market.",
+    "The ferry company asked for a longer berth in summer.",
+    "Repairs to the lock gates were finished under budget.",
+    "The tide gauge read high water a little early in May.",
+    "Two buoys drifted after the gale and were reset.",
+    "The harbour master reported fewer groundings this year.",
+    "Lighting on the east quay was replaced with lamps that last longer.",
+    "Fishermen asked that the slipway be cleared of weed.",
+    "A school visited the pilot station on open day.",
+    "The old crane will be sold once the new one is working.",
+)
+MANIFEST = ("tea", "salt", "rice", "wool", "iron", "coal", "flax")
+
+
+def dots_answer(lines: list[str], cells_before: int = 3) -> str:
+    """A dots.ocr-style layout answer: cells with boxes, the last one's text looping."""
+    cells = [
+        {"bbox": [40, 60 + 90 * k, 900, 140 + 90 * k], "category": "Text", "text": NOTE}
+        for k, NOTE in enumerate(PREFIX.split(". ")[:cells_before])
+    ]
+    cells.append({"bbox": [40, 400, 900, 1600], "category": "Text", "text": "\n".join(lines)})
+    return json.dumps(cells, ensure_ascii=False)
+
+
+def drifting_lines(copies: int) -> list[str]:
+    """A line loop whose copies drift in spelling (`Hakate`/`Hekate`), as real ones do."""
+    rng = random.Random(copies)
+    spellings = ("Hakate", "Hekate", "HakateT", "Hakatee")
+    return [
+        f"Cargo of {rng.choice(MANIFEST[:2])} for the {rng.choice(spellings)} quay, "
+        "loaded by the night crew"
+        for _ in range(copies)
+    ]
+
+
+def test_a_line_loop_inside_a_json_string_value_is_caught_with_json_strings() -> None:
+    text = dots_answer(drifting_lines(200))
+    loop_start = text.index("Cargo of")
+    detector = LoopDetector(JSON_CONFIG)
+    fired = next((detector.text_length for p in chunks(text, 16) if detector.feed(p)), None)
+    assert fired is not None and fired - loop_start <= 1_000, fired
+    verdict = detector.verdict
+    assert verdict is not None and loop_start - 64 <= verdict.onset <= fired
+    assert text[verdict.onset : verdict.onset + 8] in text[loop_start - 64 :]
+
+
+def test_the_same_json_loop_is_caught_later_without_the_string_view() -> None:
+    text = dots_answer(drifting_lines(200))
+    loop_start = text.index("Cargo of")
+    plain = next(
+        (d.text_length for d in [LoopDetector()] for p in chunks(text, 16) if d.feed(p)), None
+    )
+    json_view = next(
+        (d.text_length for d in [LoopDetector(JSON_CONFIG)] for p in chunks(text, 16) if d.feed(p)),
+        None,
+    )
+    assert json_view is not None
+    assert plain is None or plain - loop_start > json_view - loop_start
+
+
+def test_a_healthy_json_layout_answer_is_not_a_loop_with_json_strings() -> None:
+    # Many cells of one category, boxes counting down the page, short repeated values.
+    cells = [
+        {"bbox": [40, 60 + 30 * k, 900, 80 + 30 * k], "category": "List-item", "text": line}
+        for k, line in enumerate(f"{k + 1}. {note}" for k, note in enumerate(NOTES))
+    ]
+    cells += [{"bbox": [40, 1500, 900, 1540], "category": "Page-footer", "text": "Page 3"}]
+    text = json.dumps(cells, ensure_ascii=False)
+    detector = LoopDetector(JSON_CONFIG)
+    assert not any(detector.feed(piece) for piece in chunks(text, 16))
+    assert detector.finish() is None
+
+
+def test_json_string_values_decode_the_same_however_the_stream_is_cut() -> None:
+    text = dots_answer(['Line one "quoted" \\ back', "Zweite Zeile \u00e9 \u4e2d"])
+    text = text.replace("\u00e9", "\\u00e9")
+    decoded = set()
+    for size in (1, 2, 3, 7, 16, 1000):
+        reader = JsonStringReader()
+        decoded.add("".join(reader.feed(piece) for piece in chunks(text, size)))
+    assert len(decoded) == 1
+    (value,) = decoded
+    assert 'Line one "quoted" \\ back\nZweite Zeile é 中' in value
+    assert "bbox" not in value and "category" not in value  # keys are not text

@@ -119,6 +119,11 @@ class DetectorConfig:
     # repeat cells (`table_min_repeats`); a model stuck on one repeats it dozens of times.
     diagram_min_repeats: int = 16
 
+    # Answers in JSON (dots.ocr layout cells, Dharma's keys): a second detector also reads the
+    # string values, escapes decoded (`\n` a line break), where a loop's lines are otherwise
+    # invisible to the line and structure trackers (`json_strings`). Set by the profile.
+    json_strings: bool = False
+
     def drift_row_repeats(self, letters: int) -> int:
         """Copies a table row coming back with other numbers needs, by the letters it holds."""
         wordy = letters >= self.drift_row_wordy_letters

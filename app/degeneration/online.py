@@ -11,9 +11,11 @@ into chunks; memory is bounded by `tail_window` (normalised) and eight times tha
 """
 
 import re
+from dataclasses import replace
 
 from app.degeneration.charclass import DELETED_CHARS, FILL_CHARS, exact_and_shape_views
 from app.degeneration.config import DetectorConfig, LoopVerdict
+from app.degeneration.json_strings import JsonStringReader
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
 from app.degeneration.periodicity import candidate_periods, is_periodic
@@ -51,6 +53,12 @@ class LoopDetector:
         self._lines = LineRepeatTracker(self._config)
         self._structure = StructureTracker(self._config)
         self._verdict: LoopVerdict | None = None
+        # JSON answers: a second detector reads the decoded string values (`json_strings`).
+        self._json: JsonStringReader | None = None
+        self._strings: LoopDetector | None = None
+        if self._config.json_strings:
+            self._json = JsonStringReader()
+            self._strings = LoopDetector(replace(self._config, json_strings=False))
 
     @property
     def config(self) -> DetectorConfig:
@@ -73,6 +81,11 @@ class LoopDetector:
 
     def feed(self, chunk: str) -> LoopVerdict | None:
         """Consume the next chunk; return the verdict once the text is looping."""
+        if self._strings is not None:
+            return self._feed_json(chunk)
+        return self._feed_text(chunk)
+
+    def _feed_text(self, chunk: str) -> LoopVerdict | None:
         if self._verdict is None and self._length + len(chunk) <= self._next_check:
             self._consume(chunk)  # the common case: the chunk ends at or before a check
             return self._verdict
@@ -97,7 +110,25 @@ class LoopDetector:
             self._verdict = self._fill_run_verdict()
         if self._verdict is None:
             self._verdict = self._check() or self._drift_check()
+        if self._verdict is None and self._strings is not None:
+            self._verdict = self._string_verdict(self._strings.finish())
         return self._verdict
+
+    def _feed_json(self, chunk: str) -> LoopVerdict | None:
+        strings, reader = self._strings, self._json
+        assert strings is not None and reader is not None
+        verdict = self._feed_text(chunk)
+        decoded = reader.feed(chunk)
+        if verdict is None and decoded and strings.verdict is None:
+            self._verdict = self._string_verdict(strings.feed(decoded))
+        return self._verdict
+
+    def _string_verdict(self, inner: LoopVerdict | None) -> LoopVerdict | None:
+        """A loop in the decoded string values, its offsets mapped back to the raw text."""
+        if inner is None or self._json is None:
+            return None
+        onset = min(self._json.raw_offset(inner.onset), self._length)
+        return replace(inner, onset=onset, covered=self._length - onset)
 
     def _consume(self, piece: str) -> None:
         # The hot path: everything a 16-character chunk costs happens here, on locals.

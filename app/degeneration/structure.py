@@ -70,6 +70,14 @@ def _exact(segment: Segment) -> str:
     return exact_view(segment.line)
 
 
+def _counted_key(segment: Segment) -> str:
+    """The segment's key with English number words read as numbers (`the sixth item`)."""
+    if segment.counted_key is None:
+        words = collapse_number_words(strip_markup(segment.line))
+        segment.counted_key = collapse_numbers(line_key_chars(words))
+    return segment.counted_key
+
+
 def _in_table_row(raw: str, at: int) -> bool:
     # A bounded look for a bar first: prose has none, and its line start may lie far back.
     if raw.rfind("|", max(0, at - _ROW_LOOKBACK), at) < 0:
@@ -212,7 +220,7 @@ class StructureTracker:
     def _key(line: str, diagram: bool) -> str:
         if diagram:
             return line.expandtabs().strip("\n").rstrip()
-        return collapse_numbers(line_key_chars(collapse_number_words(strip_markup(line))))
+        return collapse_numbers(line_key_chars(strip_markup(line)))
 
     def _push(self, segment: Segment) -> bool:
         """Append a segment; whether it continues any run (most segments continue none)."""
@@ -224,17 +232,21 @@ class StructureTracker:
         for step in range(1, min(self._max_step, len(segments)) + 1):
             earlier = segments[-step]
             other = earlier.key
-            alike = other == key or (
-                abs(size - len(other)) <= slack
+            alike = counted = other == key
+            if (
+                not alike
+                and abs(size - len(other)) <= slack
                 and (other[:4] == head or other[-4:] == tail)  # `_near`'s cheap test, inline
-                and self._near(segment, earlier)
-            )
+            ):
+                # Only here, on the few pairs alike at one end, are counters in words read.
+                alike = counted = _counted_key(segment) == _counted_key(earlier)
+                alike = alike or self._near(segment, earlier)
             if alike:
                 if not runs[step]:
                     self._onsets[step] = earlier.start
                 runs[step] += 1
                 self._drifts[step] += _exact(segment) != _exact(earlier)
-                self._changed_words[step] += key != earlier.key
+                self._changed_words[step] += not counted
                 continued = True
             elif runs[step]:
                 runs[step] = self._drifts[step] = self._changed_words[step] = 0

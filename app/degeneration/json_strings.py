@@ -1,0 +1,126 @@
+"""The string values of a JSON answer, decoded as they stream (`DetectorConfig.json_strings`).
+
+Profiles that answer in JSON (dots.ocr's layout cells, Dharma's `header`/`text` keys) put the
+page's text in string values: a loop there is written with escaped line breaks (`\\n`), so the
+line and structure trackers, which read real line breaks, never see its lines, and a parser
+that only checks that the JSON is valid never sees it at all. `JsonStringReader` turns the
+stream into the text of its string values (keys left out), escapes decoded, each value ended
+by a blank line, which a second detector reads as text of its own. It keeps a few bytes of
+state (inside a string or not, a pending escape, the open containers), so a chunk costs one
+regex scan of its length.
+"""
+
+import re
+from collections import deque
+
+_SPECIAL_RE = re.compile(r'["\\{}\[\],:]')
+_IN_STRING_RE = re.compile(r'["\\]')
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\n", "b": " ", "f": " ", "/": "/", '"': '"', "\\": "\\"}
+_MAX_DEPTH = 64
+_ANCHORS = 4096
+
+
+class JsonStringReader:
+    """Decodes the string values of a streamed JSON text; maps decoded offsets back to raw."""
+
+    def __init__(self) -> None:
+        self._in_string = False
+        self._is_value = False  # the open string is a value (not a key)
+        self._escape = ""  # an escape cut by the chunk boundary (`\\`, `\\u00`)
+        self._containers: list[str] = []  # open `{` and `[`
+        self._expect_key = False  # the next string in the open object is a key
+        self._raw = 0  # raw characters read
+        self._decoded = 0  # decoded characters produced
+        # (decoded offset, raw offset) where a run of decoded text starts: a value's start
+        # and every chunk inside it; offsets between two anchors are read as one to one.
+        self._anchors: deque[tuple[int, int]] = deque(maxlen=_ANCHORS)
+
+    def feed(self, chunk: str) -> str:
+        """The decoded text of the string values in `chunk` (and the rest of a cut escape)."""
+        out: list[str] = []
+        position = 0
+        while position < len(chunk):
+            if self._in_string:
+                position = self._read_string(chunk, position, out)
+            else:
+                found = _SPECIAL_RE.search(chunk, position)
+                if found is None:
+                    break
+                position = found.end()
+                self._structure(found.group(), self._raw + found.start(), out)
+        self._raw += len(chunk)
+        return "".join(out)
+
+    def raw_offset(self, decoded: int) -> int:
+        """The raw offset of a decoded offset (exact at anchors, one to one between them)."""
+        best = (0, 0)
+        for anchor in reversed(self._anchors):
+            if anchor[0] <= decoded:
+                best = anchor
+                break
+        return best[1] + (decoded - best[0])
+
+    def _structure(self, char: str, at: int, out: list[str]) -> None:
+        containers = self._containers
+        if char == '"':
+            self._in_string = True
+            self._is_value = not (containers and containers[-1] == "{" and self._expect_key)
+            if self._is_value:
+                self._anchors.append((self._decoded, at + 1))
+        elif char in "{[":
+            if len(containers) < _MAX_DEPTH:
+                containers.append(char)
+            self._expect_key = char == "{"
+        elif char in "}]":
+            if containers:
+                containers.pop()
+            self._expect_key = False
+        elif char == ",":
+            self._expect_key = bool(containers) and containers[-1] == "{"
+        elif char == ":":
+            self._expect_key = False
+
+    def _read_string(self, chunk: str, position: int, out: list[str]) -> int:
+        if self._is_value and position == 0:
+            self._anchors.append((self._decoded, self._raw))
+        while position < len(chunk):
+            if self._escape:
+                position = self._read_escape(chunk, position, out)
+                continue
+            found = _IN_STRING_RE.search(chunk, position)
+            end = len(chunk) if found is None else found.start()
+            if self._is_value and end > position:
+                self._emit(chunk[position:end], out)
+            if found is None:
+                return len(chunk)
+            if found.group() == '"':
+                self._in_string = False
+                if self._is_value:
+                    self._emit("\n\n", out)  # a value ends: a blank line, neutral to lines
+                return found.end()
+            self._escape = "\\"
+            position = found.end()
+        return position
+
+    def _read_escape(self, chunk: str, position: int, out: list[str]) -> int:
+        pending = self._escape + chunk[position : position + 6 - len(self._escape)]
+        if len(pending) < 2 or (pending[1] == "u" and len(pending) < 6):
+            self._escape = pending
+            return len(chunk)  # the escape goes on in the next chunk
+        size = 6 if pending[1] == "u" else 2
+        taken = size - len(self._escape)
+        self._escape = ""
+        if pending[1] == "u":
+            try:
+                text = chr(int(pending[2:6], 16))
+            except ValueError:
+                text = " "
+        else:
+            text = _ESCAPES.get(pending[1], pending[1])
+        if self._is_value:
+            self._emit(text, out)
+        return position + taken
+
+    def _emit(self, text: str, out: list[str]) -> None:
+        out.append(text)
+        self._decoded += len(text)
