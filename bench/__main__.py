@@ -18,6 +18,8 @@ Bench = Callable[[Sequence[str] | None], dict[str, Any] | None]
 BENCHES: dict[str, str] = {
     "rasterize": "bench.rasterize",
     "detector": "bench.detector",
+    "detector-healthy": "bench.detector_healthy",
+    "healthy-corpus": "bench.healthy_corpus.build",
     "tax": "bench.degeneration_tax",
     "tax-validate": "bench.tax_validate",
     "tax-reestimate": "bench.tax_reestimate",
@@ -31,8 +33,11 @@ BENCHES: dict[str, str] = {
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
 # tax-reestimate redoes its estimate from the attempts it kept; gpu needs a GPU machine;
-# flywheel trains and serves seven models (~30 min) and needs the taught weights.
-NOT_IN_ALL = frozenset({"tax-validate", "tax-reestimate", "gpu", "flywheel"})
+# flywheel trains and serves seven models (~30 min) and needs the taught weights;
+# healthy-corpus rebuilds the committed corpus from git mirrors of its sources.
+NOT_IN_ALL = frozenset(
+    {"tax-validate", "tax-reestimate", "gpu", "flywheel", "healthy-corpus"}
+)
 
 
 def bench(name: str) -> Bench:
