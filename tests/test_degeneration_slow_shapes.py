@@ -121,13 +121,7 @@ def test_a_list_that_counts_in_words_for_a_page_is_not_a_loop() -> None:
 
 # --- healthy pages of the shapes behind today's false alarms --------------------------------
 
-FIXED = (
-    "wide table separator",
-    "sparse table",
-    "figure list with counters",
-    "device lines",
-    "badge lines",
-)
+FIXED = tuple(shape.name for shape in healthy_shapes())
 
 
 @pytest.mark.parametrize("name", FIXED)
@@ -227,3 +221,32 @@ def test_json_string_values_decode_the_same_however_the_stream_is_cut() -> None:
     (value,) = decoded
     assert 'Line one "quoted" \\ back\nZweite Zeile é 中' in value
     assert "bbox" not in value and "category" not in value  # keys are not text
+
+
+def test_a_filler_run_beyond_two_mrz_lines_is_a_loop() -> None:
+    need = DetectorConfig().mrz_fill_run_min
+    text = PREFIX + "P<UTOERIKSSON<<ANNA<MARIA" + "<" * 400
+    latency = caught_after(text, text.index("<<"))
+    assert latency is not None and latency <= need + 32  # checks every 16 characters
+
+
+def test_a_cell_looping_in_a_row_is_caught_past_the_widest_healthy_row() -> None:
+    need = DetectorConfig().row_cell_min_repeats
+    head = "| Item | " + " | ".join(f"{d:02d}" for d in range(1, 31)) + " |\n|" + "---|" * 31 + "\n"
+    cell = " Not applicable |"
+    text = PREFIX + head + "| Status |" + cell * 200
+    latency = caught_after(text, text.index(cell))
+    assert latency is not None and latency <= (need + 1) * len(cell) + 64, latency
+    html = PREFIX + "<table><tr>" + "<td>Pt Values</td>" * 200
+    latency = caught_after(html, html.index("<td>"))
+    assert latency is not None and latency <= (need + 1) * len("<td>Pt Values</td>") + 64
+
+
+def test_a_separator_row_looping_past_its_header_is_caught() -> None:
+    heads = [f"Adjusted operating margin Q{i} (%)" for i in range(40)]
+    header = "| " + " | ".join(heads) + " |\n"
+    text = PREFIX + header + "|" + "---|" * 2000
+    onset = text.index("|---")
+    latency = caught_after(text, onset)
+    margin = DetectorConfig().separator_margin
+    assert latency is not None and len(header) < latency <= len(header) + margin + 32

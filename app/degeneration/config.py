@@ -40,10 +40,24 @@ class DetectorConfig:
     # Units of leaders and rules only (`.`, `_`, `|---`) over this much: TOC leaders, stacked
     # form blanks and empty markdown rows are long in healthy pages.
     fill_min_covered: int = 1024
-    # Units with a table-cell bar `|` but no row break need this many copies: merged cells
-    # repeat their text once per spanned column (dev: 7 copies), and rows that differ only in
-    # their numbers are ordinary tables. A whole row repeated verbatim is not affected.
+    # ... except a table's separator row (`|---|---|`) right under a header row, which may be
+    # as wide as that row plus this margin: on the issue-39 corpus separator rows run to 1,957
+    # characters (a 489-column record table) and are never wider than their header row.
+    separator_margin: int = 64
+    # Table rows whose copies change a word besides numbers (one record per row) need this
+    # many copies (`structure`); cells within one row have `row_cell_min_repeats`.
     table_min_repeats: int = 16
+    # A cell repeated within one row (Markdown `|` or HTML `<td>`/`<th>`, no row break) needs
+    # this many copies: on the issue-39 healthy corpus (4,415 Markdown table rows, 3,097
+    # pages) a text cell comes back at most 19 times in a row (a LaTeX header expanded over its
+    # columns), the next most 11; 32 is that maximum with a 1.7x margin. A loop in a row never
+    # ends the row. (Cells of numbers only are `numeric_min_covered`'s.)
+    row_cell_min_repeats: int = 32
+    # A run of `<`, the filler of machine-readable zones (passports, ID cards, visas), from
+    # this length: ICAO 9303 lines are at most 44 characters, so filler, even joined across a
+    # line break to the next line's, stays under 2 x 44 = 88; 128 leaves a 40-character
+    # margin. Other symbols keep `char_run_min`.
+    mrz_fill_run_min: int = 128
     # Loops whose copies differ only in their numbers (counters, timestamps, a table or a
     # section re-emitted with other values) need this many copies and this many letters per
     # copy, so numbered lists ("List item 3") and rows of numbers stay healthy.

@@ -5,9 +5,10 @@ page's text in string values: a loop there is written with escaped line breaks (
 line and structure trackers, which read real line breaks, never see its lines, and a parser
 that only checks that the JSON is valid never sees it at all. `JsonStringReader` turns the
 stream into the text of its string values (keys left out), escapes decoded, each value ended
-by a blank line, which a second detector reads as text of its own. It keeps a few bytes of
-state (inside a string or not, a pending escape, the open containers), so a chunk costs one
-regex scan of its length.
+by a blank line, which a second detector reads as text of its own. Only the values of text
+keys (`TEXT_KEYS`) are read: the other values are metadata that each record repeats. It keeps
+a few bytes of state (inside a string or not, a pending escape, the open containers, the last
+key), so a chunk costs one regex scan of its length.
 """
 
 import re
@@ -17,6 +18,11 @@ _SPECIAL_RE = re.compile(r'["\\{}\[\],:]')
 _IN_STRING_RE = re.compile(r'["\\]')
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\n", "b": " ", "f": " ", "/": "/", '"': '"', "\\": "\\"}
 _MAX_DEPTH = 64
+_MAX_KEY = 64
+# Keys whose values are the page's text in the built-in JSON profiles (dots.ocr's `text`,
+# Dharma's `header`/`text`/`margin`/`footer`) and in common layout formats. Other values are
+# metadata (ids, file names, categories, boxes) that every record repeats by design.
+TEXT_KEYS = frozenset({"text", "content", "header", "footer", "margin", "markdown", "html"})
 _ANCHORS = 4096
 
 
@@ -26,6 +32,9 @@ class JsonStringReader:
     def __init__(self) -> None:
         self._in_string = False
         self._is_value = False  # the open string is a value (not a key)
+        self._watched = False  # ... the value of a text key: its text is produced
+        self._key: list[str] = []  # the key being read, and the last one read
+        self._last_key = ""
         self._escape = ""  # an escape cut by the chunk boundary (`\\`, `\\u00`)
         self._containers: list[str] = []  # open `{` and `[`
         self._expect_key = False  # the next string in the open object is a key
@@ -65,8 +74,11 @@ class JsonStringReader:
         if char == '"':
             self._in_string = True
             self._is_value = not (containers and containers[-1] == "{" and self._expect_key)
-            if self._is_value:
+            self._watched = self._is_value and self._last_key in TEXT_KEYS
+            if self._watched:
                 self._anchors.append((self._decoded, at + 1))
+            elif not self._is_value:
+                self._key.clear()
         elif char in "{[":
             if len(containers) < _MAX_DEPTH:
                 containers.append(char)
@@ -81,7 +93,7 @@ class JsonStringReader:
             self._expect_key = False
 
     def _read_string(self, chunk: str, position: int, out: list[str]) -> int:
-        if self._is_value and position == 0:
+        if self._watched and position == 0:
             self._anchors.append((self._decoded, self._raw))
         while position < len(chunk):
             if self._escape:
@@ -89,14 +101,18 @@ class JsonStringReader:
                 continue
             found = _IN_STRING_RE.search(chunk, position)
             end = len(chunk) if found is None else found.start()
-            if self._is_value and end > position:
+            if self._watched and end > position:
                 self._emit(chunk[position:end], out)
+            elif not self._is_value and len(self._key) < _MAX_KEY:
+                self._key.append(chunk[position:end])
             if found is None:
                 return len(chunk)
             if found.group() == '"':
                 self._in_string = False
-                if self._is_value:
+                if self._watched:
                     self._emit("\n\n", out)  # a value ends: a blank line, neutral to lines
+                elif not self._is_value:
+                    self._last_key = "".join(self._key).lower()
                 return found.end()
             self._escape = "\\"
             position = found.end()
@@ -117,7 +133,7 @@ class JsonStringReader:
                 text = " "
         else:
             text = _ESCAPES.get(pending[1], pending[1])
-        if self._is_value:
+        if self._watched:
             self._emit(text, out)
         return position + taken
 

@@ -13,7 +13,12 @@ into chunks; memory is bounded by `tail_window` (normalised) and eight times tha
 import re
 from dataclasses import replace
 
-from app.degeneration.charclass import DELETED_CHARS, FILL_CHARS, exact_and_shape_views
+from app.degeneration.charclass import (
+    DELETED_CHARS,
+    FILL_CHARS,
+    UnitClass,
+    exact_and_shape_views,
+)
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.json_strings import JsonStringReader
 from app.degeneration.lines import LineLoop, LineRepeatTracker
@@ -56,6 +61,9 @@ class LoopDetector:
         # JSON answers: a second detector reads the decoded string values (`json_strings`).
         self._json: JsonStringReader | None = None
         self._strings: LoopDetector | None = None
+        # The lines of a JSON answer are its syntax, one record per object: records whose
+        # values differ are not a loop. Lines and sentences are read in the string values.
+        self._segments_on = not self._config.json_strings
         if self._config.json_strings:
             self._json = JsonStringReader()
             self._strings = LoopDetector(replace(self._config, json_strings=False))
@@ -101,7 +109,7 @@ class LoopDetector:
         """The text is complete: test its end too, even between two check offsets."""
         raw_base = self._length - len(self._raw)
         for tracker in (self._lines, self._structure):
-            if self._verdict is None:
+            if self._verdict is None and self._segments_on:
                 line_loop = tracker.finish(self._raw, raw_base)
                 if line_loop is not None:
                     self._verdict = self._line_verdict(line_loop)
@@ -163,7 +171,7 @@ class LoopDetector:
             raw = raw[-4 * config.tail_window :]
         self._raw = raw
         self._length = length = start + len(piece)
-        if (
+        if self._segments_on and (
             "\n" in piece
             or "。" in piece
             or ". " in piece
@@ -228,6 +236,10 @@ class LoopDetector:
             if may_end_in_short_run(exact, self._config):
                 return find_short_run(self._raw, raw_base, self._config)
             return None
+        if loop.unit_class is UnitClass.FILL:
+            run = self._length - self._fill_from
+            if run <= self._header_width(run):
+                return None  # rules repeated along a separator row no wider than its header
         return periodic_verdict(self._raw, raw_base, loop)
 
     def _drift_check(self) -> LoopVerdict | None:
@@ -260,6 +272,8 @@ class LoopDetector:
         tail = self._raw[-run:] if run <= len(self._raw) else self._raw
         if not tail.strip(DELETED_CHARS):
             return None  # blanks alone are `blank_run_min`'s to judge
+        if run <= self._header_width(run):
+            return None  # a separator row as wide as the header row above it
         return LoopVerdict(
             kind="char_run",
             period=1,
@@ -268,6 +282,22 @@ class LoopDetector:
             covered=run,
             unit=tail.strip()[:_UNIT_EXCERPT_CHARS] or tail[:_UNIT_EXCERPT_CHARS],
         )
+
+    def _header_width(self, run: int) -> int:
+        """Characters a fill run may hold as the separator row of a table: the width of the
+        row above it, plus `separator_margin`, when the run is a row (`|---|---|`) right under
+        a table row; else 0. A table's separator is as wide as its header, whatever the
+        table's width (docling pads both to the widest cell); a model that loops on the
+        separator goes on past it."""
+        raw = self._raw
+        start = raw.rfind("\n", 0, len(raw) - run + 1) + 1
+        if not raw.startswith("|", start) or start < 2:
+            return 0
+        above = raw.rfind("\n", 0, start - 1) + 1
+        header = raw[above : start - 1].strip()
+        if not (header.startswith("|") and header.endswith("|")):
+            return 0
+        return len(header) + self._config.separator_margin
 
     def _blank_run(self) -> int:
         """Length of the trailing whitespace if it is a loop in itself, else 0."""

@@ -67,13 +67,22 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
         need = max(need, class_minimum)
     elif config.min_unit_letters and count_letters(unit) < config.min_unit_letters:
         return None
-    if has_cell_bar(unit) and "||" not in unit + unit[0]:
+    if _cells_of_one_row(unit):
         # Cells within one row (merged cells, values that differ only in digits): `||` is
         # where one markdown row ends and the next begins (the unit is a rotation, so the
         # junction may straddle its two ends). Whole rows or sections that come back with
         # only their numbers changed are held to the drift rule above.
-        need = max(need, config.table_min_repeats * period)
+        need = max(need, config.row_cell_min_repeats * period)
     return min(need, config.tail_window)
+
+
+def _cells_of_one_row(unit: str) -> bool:
+    """Cells within one row: a Markdown bar with no row junction (`||`, the unit being a
+    rotation may straddle it), or HTML cells (`<td>`, `<th>`) with no row tag."""
+    doubled = unit + unit
+    if "<td" in doubled or "<th" in doubled:
+        return "<tr" not in doubled and "</tr" not in doubled
+    return has_cell_bar(unit) and "||" not in unit + unit[0]
 
 
 def is_table_row(unit: str) -> bool:
@@ -110,7 +119,7 @@ def find_char_run(buffer: str, config: DetectorConfig) -> PeriodicLoop | None:
     if end < 2 or buffer[-1] != buffer[-2]:
         return None
     last = buffer[-1]
-    need = _char_run_need(classify_char(last), config)
+    need = config.mrz_fill_run_min if last == "<" else _char_run_need(classify_char(last), config)
     # One look at the character `need` places back rejects almost every natural run.
     if need > end or buffer[end - need] != last:
         return None

@@ -296,8 +296,9 @@ class StructureTracker:
         letters = sum(len(_LETTER_RE.findall(key)) for key in words)
         copies = self._runs[step] // step + 1
         counting = bool(self._drifts[step]) and not self._changed_words[step]
-        # One line or sentence (not a table row) counting on: a list until it goes on.
-        listing = counting and self._runs[1] >= self._runs[step] and not is_row(unit[0].key)
+        # One line (or sentence; not a table row) counting on: a list until it goes on.
+        one_line = sum(segment.line.endswith("\n") for segment in unit) <= 1
+        listing = counting and one_line and not is_row(unit[0].key)
         counted_far = counting and copies >= config.counter_min_copies
         if letters < config.drift_min_letters and not (letters and counted_far):
             return False  # `- The sixth item`: a short line counts only when it goes on
