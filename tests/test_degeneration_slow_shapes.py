@@ -250,3 +250,23 @@ def test_a_separator_row_looping_past_its_header_is_caught() -> None:
     latency = caught_after(text, onset)
     margin = DetectorConfig().separator_margin
     assert latency is not None and len(header) < latency <= len(header) + margin + 32
+
+
+# --- a lone bullet per line ----------------------------------------------------------------
+
+
+def test_lone_bullets_stacked_past_a_healthy_list_are_caught_early() -> None:
+    # Before issue 39 the bullets were a fill run: 1,024 copies, ~2,000 characters.
+    need = DetectorConfig().lone_mark_min_repeats
+    for mark, between in (("•", "\n"), ("•", "\n\n"), ("}", "\n"), ("→", "\n")):
+        text = PREFIX + f"{mark}{between}" * 3000
+        latency = caught_after(text, len(PREFIX))
+        assert latency is not None and latency <= need * len(mark + between) + 16, (mark, latency)
+
+
+def test_a_few_empty_bullets_and_closing_braces_are_not_a_loop() -> None:
+    empty_bullets = "Checklist:\n" + "•\n" * 8 + "Signed: ________\n"
+    names = ("open", "ready", "tide", "gate", "pump", "level", "alarm", "night")
+    code = "```c\n" + "".join("  " * k + f"if ({name}) {{\n" for k, name in enumerate(names))
+    code += "".join("  " * k + "}\n" for k in reversed(range(8))) + "```\n"
+    assert not flagged(PREFIX + empty_bullets + code + AFTER)
