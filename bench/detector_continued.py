@@ -19,6 +19,7 @@ Latency is counted from the onset to the first verdict of the online detector (1
 chunks); a loop is caught when a verdict comes before the cap.
 """
 
+import itertools
 import random
 import re
 import statistics
@@ -96,7 +97,7 @@ def continue_loop(sample: Sample, cap: int = CAP_CHARS, seed: int = 39) -> Conti
     if how == "anchor":
         starts = _anchor_chain(body)
         bounds = [*starts, len(body)] if len(starts) > 1 else [onset, len(body)]
-        copies = [body[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+        copies = [body[a:b] for a, b in itertools.pairwise(bounds) if b > a]
         copies = copies or [body[-period:]]
     else:
         copies = [body[-period:]]
@@ -106,11 +107,16 @@ def continue_loop(sample: Sample, cap: int = CAP_CHARS, seed: int = 39) -> Conti
         copy += 1
         piece = rng.choice(copies)
         if how == "drifting numbers":
-            piece = _NUMBER.sub(lambda m, k=copy: str(int(m.group()) + k), piece)
+            piece = _count_on(piece, copy)
         pieces.append(piece)
         size += len(piece)
     text = "".join(pieces)[: onset + cap]
     return ContinuedLoop(sample.id, sample.family, onset, period, how, text)
+
+
+def _count_on(copy: str, step: int) -> str:
+    """The copy with every number grown by `step`."""
+    return _NUMBER.sub(lambda number: str(int(number.group()) + step), copy)
 
 
 def first_verdict_at(package: ModuleType, text: str, config: Any = None) -> int | None:
