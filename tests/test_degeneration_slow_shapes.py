@@ -243,7 +243,7 @@ def test_a_cell_looping_in_a_row_is_caught_past_the_widest_healthy_row() -> None
 
 
 def test_a_separator_row_looping_past_its_header_is_caught() -> None:
-    words = "north south east west upper lower inner outer old new".split()
+    words = ["north", "south", "east", "west", "upper", "lower", "inner", "outer", "old", "new"]
     heads = [f"{a} {b} gate level (m)" for a in words for b in words[:4]]
     header = "| " + " | ".join(heads) + " |\n"
     text = PREFIX + header + "|" + "---|" * 2000
@@ -271,3 +271,16 @@ def test_a_few_empty_bullets_and_closing_braces_are_not_a_loop() -> None:
     code = "```c\n" + "".join("  " * k + f"if ({name}) {{\n" for k, name in enumerate(names))
     code += "".join("  " * k + "}\n" for k in reversed(range(8))) + "```\n"
     assert not flagged(PREFIX + empty_bullets + code + AFTER)
+
+
+def test_docling_otsl_header_cells_are_not_a_loop_and_a_looping_otsl_cell_is() -> None:
+    # The shape of docling-core's DocTags for its own paper (2408.09869, Table 1): merged
+    # header cells repeated once per spanned column.
+    merged = "<ched>triple inter- annotator mAP @ 0.5-0.95 (%)" * 7
+    header = "<otsl><loc_273><loc_147><ecel><ecel>" + "<ched>% of Total" * 3 + merged + "<nl>"
+    rows = "".join(f"<rhed>Caption<fcel>{22524 + k}<fcel>2.04<fcel>1.77<nl>" for k in range(5))
+    assert not flagged(PREFIX + header + rows + "</otsl>" + AFTER)
+    need = DetectorConfig().row_cell_min_repeats
+    looping = PREFIX + "<otsl><ched>Station" + "<fcel>Pt Values" * 300
+    latency = caught_after(looping, looping.index("<fcel>"))
+    assert latency is not None and latency <= (need + 1) * len("<fcel>Pt Values") + 64

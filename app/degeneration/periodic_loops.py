@@ -76,12 +76,17 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
     return min(need, config.tail_window)
 
 
+# Cell tags of HTML and of DocTags' OTSL tables, and the tags that end their rows.
+_CELL_TAGS = ("<td", "<th", "<ched>", "<fcel>", "<ecel>", "<rhed>", "<srow>", "<lcel>", "<ucel>")
+_ROW_TAGS = ("<tr", "</tr", "<nl>")
+
+
 def _cells_of_one_row(unit: str) -> bool:
     """Cells within one row: a Markdown bar with no row junction (`||`, the unit being a
-    rotation may straddle it), or HTML cells (`<td>`, `<th>`) with no row tag."""
+    rotation may straddle it), or HTML or OTSL cells (`<td>`, `<ched>`) with no row tag."""
     doubled = unit + unit
-    if "<td" in doubled or "<th" in doubled:
-        return "<tr" not in doubled and "</tr" not in doubled
+    if any(tag in doubled for tag in _CELL_TAGS):
+        return not any(tag in doubled for tag in _ROW_TAGS)
     return has_cell_bar(unit) and "||" not in unit + unit[0]
 
 
