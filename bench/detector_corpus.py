@@ -109,7 +109,7 @@ def page_config(package: ModuleType, page: dict[str, Any], overrides: dict[str, 
     fields = package.DetectorConfig.__dataclass_fields__
     chosen = {k: v for k, v in overrides.items() if k in fields}
     if page["format"] == "json" and "json_strings" in fields:
-        chosen["json_strings"] = True
+        chosen["json_strings"] = 1
     return package.DetectorConfig(**chosen)
 
 

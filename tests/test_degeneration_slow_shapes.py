@@ -133,7 +133,7 @@ def test_healthy_pages_of_false_alarm_shapes_are_not_stopped(name: str) -> None:
 
 # --- loops inside the string values of a JSON answer ---------------------------------------
 
-JSON_CONFIG = DetectorConfig(json_strings=True)
+JSON_CONFIG = DetectorConfig(json_strings=1)
 NOTES = (
     "The dredger worked the north channel for two weeks.",
     "Pier four needs new fenders before the winter storms.",

@@ -140,8 +140,9 @@ class DetectorConfig:
 
     # Answers in JSON (dots.ocr layout cells, Dharma's keys): a second detector also reads the
     # string values, escapes decoded (`\n` a line break), where a loop's lines are otherwise
-    # invisible to the line and structure trackers (`json_strings`). Set by the profile.
-    json_strings: bool = False
+    # invisible to the line and structure trackers (`json_strings`). Set by the profile; 0 or
+    # 1, since profiles and settings give detector fields as integers.
+    json_strings: int = 0
 
     def drift_row_repeats(self, letters: int) -> int:
         """Copies a table row coming back with other numbers needs, by the letters it holds."""

@@ -66,7 +66,7 @@ class LoopDetector:
         self._segments_on = not self._config.json_strings
         if self._config.json_strings:
             self._json = JsonStringReader()
-            self._strings = LoopDetector(replace(self._config, json_strings=False))
+            self._strings = LoopDetector(replace(self._config, json_strings=0))
 
     @property
     def config(self) -> DetectorConfig:
