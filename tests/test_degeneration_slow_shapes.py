@@ -5,6 +5,7 @@ loop's first copy; its healthy look-alike is not flagged."""
 
 import json
 import random
+import zlib
 from collections.abc import Callable
 
 import pytest
@@ -134,6 +135,7 @@ def test_healthy_pages_of_false_alarm_shapes_are_not_stopped(name: str) -> None:
 # --- loops inside the string values of a JSON answer ---------------------------------------
 
 JSON_CONFIG = DetectorConfig(json_strings=1)
+NO_JSON = DetectorConfig(json_strings=0)
 NOTES = (
     "The dredger worked the north channel for two weeks.",
     "Pier four needs new fenders before the winter storms.",
@@ -187,7 +189,8 @@ def test_the_same_json_loop_is_caught_later_without_the_string_view() -> None:
     text = dots_answer(drifting_lines(200))
     loop_start = text.index("Cargo of")
     plain = next(
-        (d.text_length for d in [LoopDetector()] for p in chunks(text, 16) if d.feed(p)), None
+        (d.text_length for d in [LoopDetector(NO_JSON)] for p in chunks(text, 16) if d.feed(p)),
+        None,
     )
     json_view = next(
         (d.text_length for d in [LoopDetector(JSON_CONFIG)] for p in chunks(text, 16) if d.feed(p)),
@@ -284,3 +287,41 @@ def test_docling_otsl_header_cells_are_not_a_loop_and_a_looping_otsl_cell_is() -
     looping = PREFIX + "<otsl><ched>Station" + "<fcel>Pt Values" * 300
     latency = caught_after(looping, looping.index("<fcel>"))
     assert latency is not None and latency <= (need + 1) * len("<fcel>Pt Values") + 64
+
+
+def element_records(texts: list[str]) -> str:
+    """Pretty-printed element JSON as converters write it: every record repeats its metadata
+    (file name, languages, source URL), only the id and the text change."""
+    records = [
+        {
+            "type": "NarrativeText",
+            "element_id": f"{zlib.crc32(text.encode()):08x}",
+            "text": text,
+            "metadata": {
+                "languages": ["eng"],
+                "filename": "harbour-minutes.html",
+                "filetype": "text/html",
+                "data_source": {"url": "https://example.org/minutes", "version": "1.0"},
+            },
+        }
+        for text in texts
+    ]
+    return json.dumps(records, indent=2)
+
+
+def test_an_answer_that_opens_as_json_is_read_as_json_by_default() -> None:
+    healthy = element_records(list(NOTES))
+    assert not flagged(healthy)
+    assert LoopDetector(NO_JSON).feed(healthy) is not None  # its lines read as a loop
+    looping = dots_answer(drifting_lines(200))
+    assert caught_after(looping, looping.index("Cargo of")) is not None
+
+
+def test_markdown_that_opens_with_a_bracket_is_read_as_text() -> None:
+    lines = "".join(
+        f"[{k}] Cargo of tea for the Hakate quay, loaded by the crew\n" for k in range(3)
+    )
+    loop = "The gate is closed for the night and the pumps are running.\n" * 40
+    text = lines + loop
+    latency = caught_after(text, text.index("The gate"))
+    assert latency is not None and latency <= 12 * 62

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 LoopKind = Literal["char_run", "phrase", "line", "block"]
+# `DetectorConfig.json_strings`: integers, since profiles and settings give fields as such.
+JSON_NEVER, JSON_ALWAYS, JSON_WHEN_OPENED = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +140,13 @@ class DetectorConfig:
     # repeat cells (`table_min_repeats`); a model stuck on one repeats it dozens of times.
     diagram_min_repeats: int = 16
 
-    # Answers in JSON (dots.ocr layout cells, Dharma's keys): a second detector also reads the
-    # string values, escapes decoded (`\n` a line break), where a loop's lines are otherwise
-    # invisible to the line and structure trackers (`json_strings`). Set by the profile; 0 or
-    # 1, since profiles and settings give detector fields as integers.
-    json_strings: int = 0
+    # Answers in JSON (dots.ocr layout cells, Dharma's keys, any answer that opens as JSON):
+    # a second detector also reads the string values of text keys, escapes decoded (`\n` a
+    # line break), where a loop's lines are otherwise invisible to the line and structure
+    # trackers, and the JSON's own lines (one record per object) are not compared
+    # (`json_strings`). JSON_NEVER (0), JSON_ALWAYS (1, set by the JSON profiles), or
+    # JSON_WHEN_OPENED (2): when the answer's first characters open a JSON object or array.
+    json_strings: int = 2
 
     def drift_row_repeats(self, letters: int) -> int:
         """Copies a table row coming back with other numbers needs, by the letters it holds."""

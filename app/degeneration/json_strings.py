@@ -26,6 +26,23 @@ TEXT_KEYS = frozenset({"text", "content", "header", "footer", "margin", "markdow
 _ANCHORS = 4096
 
 
+# An answer opens as JSON: an object with a key (or empty), or an array of objects, strings
+# or arrays. A Markdown answer may open with `[` (a link, `[1]` a reference), never like this.
+_OPENS_AS_JSON = re.compile(r'\s*(?:\{\s*["}]|\[\s*[\[{"\]])')
+_NOT_YET_KNOWN = re.compile(r"\s*(?:[\[{]\s*)?")
+_DECIDE_WITHIN = 64
+
+
+def opens_as_json(text: str) -> bool | None:
+    """Whether a stream that starts with `text` is a JSON answer; None while it cannot tell
+    (only blanks and an opening bracket so far)."""
+    if _OPENS_AS_JSON.match(text):
+        return True
+    if len(text) < _DECIDE_WITHIN and _NOT_YET_KNOWN.fullmatch(text):
+        return None
+    return False
+
+
 class JsonStringReader:
     """Decodes the string values of a streamed JSON text; maps decoded offsets back to raw."""
 

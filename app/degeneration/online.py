@@ -19,8 +19,14 @@ from app.degeneration.charclass import (
     UnitClass,
     exact_and_shape_views,
 )
-from app.degeneration.config import DetectorConfig, LoopVerdict
-from app.degeneration.json_strings import JsonStringReader
+from app.degeneration.config import (
+    JSON_ALWAYS,
+    JSON_NEVER,
+    JSON_WHEN_OPENED,
+    DetectorConfig,
+    LoopVerdict,
+)
+from app.degeneration.json_strings import JsonStringReader, opens_as_json
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
 from app.degeneration.periodicity import candidate_periods, is_periodic
@@ -61,12 +67,13 @@ class LoopDetector:
         # JSON answers: a second detector reads the decoded string values (`json_strings`).
         self._json: JsonStringReader | None = None
         self._strings: LoopDetector | None = None
-        # The lines of a JSON answer are its syntax, one record per object: records whose
-        # values differ are not a loop. Lines and sentences are read in the string values.
-        self._segments_on = not self._config.json_strings
-        if self._config.json_strings:
-            self._json = JsonStringReader()
-            self._strings = LoopDetector(replace(self._config, json_strings=0))
+        self._segments_on = True
+        self._watch: str | None = None  # None (plain text), "pending" (not yet known), "json"
+        self._pending = ""
+        if self._config.json_strings == JSON_ALWAYS:
+            self._start_json("")
+        elif self._config.json_strings == JSON_WHEN_OPENED:
+            self._watch = "pending"
 
     @property
     def config(self) -> DetectorConfig:
@@ -89,8 +96,8 @@ class LoopDetector:
 
     def feed(self, chunk: str) -> LoopVerdict | None:
         """Consume the next chunk; return the verdict once the text is looping."""
-        if self._strings is not None:
-            return self._feed_json(chunk)
+        if self._watch is not None:
+            return self._feed_watched(chunk)
         return self._feed_text(chunk)
 
     def _feed_text(self, chunk: str) -> LoopVerdict | None:
@@ -122,10 +129,32 @@ class LoopDetector:
             self._verdict = self._string_verdict(self._strings.finish())
         return self._verdict
 
-    def _feed_json(self, chunk: str) -> LoopVerdict | None:
+    def _start_json(self, seen: str) -> None:
+        """Read the answer as JSON from here: its lines are its syntax, one record per object
+        (records whose values differ are not a loop); lines and sentences are read in the
+        string values. `seen` is the text fed so far."""
+        self._watch, self._segments_on = "json", False
+        self._json = JsonStringReader()
+        self._strings = LoopDetector(replace(self._config, json_strings=JSON_NEVER))
+        decoded = self._json.feed(seen)
+        if decoded:
+            self._strings.feed(decoded)
+
+    def _feed_watched(self, chunk: str) -> LoopVerdict | None:
+        if self._watch == "pending":
+            seen = self._pending
+            opens = opens_as_json(seen + chunk)
+            if opens is None:
+                self._pending = seen + chunk
+                return self._feed_text(chunk)
+            self._pending = ""
+            if not opens:
+                self._watch = None
+                return self._feed_text(chunk)
+            self._start_json(seen)
+        verdict = self._feed_text(chunk)
         strings, reader = self._strings, self._json
         assert strings is not None and reader is not None
-        verdict = self._feed_text(chunk)
         decoded = reader.feed(chunk)
         if verdict is None and decoded and strings.verdict is None:
             self._verdict = self._string_verdict(strings.feed(decoded))
