@@ -223,6 +223,12 @@ def print_real(console: Console, real: dict[str, Any]) -> None:
         ("median chars to verdict", cont_today.get("median_chars"), cont["median_chars"], ""),
         ("p90 chars to verdict", cont_today.get("p90_chars"), cont["p90_chars"], "<= 1,000"),
         (
+            "folio scan (online + offline) / 1,000 pages",
+            (real.get("scan_today") or {}).get("per_1000"),
+            (real.get("scan") or {}).get("per_1000"),
+            "",
+        ),
+        (
             "implied precision at 2.42% loops",
             real.get("implied_precision_today"),
             real.get("implied_precision_new"),
@@ -383,6 +389,9 @@ def evaluate_real_data(shared: Path, today_ref: str) -> dict[str, Any]:
     else:
         report["healthy_corpus_today"] = false_alarms(today, pages)
         report["continued_today"] = evaluate_continued(today, loops)
+        # As `folio scan` judges a finished page: the online verdict plus the offline signals.
+        report["scan_today"] = _scan_summary(false_alarms(today, pages, offline=True))
+    report["scan"] = _scan_summary(false_alarms(app.degeneration, pages, offline=True))
     for who, corpus, continued in (
         ("new", report["healthy_corpus"]["held_out"], report["continued"]),
         ("today", report.get("healthy_corpus_today"), report.get("continued_today")),
@@ -392,6 +401,10 @@ def evaluate_real_data(shared: Path, today_ref: str) -> dict[str, Any]:
             report[f"implied_precision_{who}"] = implied_precision(continued["recall"], fpr)
     report["tradeoff"] = evaluate_tradeoff(app.degeneration, pages, loops, today)
     return report
+
+
+def _scan_summary(alarms: dict[str, Any]) -> dict[str, Any]:
+    return {k: alarms[k] for k in ("pages", "flagged", "per_1000", "per_source")}
 
 
 def _real_only(today_ref: str, size_mb: float, chunk: int) -> dict[str, Any]:
