@@ -35,9 +35,7 @@ BENCHES: dict[str, str] = {
 # tax-reestimate redoes its estimate from the attempts it kept; gpu needs a GPU machine;
 # flywheel trains and serves seven models (~30 min) and needs the taught weights;
 # healthy-corpus rebuilds the committed corpus from git mirrors of its sources.
-NOT_IN_ALL = frozenset(
-    {"tax-validate", "tax-reestimate", "gpu", "flywheel", "healthy-corpus"}
-)
+NOT_IN_ALL = frozenset({"tax-validate", "tax-reestimate", "gpu", "flywheel", "healthy-corpus"})
 
 
 def bench(name: str) -> Bench:

@@ -6,9 +6,10 @@ https://github.com/<owner>/<name> <mirror-root>/<owner>+<name>/repo` makes the s
 the pinned commit, so two builds give the same bytes. Writes:
 
 - `data/healthy.jsonl.gz`: the pages whose licence allows redistribution (committed);
-- `data/loops.jsonl.gz`: pages read and found to loop (`sources.KNOWN_LOOPS`), committed alike;
+- `data/loops.jsonl.gz`: pages read and found to loop (`read_loops.json`), committed alike;
 - `data/manifest.json`: sources, commits, licences, counts by source, producer and shape;
-- `out/healthy_corpus/healthy_all.jsonl.gz` (not committed): every page, copyleft sources too.
+- `out/healthy_corpus/healthy_all.jsonl.gz` and `loops_all.jsonl.gz` (not committed): every
+  page, copyleft sources too.
 
 Pages identical to an earlier one (the same file under several test folders) are kept once.
 """
@@ -25,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.healthy_corpus.chunking import MAX_CHARS, page_chunks
-from bench.healthy_corpus.sources import KNOWN_LOOPS, SOURCES, Selector, Source
+from bench.healthy_corpus.sources import READ_LOOPS, SOURCES, Selector, Source
 from bench.healthy_corpus.tagging import shape_tags
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 LOCAL_ALL = HERE.parents[1] / "out" / "healthy_corpus" / "healthy_all.jsonl.gz"
+LOCAL_LOOPS = LOCAL_ALL.with_name("loops_all.jsonl.gz")
 DEFAULT_MIRRORS = Path("/work/.mirror")
 _EXTENSION_FORMATS = {
     ".md": "markdown",
@@ -94,7 +96,9 @@ def json_chunks(text: str) -> list[str]:
     elements = json.loads(text)
     if not isinstance(elements, list):
         return [text]
-    chunks, group, size = [], [], 0
+    chunks: list[str] = []
+    group: list[Any] = []
+    size = 0
     for element in elements:
         length = len(json.dumps(element, indent=2, ensure_ascii=False))
         if group and size + length > MAX_CHARS:
@@ -107,7 +111,9 @@ def json_chunks(text: str) -> list[str]:
     return chunks
 
 
-def source_pages(mirror_root: Path, source: Source) -> Iterator[dict[str, Any]]:
+def source_pages(mirror_root: Path, source: Source) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(loops-only reason, page) for every page of `source` (the reason is empty for files
+    whose pages are healthy unless read as loops)."""
     gitdir = git_dir(mirror_root, source.repo)
     for selector, path in selected_files(gitdir, source):
         raw = _git(gitdir, "show", f"{source.commit}:{path}")
@@ -125,7 +131,10 @@ def source_pages(mirror_root: Path, source: Source) -> Iterator[dict[str, Any]]:
         else:
             chunks = page_chunks(text)
         for index, chunk in enumerate(chunks):
-            yield page_record(source, selector, path, fmt, chunk, index, len(chunks))
+            yield (
+                selector.loops_only,
+                page_record(source, selector, path, fmt, chunk, index, len(chunks)),
+            )
 
 
 def page_record(
@@ -152,16 +161,16 @@ def build(mirror_root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     """(healthy pages, pages found to loop) from every source, duplicates dropped."""
     healthy, loops, seen = [], [], set()
     for source in SOURCES:
-        for page in source_pages(mirror_root, source):
+        for loops_only, page in source_pages(mirror_root, source):
             digest = hashlib.sha1(page["text"].encode()).hexdigest()
             if digest in seen:
                 continue
             seen.add(digest)
-            note = KNOWN_LOOPS.get(f"{page['origin']}#{page['chunk']}")
-            if note is None:
-                healthy.append(page)
-            else:
+            note = READ_LOOPS.get(f"{page['origin']}#{page['chunk']}")
+            if note is not None:
                 loops.append({**page, "loop": note})
+            elif not loops_only:
+                healthy.append(page)
     return healthy, loops
 
 
@@ -183,7 +192,11 @@ def manifest(healthy: Sequence[dict[str, Any]], loops: Sequence[dict[str, Any]])
                 "licence": source.licence,
                 "committed": source.redistributable,
                 "paths": [selector.pattern for selector in source.selectors],
-                "pages": sum(1 for page in healthy if page["source"] == source.repo),
+                "pages": sum(
+                    1
+                    for page in healthy
+                    if page["origin"].startswith(f"{source.repo}@{source.commit}:")
+                ),
             }
             for source in SOURCES
         ],
@@ -212,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     write_jsonl_gz(DATA / "healthy.jsonl.gz", [p for p in healthy if p["redistributable"]])
     write_jsonl_gz(DATA / "loops.jsonl.gz", [p for p in loops if p["redistributable"]])
     write_jsonl_gz(LOCAL_ALL, healthy)
+    write_jsonl_gz(LOCAL_LOOPS, loops)
     summary = manifest(healthy, loops)
     (DATA / "manifest.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: summary[k] for k in ("pages", "pages_committed", "loops")}))

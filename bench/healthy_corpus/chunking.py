@@ -1,13 +1,15 @@
 """Page-sized chunks of a long document, cut on paragraph boundaries.
 
 A document converted whole (a paper, a handbook, a web page) is longer than one page of OCR
-output; the detector judges one page's answer. So a document is cut into chunks of about a
-page: paragraphs (blank-line separated blocks) are gathered until the next one would pass
-`MAX_CHARS`, and a chunk is closed only once it holds `MIN_CHARS` (so a chunk holds at most
-`MIN_CHARS + MAX_CHARS`). A single block longer than
-`MAX_CHARS` (a long table, a one-line HTML export) is cut at its line breaks, then at row or
-element ends (`</tr>`, `</p>`, `</li>`, `</div>`), then at a space. Nothing is rewritten:
-joining a document's chunks with the separators they were cut at gives the document back.
+output; the detector judges one page's answer. Where the converter marked its pages (a form
+feed, as pdftotext and pdfminer write), those are the pages. Otherwise, and for a marked page
+longer than `MAX_CHARS`, a document is cut into chunks of about a page: paragraphs
+(blank-line separated blocks) are gathered until the next one would pass `MAX_CHARS`, and a
+chunk is closed only once it holds `MIN_CHARS` (so a chunk holds at most `MIN_CHARS +
+MAX_CHARS`). A single block longer than `MAX_CHARS` (a long table, a one-line HTML export) is
+cut at its line breaks, then at row or element ends (`</tr>`, `</p>`, `</li>`, `</div>`), then
+at a space. Nothing is rewritten: joining a document's chunks gives the document back (but
+for the form feeds and blank pages).
 """
 
 import re
@@ -21,6 +23,9 @@ _ELEMENT_END = re.compile(r"</(?:tr|p|li|div|table|section|h\d)>")
 def page_chunks(text: str, min_chars: int = MIN_CHARS, max_chars: int = MAX_CHARS) -> list[str]:
     """`text` cut into chunks of about `min_chars`..`max_chars` on block boundaries (the last
     chunk may be shorter; a text shorter than `max_chars` is one chunk)."""
+    if "\f" in text:
+        pages = text.split("\f")
+        return [chunk for page in pages for chunk in page_chunks(page, min_chars, max_chars)]
     if len(text) <= max_chars:
         return [text] if text.strip() else []
     chunks: list[str] = []

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.healthy_corpus.build import DATA, LOCAL_ALL
+from bench.healthy_corpus.build import DATA, LOCAL_ALL, LOCAL_LOOPS
 
 COMMITTED = DATA / "healthy.jsonl.gz"
 LOOPS = DATA / "loops.jsonl.gz"
@@ -24,3 +24,9 @@ def load_pages(everything: bool = False) -> list[dict[str, Any]]:
     (`python -m bench healthy-corpus`), when it exists."""
     path = LOCAL_ALL if everything and LOCAL_ALL.exists() else COMMITTED
     return list(read_pages(path))
+
+
+def load_loops(everything: bool = False) -> list[dict[str, Any]]:
+    """Pages collected as healthy that were read and found to loop (`loop` says how)."""
+    path = LOCAL_LOOPS if everything and LOCAL_LOOPS.exists() else LOOPS
+    return list(read_pages(path)) if path.exists() else []

@@ -13,18 +13,24 @@ _HTML_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", re.IGNORECASE | re.DOTAL
 _NUMERIC_CELL = re.compile(r"^[\s$€£¥(−–-]*[\d.,]+%?\)?\s*$")
 _LEADER = re.compile(r"(?:\.\s?){5,}\s*\(?[\divxlc]+\)?\s*\|?\s*$|…{2,}\s*\d+\s*$", re.MULTILINE)
 _MRZ = re.compile(r"[A-Z0-9<]{20,}<<[A-Z0-9<]*")
+# A numbered entry with a year, or an author's initial followed by a year on one line.
 _REFERENCE = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:\[\d+\]|\d+\.|\(\d+\))\s+\S.*\b(?:19|20)\d\d\b", re.MULTILINE
+    r"^\s*(?:[-*]\s*)?(?:\[\d+\]|\d+\.|\(\d+\))\s+\S.*\b(?:19|20)\d\d\b"
+    r"|^[^\n]{0,200}?\b[A-Z]\.,? [^\n]{0,300}?\b(?:19|20)\d\d[a-z]?\b",
+    re.MULTILINE,
 )
-_FORM_BLANK = re.compile(r"_{6,}|[☐☑☒□■]|\[\s?[xX ]?\s?\]|<checkbox_|:\s*\.{6,}")
+_FORM_BLANK = re.compile(r"_{6,}|[☐☑☒□■]|\[[ xX]\]|<checkbox_|:\s*\.{6,}")
 _SHELL = re.compile(
     r"^\s*(?:\$ |sudo |docker |pip |python |export |curl |git |--?[a-z][\w-]*[ =])", re.MULTILINE
 )
-_MATH = re.compile(r"\$\$|\\\(|\\\[|\\(?:frac|sum|int|alpha|beta|mathbf|mathrm|left|right)\b|<formula>")
+_MATH = re.compile(
+    r"\$\$|\\\(|\\\[|\\(?:frac|sum|int|alpha|beta|mathbf|mathrm|left|right)\b|<formula>"
+)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
 _COUNTED = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:Figure|Fig\.|Table|Image|Chart|Picture)\s*\d+", re.IGNORECASE | re.MULTILINE
+    r"^\s*(?:[-*]\s*)?(?:Figure|Fig\.|Table|Image|Chart|Picture)\s*\d+",
+    re.IGNORECASE | re.MULTILINE,
 )
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b|<!-- image -->")
 _BADGE = re.compile(r"img\.shields\.io|badge", re.IGNORECASE)
@@ -39,7 +45,7 @@ def table_rows(text: str) -> list[list[str]]:
 
 def _tables(text: str) -> list[str]:
     rows = table_rows(text)
-    tags = []
+    tags: list[str] = []
     if not rows:
         return tags
     tags.append("table")
@@ -67,7 +73,7 @@ _TESTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("mrz", lambda t: _MRZ.search(t) is not None),
     ("form", lambda t: len(_FORM_BLANK.findall(t)) >= 2),
     ("toc_leaders", lambda t: len(_LEADER.findall(t)) >= 3),
-    ("references", lambda t: len(_REFERENCE.findall(t)) >= 4),
+    ("references", lambda t: len(_REFERENCE.findall(t)) >= 5),
     ("code", lambda t: "```" in t or "<code" in t),
     ("shell_config", lambda t: len(_SHELL.findall(t)) >= 3),
     ("math", lambda t: len(_MATH.findall(t)) >= 2),
@@ -81,6 +87,6 @@ _TESTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
 
 def shape_tags(text: str, fmt: str) -> list[str]:
     """The shape tags of one page (its format first)."""
-    tags = [fmt] + _tables(text)
+    tags = [fmt, *_tables(text)]
     tags += [name for name, test in _TESTS if test(text)]
     return tags
