@@ -28,13 +28,19 @@ from app.degeneration.offline import run_online_detector
 from bench import environment
 from bench.detector_baseline import DEFAULT_REF, BaselineUnavailable, load_baseline
 from bench.detector_continued import continue_loop, evaluate_continued
-from bench.detector_corpus import evaluate_corpus_heldout, false_alarms, implied_precision
+from bench.detector_corpus import (
+    evaluate_corpus_heldout,
+    false_alarms,
+    implied_precision,
+    page_config,
+    stops,
+)
 from bench.detector_heldout import evaluate_heldout, family_table, heldout_table, load_samples
 from bench.detector_shapes import evaluate_healthy, evaluate_shapes, healthy_table, shape_table
 from bench.detector_short_loops import evaluate_short_loops, short_loop_table
 from bench.detector_tradeoff import evaluate_tradeoff
 from bench.devset_sources import healthy_texts, loop_prefixes
-from bench.healthy_corpus.corpus import load_pages
+from bench.healthy_corpus.corpus import load_loops, load_pages
 from bench.loop_shapes import build_samples
 from bench.mixed_text import WORDS, chunks, mixed_text, prose
 
@@ -399,6 +405,15 @@ def evaluate_real_data(shared: Path, today_ref: str) -> dict[str, Any]:
         if corpus is not None and continued is not None:
             fpr = corpus["flagged"] / corpus["pages"]
             report[f"implied_precision_{who}"] = implied_precision(continued["recall"], fpr)
+    # Pages collected as healthy that were read and found to loop: caught as they are.
+    corpus_loops = load_loops()
+    report["corpus_loops"] = {
+        "pages": len(corpus_loops),
+        "caught": sum(
+            stops(app.degeneration, p["text"], page_config(app.degeneration, p, {})) is not None
+            for p in corpus_loops
+        ),
+    }
     report["tradeoff"] = evaluate_tradeoff(app.degeneration, pages, loops, today)
     return report
 

@@ -25,6 +25,7 @@ from bench.mixed_text import chunks
 MARGIN = 1.5
 _LETTER = re.compile(r"[^\W\d_]")
 _DIGITS = re.compile(r"\d+")
+_LEADERS = frozenset(".,·…‥⋯_")  # as `app.degeneration.lines`: leader dots are fill
 
 
 def _identical_text_cells(text: str) -> int:
@@ -50,7 +51,7 @@ def _stacked_lone_marks(text: str) -> int:
         mark = line.strip()
         if not mark:
             continue
-        if len(mark) <= 2 and not any(char.isalnum() for char in mark):
+        if len(mark) <= 2 and not any(char.isalnum() for char in mark) and set(mark) - _LEADERS:
             run = run + 1 if mark == previous else 1
             best = max(best, run)
         else:

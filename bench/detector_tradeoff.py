@@ -25,14 +25,18 @@ LOOP_RATE = 0.0242
 CHARS_PER_TOKEN = 4
 # The settings compared: the thresholds this issue derived, halved and doubled.
 SETTINGS: dict[str, dict[str, int]] = {
-    "half": {"counter_min_copies": 16, "row_cell_min_repeats": 16, "lone_mark_min_repeats": 8},
-    "derived": {"counter_min_copies": 32, "row_cell_min_repeats": 32, "lone_mark_min_repeats": 16},
+    "half": {"counter_min_copies": 16, "row_cell_min_repeats": 16, "lone_mark_min_repeats": 32},
+    "derived": {"counter_min_copies": 32, "row_cell_min_repeats": 32, "lone_mark_min_repeats": 64},
     "counter x2": {
         "counter_min_copies": 64,
         "row_cell_min_repeats": 32,
-        "lone_mark_min_repeats": 16,
+        "lone_mark_min_repeats": 64,
     },
-    "double": {"counter_min_copies": 64, "row_cell_min_repeats": 64, "lone_mark_min_repeats": 32},
+    "double": {
+        "counter_min_copies": 64,
+        "row_cell_min_repeats": 64,
+        "lone_mark_min_repeats": 128,
+    },
 }
 _ORDINAL_TEXT = (
     "fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth fifteenth "

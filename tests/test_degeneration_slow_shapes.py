@@ -325,3 +325,11 @@ def test_markdown_that_opens_with_a_bracket_is_read_as_text() -> None:
     text = lines + loop
     latency = caught_after(text, text.index("The gate"))
     assert latency is not None and latency <= 12 * 62
+
+
+def test_a_text_layers_marks_and_leaders_one_per_line_are_not_a_loop() -> None:
+    # pdftotext and PyMuPDF on a contents page and an exercise list (py-pdf benchmarks):
+    # leader dots one per line, and a star per exercise.
+    leaders = "1.1 Topologische Räume . .\n1.2 Metrische Räume . . . .\n\n" + ".\n" * 168
+    stars = "".join(f"{k}\n" for k in range(2, 7)) + "*\n" * 37
+    assert not flagged(PREFIX + leaders + "\n" + stars + AFTER)

@@ -50,10 +50,10 @@ class DetectorConfig:
     # many copies (`structure`); cells within one row have `row_cell_min_repeats`.
     table_min_repeats: int = 16
     # A cell repeated within one row (Markdown `|` or HTML `<td>`/`<th>`, no row break) needs
-    # this many copies: on the issue-39 healthy corpus (4,415 Markdown table rows, 3,097
-    # pages) a text cell comes back at most 19 times in a row (a LaTeX header expanded over its
-    # columns), the next most 11; 32 is that maximum with a 1.7x margin. A loop in a row never
-    # ends the row. (Cells of numbers only are `numeric_min_covered`'s.)
+    # this many copies: on the issue-39 healthy corpus (3,690 pages) a text cell comes back at
+    # most 19 times in a row (a header expanded over its columns), then 6; 32 is 1.5x that, up
+    # to a power of two. A loop in a row never ends the row. (Cells of numbers only are
+    # `numeric_min_covered`'s.)
     row_cell_min_repeats: int = 32
     # A run of `<`, the filler of machine-readable zones (passports, ID cards, visas), from
     # this length: ICAO 9303 lines are at most 44 characters, so filler, even joined across a
@@ -77,8 +77,9 @@ class DetectorConfig:
     # numbers changed (`Step 7: ...`, `![Figure 7](figure_7.png)`, `the sixth item`,
     # `--device=/dev/nvidia7`) needs this many copies: healthy lists of figures, references
     # of one series and device lines count on like that. On the issue-39 healthy corpus the
-    # most such lines in a row is 15 (opendataloader-bench); 32 is 1.5x that, up to a power
-    # of two, and the bench's trade-off (docs/detector-evaluation.md) chose it over 16 and 64.
+    # most such lines in a row is 20 (a text layer, py-pdf benchmarks), then 15; 32 is 1.5x
+    # that, up to a power of two, and the bench's trade-off (docs/detector-evaluation.md)
+    # chose it over 16 and 64.
     counter_min_copies: int = 32
     # A single table row coming back with other numbers needs this many copies: real tables
     # have runs of rows that differ only in their numbers (`| Cell 2.0 | Merged Cell 2.1 |`).
@@ -111,16 +112,17 @@ class DetectorConfig:
     line_min_repeats: int = 9
     line_min_chars: int = 96
     line_history: int = 16
-    # A rule line (`===`, `---`, `***`, `───`: separators, nothing to fill in) stacked this many
-    # times in a row is a loop whatever its length: a rule separates content, so a document
-    # never stacks more than two or three. Blanks to fill (`____`, `....`, empty cells) do
-    # stack (forms, lined paper) and are left to `fill_min_covered`.
+    # A rule line (`===`, `---`, `***`, `───`, three marks or more: separators, nothing to fill
+    # in) stacked this many times in a row is a loop whatever its length: a rule separates
+    # content, so a document never stacks more than two or three. Blanks to fill (`____`,
+    # `....`, empty cells) do stack (forms, lined paper) and are left to `fill_min_covered`.
     rule_line_min_repeats: int = 8
-    # A line of one or two marks and nothing else (a lone bullet `•`, a closing `}`) stacked
-    # this many times in a row: on the issue-39 healthy corpus (3,097 pages) the most such
-    # identical lines stacked is 6 (empty bullets), `}` 4 (closing code blocks); 16 is that
-    # maximum with a 2.7x margin. (A run of them was a fill run needing 1,024 characters.)
-    lone_mark_min_repeats: int = 16
+    # A line of one or two marks and nothing else (a lone bullet `•`, a `*`, a closing `}`;
+    # not leader dots, which are fill) stacked this many times in a row: on the issue-39
+    # healthy corpus (3,690 pages, 7 sources) the most is 37 (`*` difficulty marks in a text
+    # layer), then 24; 64 is 1.5x that, up to a power of two. (Such a run was a fill run
+    # needing 1,024 copies.)
+    lone_mark_min_repeats: int = 64
     # Lines holding one number each that count on by a fixed step (`0.5`, `1`, `1.5`, ...) are a
     # counter loop after this many steps: a page's line numbers, a column of years or an axis
     # count a few dozen, since a page holds 50-80 lines; a model stuck counting runs to the cap.

@@ -124,7 +124,9 @@ class LineRepeatTracker:
 
     def _stack_rule(self, visible: str, start: int, end: int) -> LineLoop | None:
         """Count identical rule lines stacked in a row (blank lines between them are neutral)."""
-        rule = _RULE_CHARS.issuperset(visible)
+        # A rule is drawn (`---`); one or two marks alone on a line are a marker (`*`, `-`,
+        # `•`): an empty list item, a star on an exercise, judged as lone marks.
+        rule = len(visible) > 2 and _RULE_CHARS.issuperset(visible)
         if not (rule or _is_lone_mark(visible)):
             self._rule_run = 0
             return None
@@ -212,9 +214,18 @@ class LineRepeatTracker:
         )
 
 
+# Leaders and blanks: a text layer writes a contents page's leader dots one per line (168 in a
+# row in the corpus), so a line of them is fill, judged as fill is.
+_LEADERS = frozenset(".,·…‥⋯_")
+
+
 def _is_lone_mark(visible: str) -> bool:
-    """A line of one or two marks and nothing else (`•`, `}`, `→`)."""
-    return len(visible) <= 2 and not any(char.isalnum() for char in visible)
+    """A line of one or two marks and nothing else (`•`, `}`, `→`), not leaders."""
+    return (
+        len(visible) <= 2
+        and not any(char.isalnum() for char in visible)
+        and not _LEADERS.issuperset(visible)
+    )
 
 
 def _without_emphasis(text: str) -> str:
