@@ -98,6 +98,9 @@ class LoopDetector:
         """Consume the next chunk; return the verdict once the text is looping."""
         if self._watch is not None:
             return self._feed_watched(chunk)
+        if self._verdict is None and self._length + len(chunk) <= self._next_check:
+            self._consume(chunk)  # the common case, inline: one call fewer per chunk
+            return self._verdict
         return self._feed_text(chunk)
 
     def _feed_text(self, chunk: str) -> LoopVerdict | None:

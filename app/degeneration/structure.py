@@ -238,8 +238,13 @@ class StructureTracker:
                 and abs(size - len(other)) <= slack
                 and (other[:4] == head or other[-4:] == tail)  # `_near`'s cheap test, inline
             ):
-                # Only here, on the few pairs alike at one end, are counters in words read.
-                alike = counted = _counted_key(segment) == _counted_key(earlier)
+                # Counters in words are read only on the few pairs alike at both ends (a
+                # counter inside the line: `the sixth item`, `the seventh item`).
+                alike = counted = (
+                    other[:4] == head
+                    and other[-4:] == tail
+                    and _counted_key(segment) == _counted_key(earlier)
+                )
                 alike = alike or self._near(segment, earlier)
             if alike:
                 if not runs[step]:
