@@ -27,15 +27,27 @@ from app.degeneration import LoopDetector, score_output
 from app.degeneration.offline import run_online_detector
 from bench import environment
 from bench.detector_baseline import DEFAULT_REF, BaselineUnavailable, load_baseline
+from bench.detector_continued import continue_loop, evaluate_continued
+from bench.detector_corpus import (
+    evaluate_corpus_heldout,
+    false_alarms,
+    implied_precision,
+    page_config,
+    stops,
+)
 from bench.detector_heldout import evaluate_heldout, family_table, heldout_table, load_samples
 from bench.detector_shapes import evaluate_healthy, evaluate_shapes, healthy_table, shape_table
 from bench.detector_short_loops import evaluate_short_loops, short_loop_table
+from bench.detector_tradeoff import evaluate_tradeoff
 from bench.devset_sources import healthy_texts, loop_prefixes
+from bench.healthy_corpus.corpus import load_loops, load_pages
 from bench.loop_shapes import build_samples
 from bench.mixed_text import WORDS, chunks, mixed_text, prose
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "detector.json"
+# The detector before issue 39 (main when it was filed): "today" in the real-data figures.
+TODAY_REF = "140ea26c49059ac42a578ba1aa1c763e57ae268c"
 # The detector before issue 32 (per-family rules), judged held out beside the current one.
 HELDOUT_REF = "cf3ba48c1b29fe15f022e20a23155e2a10e712c4"
 METHODS = ("online", "crep", "combined")
@@ -160,6 +172,11 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         )
     if report.get("heldout_only"):
         return
+    if report.get("real"):
+        print_real(console, report["real"])
+    if report.get("real_only"):
+        _print_speed(console, report)
+        return
     corpus = report.get("corpus")
     if corpus is None:
         console.print(f"[yellow]Corpus skipped[/]: {report['corpus_skipped']}")
@@ -171,6 +188,17 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         console.print(healthy_table(devset["healthy"], devset.get("baseline_healthy")))
     if report.get("short_loops"):
         console.print(short_loop_table(report["short_loops"]))
+    _print_speed(console, report)
+    latency = Table(title="Latency on synthetic loops (16-char chunks)")
+    for column in ("period", "latency chars", "bound 3p+64", "within"):
+        latency.add_column(column, justify="right")
+    for row in report["latency"]:
+        cells = (row["period"], row["latency_chars"], row["bound_chars"], row["within"])
+        latency.add_row(*map(str, cells))
+    console.print(latency)
+
+
+def _print_speed(console: Console, report: dict[str, Any]) -> None:
     speed = report["speed"]
     console.print(
         f"[bold]Speed[/]: {speed['chars']:,} chars in {speed['chunk_chars']}-char chunks: "
@@ -185,13 +213,51 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
             f"{old['chars_per_second_cpu'] / 1e6:.2f} M chars/s CPU "
             f"({old['verdicts']} verdicts); new / before = {speed['new_over_baseline_cpu']}"
         )
-    latency = Table(title="Latency on synthetic loops (16-char chunks)")
-    for column in ("period", "latency chars", "bound 3p+64", "within"):
-        latency.add_column(column, justify="right")
-    for row in report["latency"]:
-        cells = (row["period"], row["latency_chars"], row["bound_chars"], row["within"])
-        latency.add_row(*map(str, cells))
-    console.print(latency)
+
+
+def print_real(console: Console, real: dict[str, Any]) -> None:
+    """Issue 39's four figures, before and after, and the trade-off."""
+    table = Table(title=f"Real data: today ({real['today_ref'][:8]}) / this detector")
+    for column in ("figure", "today", "now", "target"):
+        table.add_column(column, justify="right")
+    held = real["healthy_corpus"]["held_out"]
+    today = real.get("healthy_corpus_today") or {}
+    cont, cont_today = real["continued"], real.get("continued_today") or {}
+    rows = [
+        ("false alarms / 1,000 pages (held out)", today.get("per_1000"), held["per_1000"], "<= 1"),
+        ("continued real loops caught", cont_today.get("recall"), cont["recall"], ">= 0.99"),
+        ("median chars to verdict", cont_today.get("median_chars"), cont["median_chars"], ""),
+        ("p90 chars to verdict", cont_today.get("p90_chars"), cont["p90_chars"], "<= 1,000"),
+        (
+            "folio scan (online + offline) / 1,000 pages",
+            (real.get("scan_today") or {}).get("per_1000"),
+            (real.get("scan") or {}).get("per_1000"),
+            "",
+        ),
+        (
+            "implied precision at 2.42% loops",
+            real.get("implied_precision_today"),
+            real.get("implied_precision_new"),
+            "",
+        ),
+    ]
+    for name, before, now, target in rows:
+        table.add_row(name, str(before), str(now), target)
+    console.print(table)
+    trade = Table(title="Trade-off per 1,000 pages (token-slots: delay + false-alarm retries)")
+    for column in ("setting", "FA/1000", "recall", "median", "p90", "delay slots", "FA slots"):
+        trade.add_column(column, justify="right")
+    for row in real["tradeoff"]:
+        trade.add_row(
+            row["setting"],
+            str(row["false_alarms_per_1000"]),
+            str(row["recall"]),
+            str(row["median_chars"]),
+            str(row["p90_chars"]),
+            str(row["delay_token_slots_per_1000_pages"]),
+            str(row["false_alarm_token_slots_per_1000_pages"]),
+        )
+    console.print(trade)
 
 
 def _corpus_table(corpus: dict[str, Any]) -> Table:
@@ -260,9 +326,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--heldout-only", action="store_true", help="only the held-out real-data table"
     )
+    parser.add_argument(
+        "--real-only",
+        action="store_true",
+        help="only the real-data figures: healthy corpus held out, continued real loops, "
+        "trade-off, speed against --today-ref",
+    )
+    parser.add_argument("--today-ref", default=TODAY_REF, help="git revision of 'before'")
     args = parser.parse_args(argv)
     if args.heldout_only:
         return _heldout_only(args.heldout_ref)
+    if args.real_only:
+        return _real_only(args.today_ref, 1.0 if args.quick else 2.0, args.chunk)
     size_mb = 1.0 if args.quick else args.size_mb
     per_shape = 4 if args.quick else args.per_shape
     report: dict[str, Any] = {"machine": machine_info()}
@@ -280,6 +355,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report["short_loops"] = evaluate_short_loops(app.degeneration, baseline)
     else:
         report["corpus_skipped"] = f"{corpus_file} not found"
+    report["real"] = evaluate_real_data(shared, args.today_ref)
     report["speed"] = compare_speed(int(size_mb * 1_000_000), args.chunk, baseline)
     report["latency"] = measure_latency()
     return _print_and_save(report, RESULTS)
@@ -297,6 +373,65 @@ def evaluate_real(shared: Path, ref: str) -> dict[str, Any]:
         report["heldout_baseline"] = evaluate_heldout(before, samples)
         report["heldout_baseline_ref"] = ref
     return report
+
+
+def evaluate_real_data(shared: Path, today_ref: str) -> dict[str, Any]:
+    """Issue 39's figures, this detector beside the one at `today_ref`: false alarms per
+    1,000 healthy corpus pages (held out by source), real loops continued to the cap, the
+    precision they imply at the DharmaOCR loop rate, and the delay / false-alarm trade-off."""
+    pages = load_pages()
+    samples = load_samples(shared / "corpus") if (shared / "corpus").is_dir() else []
+    loops = [continue_loop(s) for s in samples if s.label == "degenerate"]
+    try:
+        today = load_baseline(REPO, today_ref)
+    except BaselineUnavailable as exc:
+        today = None
+        skipped = str(exc)
+    report: dict[str, Any] = {"today_ref": today_ref, "corpus_pages": len(pages)}
+    report["healthy_corpus"] = evaluate_corpus_heldout(app.degeneration, pages)
+    report["continued"] = evaluate_continued(app.degeneration, loops)
+    if today is None:
+        report["today_skipped"] = skipped
+    else:
+        report["healthy_corpus_today"] = false_alarms(today, pages)
+        report["continued_today"] = evaluate_continued(today, loops)
+        # As `folio scan` judges a finished page: the online verdict plus the offline signals.
+        report["scan_today"] = _scan_summary(false_alarms(today, pages, offline=True))
+    report["scan"] = _scan_summary(false_alarms(app.degeneration, pages, offline=True))
+    for who, corpus, continued in (
+        ("new", report["healthy_corpus"]["held_out"], report["continued"]),
+        ("today", report.get("healthy_corpus_today"), report.get("continued_today")),
+    ):
+        if corpus is not None and continued is not None:
+            fpr = corpus["flagged"] / corpus["pages"]
+            report[f"implied_precision_{who}"] = implied_precision(continued["recall"], fpr)
+    # Pages collected as healthy that were read and found to loop: caught as they are.
+    corpus_loops = load_loops()
+    report["corpus_loops"] = {
+        "pages": len(corpus_loops),
+        "caught": sum(
+            stops(app.degeneration, p["text"], page_config(app.degeneration, p, {})) is not None
+            for p in corpus_loops
+        ),
+    }
+    report["tradeoff"] = evaluate_tradeoff(app.degeneration, pages, loops, today)
+    return report
+
+
+def _scan_summary(alarms: dict[str, Any]) -> dict[str, Any]:
+    return {k: alarms[k] for k in ("pages", "flagged", "per_1000", "per_source")}
+
+
+def _real_only(today_ref: str, size_mb: float, chunk: int) -> dict[str, Any]:
+    report: dict[str, Any] = {"machine": machine_info(), "real_only": True}
+    report["real"] = evaluate_real_data(shared_dir(), today_ref)
+    try:
+        today = load_baseline(REPO, today_ref)
+    except BaselineUnavailable:
+        today = None
+    report["speed"] = compare_speed(int(size_mb * 1_000_000), chunk, today)
+    report["baseline_ref"] = today_ref
+    return _print_and_save(report, RESULTS.with_name("detector_real.json"))
 
 
 def _heldout_only(ref: str) -> dict[str, Any]:

@@ -168,8 +168,16 @@ def first_verdict_at(text: str) -> int | None:
 DIAGRAMS = ("diagram_row", "short_diagram_row")
 
 
+# A single sentence whose only change is its counter: healthy lists count on like that for
+# up to a page (issue 39), so it needs `counter_min_copies` copies.
+COUNTERS = ("counter_sentence", "cjk_counter")
+
+
 def periods_to_verdict(name: str) -> int:
-    """Three copies; a diagram row needs as many as a healthy drawing never stacks."""
+    """Three copies; a diagram row needs as many as a healthy drawing never stacks, a counting
+    sentence as many as a healthy list never reaches."""
+    if name in COUNTERS:
+        return DetectorConfig().counter_min_copies
     return DetectorConfig().diagram_min_repeats if name in DIAGRAMS else 3
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 LoopKind = Literal["char_run", "phrase", "line", "block"]
+# `DetectorConfig.json_strings`: integers, since profiles and settings give fields as such.
+JSON_NEVER, JSON_ALWAYS, JSON_WHEN_OPENED = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +42,24 @@ class DetectorConfig:
     # Units of leaders and rules only (`.`, `_`, `|---`) over this much: TOC leaders, stacked
     # form blanks and empty markdown rows are long in healthy pages.
     fill_min_covered: int = 1024
-    # Units with a table-cell bar `|` but no row break need this many copies: merged cells
-    # repeat their text once per spanned column (dev: 7 copies), and rows that differ only in
-    # their numbers are ordinary tables. A whole row repeated verbatim is not affected.
+    # ... except a table's separator row (`|---|---|`) right under a header row, which may be
+    # as wide as that row plus this margin: on the issue-39 corpus separator rows run to 1,957
+    # characters (a 489-column record table) and are never wider than their header row.
+    separator_margin: int = 64
+    # Table rows whose copies change a word besides numbers (one record per row) need this
+    # many copies (`structure`); cells within one row have `row_cell_min_repeats`.
     table_min_repeats: int = 16
+    # A cell repeated within one row (Markdown `|` or HTML `<td>`/`<th>`, no row break) needs
+    # this many copies: on the issue-39 healthy corpus (3,690 pages) a text cell comes back at
+    # most 19 times in a row (a header expanded over its columns), then 6; 32 is 1.5x that, up
+    # to a power of two. A loop in a row never ends the row. (Cells of numbers only are
+    # `numeric_min_covered`'s.)
+    row_cell_min_repeats: int = 32
+    # A run of `<`, the filler of machine-readable zones (passports, ID cards, visas), from
+    # this length: ICAO 9303 lines are at most 44 characters, so filler, even joined across a
+    # line break to the next line's, stays under 2 x 44 = 88; 128 leaves a 40-character
+    # margin. Other symbols keep `char_run_min`.
+    mrz_fill_run_min: int = 128
     # Loops whose copies differ only in their numbers (counters, timestamps, a table or a
     # section re-emitted with other values) need this many copies and this many letters per
     # copy, so numbered lists ("List item 3") and rows of numbers stay healthy.
@@ -57,6 +73,14 @@ class DetectorConfig:
     # ... and at least one number per this many characters: a long block whose only change is
     # a heading number (`## Section 2` over filler text) is how documents repeat themselves.
     drift_max_chars_per_number: int = 160
+    # A line or sentence (not a table row, not a block of lines) coming back with only its
+    # numbers changed (`Step 7: ...`, `![Figure 7](figure_7.png)`, `the sixth item`,
+    # `--device=/dev/nvidia7`) needs this many copies: healthy lists of figures, references
+    # of one series and device lines count on like that. On the issue-39 healthy corpus the
+    # most such lines in a row is 20 (a text layer, py-pdf benchmarks), then 15; 32 is 1.5x
+    # that, up to a power of two, and the bench's trade-off (docs/detector-evaluation.md)
+    # chose it over 16 and 64.
+    counter_min_copies: int = 32
     # A single table row coming back with other numbers needs this many copies: real tables
     # have runs of rows that differ only in their numbers (`| Cell 2.0 | Merged Cell 2.1 |`).
     drift_row_min_repeats: int = 6
@@ -88,11 +112,17 @@ class DetectorConfig:
     line_min_repeats: int = 9
     line_min_chars: int = 96
     line_history: int = 16
-    # A rule line (`===`, `---`, `***`, `───`: separators, nothing to fill in) stacked this many
-    # times in a row is a loop whatever its length: a rule separates content, so a document
-    # never stacks more than two or three. Blanks to fill (`____`, `....`, empty cells) do
-    # stack (forms, lined paper) and are left to `fill_min_covered`.
+    # A rule line (`===`, `---`, `***`, `───`, three marks or more: separators, nothing to fill
+    # in) stacked this many times in a row is a loop whatever its length: a rule separates
+    # content, so a document never stacks more than two or three. Blanks to fill (`____`,
+    # `....`, empty cells) do stack (forms, lined paper) and are left to `fill_min_covered`.
     rule_line_min_repeats: int = 8
+    # A line of one or two marks and nothing else (a lone bullet `•`, a `*`, a closing `}`;
+    # not leader dots, which are fill) stacked this many times in a row: on the issue-39
+    # healthy corpus (3,690 pages, 7 sources) the most is 37 (`*` difficulty marks in a text
+    # layer), then 24; 64 is 1.5x that, up to a power of two. (Such a run was a fill run
+    # needing 1,024 copies.)
+    lone_mark_min_repeats: int = 64
     # Lines holding one number each that count on by a fixed step (`0.5`, `1`, `1.5`, ...) are a
     # counter loop after this many steps: a page's line numbers, a column of years or an axis
     # count a few dozen, since a page holds 50-80 lines; a model stuck counting runs to the cap.
@@ -111,6 +141,14 @@ class DetectorConfig:
     # box, the empty rows of a drawn table, a long connector), a handful of times, as tables
     # repeat cells (`table_min_repeats`); a model stuck on one repeats it dozens of times.
     diagram_min_repeats: int = 16
+
+    # Answers in JSON (dots.ocr layout cells, Dharma's keys, any answer that opens as JSON):
+    # a second detector also reads the string values of text keys, escapes decoded (`\n` a
+    # line break), where a loop's lines are otherwise invisible to the line and structure
+    # trackers, and the JSON's own lines (one record per object) are not compared
+    # (`json_strings`). JSON_NEVER (0), JSON_ALWAYS (1, set by the JSON profiles), or
+    # JSON_WHEN_OPENED (2): when the answer's first characters open a JSON object or array.
+    json_strings: int = 2
 
     def drift_row_repeats(self, letters: int) -> int:
         """Copies a table row coming back with other numbers needs, by the letters it holds."""

@@ -105,7 +105,7 @@ class LineRepeatTracker:
             return None
         visible = exact_view(raw[start - raw_base : end - raw_base])
         first = visible[:1]  # blank lines ("") are neutral: they neither stack nor break
-        if first and (first in _RULE_CHARS or self._rule_run):
+        if first and (first in _RULE_CHARS or self._rule_run or _is_lone_mark(visible)):
             loop = self._stack_rule(visible, start, end)
             if loop is not None:
                 return loop
@@ -124,14 +124,19 @@ class LineRepeatTracker:
 
     def _stack_rule(self, visible: str, start: int, end: int) -> LineLoop | None:
         """Count identical rule lines stacked in a row (blank lines between them are neutral)."""
-        if not _RULE_CHARS.issuperset(visible):
+        # A rule is drawn (`---`); one or two marks alone on a line are a marker (`*`, `-`,
+        # `•`): an empty list item, a star on an exercise, judged as lone marks.
+        rule = len(visible) > 2 and _RULE_CHARS.issuperset(visible)
+        if not (rule or _is_lone_mark(visible)):
             self._rule_run = 0
             return None
         if visible == self._rule and self._rule_run:
             self._rule_run += 1
         else:
             self._rule, self._rule_run, self._rule_onset = visible, 1, start
-        if self._rule_run < self._config.rule_line_min_repeats:
+        config = self._config
+        need = config.rule_line_min_repeats if rule else config.lone_mark_min_repeats
+        if self._rule_run < need:
             return None
         return LineLoop(
             onset=self._rule_onset,
@@ -207,6 +212,20 @@ class LineRepeatTracker:
             unit="\n".join(line.key for line in lines[-last.repeat_of :]),
             drift=not all(line.exact for line in in_step),
         )
+
+
+# Leaders and blanks: a text layer writes a contents page's leader dots one per line (168 in a
+# row in the corpus), so a line of them is fill, judged as fill is.
+_LEADERS = frozenset(".,·…‥⋯_")
+
+
+def _is_lone_mark(visible: str) -> bool:
+    """A line of one or two marks and nothing else (`•`, `}`, `→`), not leaders."""
+    return (
+        len(visible) <= 2
+        and not any(char.isalnum() for char in visible)
+        and not _LEADERS.issuperset(visible)
+    )
 
 
 def _without_emphasis(text: str) -> str:

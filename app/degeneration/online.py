@@ -11,9 +11,22 @@ into chunks; memory is bounded by `tail_window` (normalised) and eight times tha
 """
 
 import re
+from dataclasses import replace
 
-from app.degeneration.charclass import DELETED_CHARS, FILL_CHARS, exact_and_shape_views
-from app.degeneration.config import DetectorConfig, LoopVerdict
+from app.degeneration.charclass import (
+    DELETED_CHARS,
+    FILL_CHARS,
+    UnitClass,
+    exact_and_shape_views,
+)
+from app.degeneration.config import (
+    JSON_ALWAYS,
+    JSON_NEVER,
+    JSON_WHEN_OPENED,
+    DetectorConfig,
+    LoopVerdict,
+)
+from app.degeneration.json_strings import JsonStringReader, opens_as_json
 from app.degeneration.lines import LineLoop, LineRepeatTracker
 from app.degeneration.periodic_loops import find_char_run, find_exact_loop, find_shape_loop
 from app.degeneration.periodicity import candidate_periods, is_periodic
@@ -51,6 +64,16 @@ class LoopDetector:
         self._lines = LineRepeatTracker(self._config)
         self._structure = StructureTracker(self._config)
         self._verdict: LoopVerdict | None = None
+        # JSON answers: a second detector reads the decoded string values (`json_strings`).
+        self._json: JsonStringReader | None = None
+        self._strings: LoopDetector | None = None
+        self._segments_on = True
+        self._watch: str | None = None  # None (plain text), "pending" (not yet known), "json"
+        self._pending = ""
+        if self._config.json_strings == JSON_ALWAYS:
+            self._start_json("")
+        elif self._config.json_strings == JSON_WHEN_OPENED:
+            self._watch = "pending"
 
     @property
     def config(self) -> DetectorConfig:
@@ -73,6 +96,14 @@ class LoopDetector:
 
     def feed(self, chunk: str) -> LoopVerdict | None:
         """Consume the next chunk; return the verdict once the text is looping."""
+        if self._watch is not None:
+            return self._feed_watched(chunk)
+        if self._verdict is None and self._length + len(chunk) <= self._next_check:
+            self._consume(chunk)  # the common case, inline: one call fewer per chunk
+            return self._verdict
+        return self._feed_text(chunk)
+
+    def _feed_text(self, chunk: str) -> LoopVerdict | None:
         if self._verdict is None and self._length + len(chunk) <= self._next_check:
             self._consume(chunk)  # the common case: the chunk ends at or before a check
             return self._verdict
@@ -88,7 +119,7 @@ class LoopDetector:
         """The text is complete: test its end too, even between two check offsets."""
         raw_base = self._length - len(self._raw)
         for tracker in (self._lines, self._structure):
-            if self._verdict is None:
+            if self._verdict is None and self._segments_on:
                 line_loop = tracker.finish(self._raw, raw_base)
                 if line_loop is not None:
                     self._verdict = self._line_verdict(line_loop)
@@ -97,7 +128,47 @@ class LoopDetector:
             self._verdict = self._fill_run_verdict()
         if self._verdict is None:
             self._verdict = self._check() or self._drift_check()
+        if self._verdict is None and self._strings is not None:
+            self._verdict = self._string_verdict(self._strings.finish())
         return self._verdict
+
+    def _start_json(self, seen: str) -> None:
+        """Read the answer as JSON from here: its lines are its syntax, one record per object
+        (records whose values differ are not a loop); lines and sentences are read in the
+        string values. `seen` is the text fed so far."""
+        self._watch, self._segments_on = "json", False
+        self._json = JsonStringReader()
+        self._strings = LoopDetector(replace(self._config, json_strings=JSON_NEVER))
+        decoded = self._json.feed(seen)
+        if decoded:
+            self._strings.feed(decoded)
+
+    def _feed_watched(self, chunk: str) -> LoopVerdict | None:
+        if self._watch == "pending":
+            seen = self._pending
+            opens = opens_as_json(seen + chunk)
+            if opens is None:
+                self._pending = seen + chunk
+                return self._feed_text(chunk)
+            self._pending = ""
+            if not opens:
+                self._watch = None
+                return self._feed_text(chunk)
+            self._start_json(seen)
+        verdict = self._feed_text(chunk)
+        strings, reader = self._strings, self._json
+        assert strings is not None and reader is not None
+        decoded = reader.feed(chunk)
+        if verdict is None and decoded and strings.verdict is None:
+            self._verdict = self._string_verdict(strings.feed(decoded))
+        return self._verdict
+
+    def _string_verdict(self, inner: LoopVerdict | None) -> LoopVerdict | None:
+        """A loop in the decoded string values, its offsets mapped back to the raw text."""
+        if inner is None or self._json is None:
+            return None
+        onset = min(self._json.raw_offset(inner.onset), self._length)
+        return replace(inner, onset=onset, covered=self._length - onset)
 
     def _consume(self, piece: str) -> None:
         # The hot path: everything a 16-character chunk costs happens here, on locals.
@@ -132,7 +203,7 @@ class LoopDetector:
             raw = raw[-4 * config.tail_window :]
         self._raw = raw
         self._length = length = start + len(piece)
-        if (
+        if self._segments_on and (
             "\n" in piece
             or "。" in piece
             or ". " in piece
@@ -197,6 +268,10 @@ class LoopDetector:
             if may_end_in_short_run(exact, self._config):
                 return find_short_run(self._raw, raw_base, self._config)
             return None
+        if loop.unit_class is UnitClass.FILL:
+            run = self._length - self._fill_from
+            if run <= self._header_width(run):
+                return None  # rules repeated along a separator row no wider than its header
         return periodic_verdict(self._raw, raw_base, loop)
 
     def _drift_check(self) -> LoopVerdict | None:
@@ -229,6 +304,8 @@ class LoopDetector:
         tail = self._raw[-run:] if run <= len(self._raw) else self._raw
         if not tail.strip(DELETED_CHARS):
             return None  # blanks alone are `blank_run_min`'s to judge
+        if run <= self._header_width(run):
+            return None  # a separator row as wide as the header row above it
         return LoopVerdict(
             kind="char_run",
             period=1,
@@ -237,6 +314,22 @@ class LoopDetector:
             covered=run,
             unit=tail.strip()[:_UNIT_EXCERPT_CHARS] or tail[:_UNIT_EXCERPT_CHARS],
         )
+
+    def _header_width(self, run: int) -> int:
+        """Characters a fill run may hold as the separator row of a table: the width of the
+        row above it, plus `separator_margin`, when the run is a row (`|---|---|`) right under
+        a table row; else 0. A table's separator is as wide as its header, whatever the
+        table's width (docling pads both to the widest cell); a model that loops on the
+        separator goes on past it."""
+        raw = self._raw
+        start = raw.rfind("\n", 0, len(raw) - run + 1) + 1
+        if not raw.startswith("|", start) or start < 2:
+            return 0
+        above = raw.rfind("\n", 0, start - 1) + 1
+        header = raw[above : start - 1].strip()
+        if not (header.startswith("|") and header.endswith("|")):
+            return 0
+        return len(header) + self._config.separator_margin
 
     def _blank_run(self) -> int:
         """Length of the trailing whitespace if it is a loop in itself, else 0."""

@@ -56,9 +56,10 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
             return None
         if unit.count("0") * config.drift_max_chars_per_number < content_chars(unit):
             return None
-        copies = config.drift_min_repeats
-        if period >= config.drift_long_block_chars:
-            copies = min(copies, config.min_repeats)
+        # A short unit counting on is a list until it goes on far beyond a page's length.
+        copies = max(config.drift_min_repeats, config.counter_min_copies)
+        if period >= config.drift_long_block_chars or is_table_row(unit):
+            copies = min(config.drift_min_repeats, config.min_repeats)
         need = max(need, copies * period)
         if is_table_row(unit):
             need = max(need, config.drift_row_repeats(count_letters(unit)) * period)
@@ -66,13 +67,27 @@ def required_coverage(unit: str, config: DetectorConfig, drift: bool = False) ->
         need = max(need, class_minimum)
     elif config.min_unit_letters and count_letters(unit) < config.min_unit_letters:
         return None
-    if has_cell_bar(unit) and "||" not in unit + unit[0]:
+    if _cells_of_one_row(unit):
         # Cells within one row (merged cells, values that differ only in digits): `||` is
         # where one markdown row ends and the next begins (the unit is a rotation, so the
         # junction may straddle its two ends). Whole rows or sections that come back with
         # only their numbers changed are held to the drift rule above.
-        need = max(need, config.table_min_repeats * period)
+        need = max(need, config.row_cell_min_repeats * period)
     return min(need, config.tail_window)
+
+
+# Cell tags of HTML and of DocTags' OTSL tables, and the tags that end their rows.
+_CELL_TAGS = ("<td", "<th", "<ched>", "<fcel>", "<ecel>", "<rhed>", "<srow>", "<lcel>", "<ucel>")
+_ROW_TAGS = ("<tr", "</tr", "<nl>")
+
+
+def _cells_of_one_row(unit: str) -> bool:
+    """Cells within one row: a Markdown bar with no row junction (`||`, the unit being a
+    rotation may straddle it), or HTML or OTSL cells (`<td>`, `<ched>`) with no row tag."""
+    doubled = unit + unit
+    if any(tag in doubled for tag in _CELL_TAGS):
+        return not any(tag in doubled for tag in _ROW_TAGS)
+    return has_cell_bar(unit) and "||" not in unit + unit[0]
 
 
 def is_table_row(unit: str) -> bool:
@@ -109,7 +124,7 @@ def find_char_run(buffer: str, config: DetectorConfig) -> PeriodicLoop | None:
     if end < 2 or buffer[-1] != buffer[-2]:
         return None
     last = buffer[-1]
-    need = _char_run_need(classify_char(last), config)
+    need = config.mrz_fill_run_min if last == "<" else _char_run_need(classify_char(last), config)
     # One look at the character `need` places back rejects almost every natural run.
     if need > end or buffer[end - need] != last:
         return None

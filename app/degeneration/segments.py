@@ -20,6 +20,7 @@ class Segment:
     start: int  # raw offsets
     end: int
     diagram: bool
+    counted_key: str | None = None  # the key with number words read as numbers, when asked
 
 
 def is_row(key: str) -> bool:

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from app.degeneration.charclass import (
+    collapse_number_words,
     collapse_numbers,
     content_chars,
     exact_view,
@@ -48,7 +49,11 @@ _BOUNDARY_RE = re.compile(r"[\n。]|[.!?] |(?<=[\u3040-\u30ff\u4e00-\u9fff\uac00
 _CJK_RE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LETTER_RE = re.compile(r"[^\W\d_]")
 _FENCE = "```"
+# Info strings of a fence that wraps a whole markdown answer (```` ```markdown ````): inside it a
+# bare fence opens a code block rather than closing the wrapper, as chat models write it.
+_WRAPPER_INFO = frozenset({"markdown", "md"})
 _NOT_SENTENCE_END = frozenset(". \t0123456789")
+_MAX_FENCE_DEPTH = 8  # bounded memory; deeper nesting is read as staying inside
 _ROW_LOOKBACK = 256  # characters back from a sentence end where a table row's bar must be
 
 
@@ -63,6 +68,14 @@ class _Candidate:
 
 def _exact(segment: Segment) -> str:
     return exact_view(segment.line)
+
+
+def _counted_key(segment: Segment) -> str:
+    """The segment's key with English number words read as numbers (`the sixth item`)."""
+    if segment.counted_key is None:
+        words = collapse_number_words(strip_markup(segment.line))
+        segment.counted_key = collapse_numbers(line_key_chars(words))
+    return segment.counted_key
 
 
 def _in_table_row(raw: str, at: int) -> bool:
@@ -84,7 +97,7 @@ class StructureTracker:
         self._max_step = config.structure_max_lines
         self._diagram_repeats = max(self._min_repeats, config.diagram_min_repeats)
         self._start = 0
-        self._in_fence = False
+        self._fences: list[str] = []  # open fences, outermost first: their info strings
         self._segments: deque[Segment] = deque(maxlen=self._max_step * (self._min_repeats + 1))
         self._runs = [0] * (self._max_step + 1)
         self._drifts = [0] * (self._max_step + 1)  # copies that differ in the exact view ...
@@ -180,16 +193,28 @@ class StructureTracker:
         if start < raw_base:  # longer than the raw tail: breaks any run
             return Segment(key="\0", line="\0", start=start, end=end, diagram=False)
         line = raw[start - raw_base : end - raw_base]
-        if line.lstrip().startswith(_FENCE):
-            self._in_fence = not self._in_fence
+        stripped = line.strip()
+        if stripped.startswith(_FENCE):
+            self._toggle_fence(stripped.lstrip("`").strip().lower())
             return None
-        if self._in_fence:
+        if self._fences:
             exact = exact_view(line)
             if is_mostly_fill(exact):
                 row = self._key(line, diagram=True)
                 return Segment(row, line, start, end, diagram=True) if exact else None
         key = self._key(line, diagram=False)
         return Segment(key, line, start, end, diagram=False) if key else None  # blank: neutral
+
+    def _toggle_fence(self, info: str) -> None:
+        """A fence line opens a block, or closes the innermost one. Inside a markdown wrapper
+        a bare fence with no code block open opens one: while streaming it cannot be told
+        from the wrapper's close, and reading it as an opener keeps the rows inside a code
+        block (a diagram loop there) read as rows of a fence."""
+        fences = self._fences
+        if fences and not info and fences[-1] not in _WRAPPER_INFO:
+            fences.pop()
+        elif len(fences) < _MAX_FENCE_DEPTH:
+            fences.append(info)
 
     @staticmethod
     def _key(line: str, diagram: bool) -> str:
@@ -207,17 +232,26 @@ class StructureTracker:
         for step in range(1, min(self._max_step, len(segments)) + 1):
             earlier = segments[-step]
             other = earlier.key
-            alike = other == key or (
-                abs(size - len(other)) <= slack
+            alike = counted = other == key
+            if (
+                not alike
+                and abs(size - len(other)) <= slack
                 and (other[:4] == head or other[-4:] == tail)  # `_near`'s cheap test, inline
-                and self._near(segment, earlier)
-            )
+            ):
+                # Counters in words are read only on the few pairs alike at both ends (a
+                # counter inside the line: `the sixth item`, `the seventh item`).
+                alike = counted = (
+                    other[:4] == head
+                    and other[-4:] == tail
+                    and _counted_key(segment) == _counted_key(earlier)
+                )
+                alike = alike or self._near(segment, earlier)
             if alike:
                 if not runs[step]:
                     self._onsets[step] = earlier.start
                 runs[step] += 1
                 self._drifts[step] += _exact(segment) != _exact(earlier)
-                self._changed_words[step] += key != earlier.key
+                self._changed_words[step] += not counted
                 continued = True
             elif runs[step]:
                 runs[step] = self._drifts[step] = self._changed_words[step] = 0
@@ -262,12 +296,19 @@ class StructureTracker:
         """Whether copies of these lines (not diagram rows) are a loop rather than a document
         repeating itself."""
         # Rules and form blanks (`Name: ____`) add no words to a unit.
+        config = self._config
         words = [s.key for s in unit if not is_mostly_fill(_exact(s))]
         letters = sum(len(_LETTER_RE.findall(key)) for key in words)
-        if letters < self._config.drift_min_letters:
-            return False
+        copies = self._runs[step] // step + 1
+        counting = bool(self._drifts[step]) and not self._changed_words[step]
+        # One line (or sentence; not a table row) counting on: a list until it goes on.
+        one_line = sum(segment.line.endswith("\n") for segment in unit) <= 1
+        listing = counting and one_line and not is_row(unit[0].key)
+        counted_far = counting and copies >= config.counter_min_copies
+        if letters < config.drift_min_letters and not (letters and counted_far):
+            return False  # `- The sixth item`: a short line counts only when it goes on
         exact_chars = sum(len(_exact(s)) for s in unit)
-        long_block = exact_chars > self._config.max_period
+        long_block = exact_chars > config.max_period
         if not (allow_exact or self._drifts[step] or long_block):
             return False  # an exact repeat the periodic search judges
         rows = all(is_row(segment.key) for segment in unit)
@@ -280,9 +321,12 @@ class StructureTracker:
             # Leader dots and rules say nothing: a number per 160 characters of the rest.
             said = sum(content_chars(_exact(s)) for s in unit)
             numbers = sum(s.key.count("0") for s in unit)
-            if step > 1 and numbers * self._config.drift_max_chars_per_number < said:
-                # Only a heading number changes: a document's sections. A single line or
-                # sentence that carries its own counter (`Step 7: ...`) is a loop however long.
+            if step > 1 and numbers * config.drift_max_chars_per_number < said:
+                # Only a heading number changes: a document's sections.
+                return False
+            if listing and exact_chars < config.drift_long_block_chars and not counted_far:
+                # Lists, references and device lines count on with the rest of the line
+                # unchanged for up to a page; a loop goes on (`counter_min_copies`).
                 return False
             if rows and not self._row_repeats(self._runs[step], step, letters):
                 return False  # rows of a real table may differ in numbers only

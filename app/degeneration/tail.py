@@ -25,6 +25,7 @@ TAIL_CONFIG = DetectorConfig(
     min_unit_letters=32,
     drift_min_repeats=3,
     drift_min_letters=24,
+    counter_min_copies=3,  # a text that ends counting in sentences (`min_unit_letters`)
     max_period=2048,
     tail_window=8192,
 )
@@ -38,6 +39,7 @@ CAP_CONFIG = DetectorConfig(
     min_unit_letters=16,
     drift_min_repeats=2,
     drift_min_letters=16,
+    counter_min_copies=2,
     diagram_min_repeats=2,
     max_period=4096,
     tail_window=16384,

@@ -117,6 +117,8 @@ def dots(variant: str) -> Profile:
             boxes=BoxFrame(factor=28) if layout else None,
         ),
         serve_flags=["--trust-remote-code", "--async-scheduling"],
+        # Layout answers are JSON: loops inside a cell's text are watched in its string values.
+        detector={"json_strings": 1} if layout else {},
     )
 
 

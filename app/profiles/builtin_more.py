@@ -147,6 +147,7 @@ def dharma() -> Profile:
         request=RequestShape(prompt=p.DHARMA_GUESS, max_tokens=4096),
         image=ImageRule(rule="longest", value=1288),
         response=ResponseRule(format="json_keys", json_keys=["header", "text", "margin", "footer"]),
+        detector={"json_strings": 1},  # the page's text is in JSON string values
     )
 
 
