@@ -3,8 +3,10 @@
 Folio's real pipeline and VLM engine against the stand-in server (bench/false_alarms), on
 SQLite and PostgreSQL, with the generic Markdown profile. The healthy page is a passport
 whose machine-readable zone repeats `<` 19 times: the detector as configured here calls
-`char_run` on it (char_run_min 12 is set explicitly, today's default, so a later change of
-the default leaves this test on the path it tests; the first test checks the call happens).
+`char_run` on it: the detector is set as it was when the issue found this false alarm
+(char_run_min and mrz_fill_run_min 12; the default now waits for 128 `<`, past the zone's
+44-character lines), so the test stays on the path it tests; the first test checks the call
+happens.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def settings_for(db_url: str, base_url: str, **extra: object) -> Settings:
         "database_url": db_url,
         "engine": "vlm",
         "vlm_endpoints": {"primary": endpoint},
-        "detector": {"char_run_min": 12},
+        "detector": {"char_run_min": 12, "mrz_fill_run_min": 12},
         "concurrency": 2,
         "vlm_concurrency": 2,
     }

@@ -65,7 +65,7 @@ def run_arm(answer_for: AnswerFor, confirm: bool, pages: int, work: Path) -> dic
             database_url=f"sqlite:///{work / 'folio.db'}",
             engine="vlm",
             vlm_endpoints={"primary": endpoint},
-            detector={"char_run_min": 12},
+            detector={"char_run_min": 12, "mrz_fill_run_min": 12},
             confirm_repeated_stops=confirm,
             concurrency=2,
             vlm_concurrency=2,
