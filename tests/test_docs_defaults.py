@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from app.cli.main import app
 from docsgen.defaults_reference import compose_gpu, default_settings
+from docsgen.settings_reference import defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULTS = default_settings()
@@ -104,3 +105,36 @@ def test_compose_serves_the_settings_default_model_and_profile() -> None:
     assert command[command.index("--model") + 1] == default.model
     assert compose["primary"]["model"] == default.model
     assert compose["primary"]["profile"] == default.profile
+
+
+def _field_defaults() -> dict[str, set[float]]:
+    """Each setting's (and endpoint field's) numeric default, by name."""
+    from app.settings import VlmEndpoint
+
+    endpoint = defaults(VlmEndpoint)
+    found: dict[str, set[float]] = {}
+    for values in (DEFAULTS, endpoint):
+        for name, value in values.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                found.setdefault(name, set()).add(float(value))
+    return found
+
+
+# "`page_lease_s` (60 s)", "(`worker_threads`, 32)": a default stated beside its setting
+_BESIDE = re.compile(
+    r"`(\w+)` \((\d[\d,]*(?:\.\d+)?)(?: s)?\)|\(`(\w+)`, (\d[\d,]*(?:\.\d+)?)(?: s)?\)"
+)
+
+
+def test_every_default_stated_beside_its_setting_is_the_codes() -> None:
+    numeric = _field_defaults()
+    seen = []
+    pages = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+    for page in pages:
+        for match in _BESIDE.finditer(_prose(str(page.relative_to(ROOT)))):
+            name = match.group(1) or match.group(3)
+            stated = float((match.group(2) or match.group(4)).replace(",", ""))
+            if name in numeric:
+                seen.append(name)
+                assert stated in numeric[name], f"{page.name}: `{name}` is {numeric[name]}"
+    assert {"page_lease_s", "worker_threads", "max_concurrency", "events_poll_s"} <= set(seen)
