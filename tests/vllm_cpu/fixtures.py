@@ -5,9 +5,10 @@ CI started with serve.sh), else starts one for the whole test session with VllmS
 venv or the tiny model the tests skip, or fail when CI or FOLIO_REQUIRE_VLLM=1 is set.
 
 The session's server traces its close path (trace_site: logging only, nothing else changes) so
-that the close test needs no server of its own. Only tests that need what a request cannot
-choose start their own: vLLM's dev routes (an environment variable), speculative decoding (a
-server flag), another model, or a server killed and restarted.
+that the close test needs no server of its own, and the tests that kill a server kill this one
+and start it again on the same port. Only tests that need what a request cannot choose start
+their own: vLLM's dev routes (an environment variable), speculative decoding (a server flag),
+another model (a trained one).
 """
 
 from __future__ import annotations
