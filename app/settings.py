@@ -6,7 +6,7 @@ import os
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
@@ -16,7 +16,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from app.profiles import BUILTIN
+from app.errors import ConfigError
+from app.profiles import BUILTIN, resolve_profile
 from app.profiles.model import Profile
 
 EngineKind = Literal["textlayer", "tesseract", "vlm"]
@@ -189,23 +190,51 @@ def metrics_url_of(endpoint: VlmEndpoint) -> str | None:
     return endpoint.base_url.rstrip("/").removesuffix("/v1") + "/metrics"
 
 
-def _default_plans() -> dict[str, list[PlanStep]]:
+DEFAULT_PROFILE = "olmocr2"
+
+
+def builtin_vlm_plan(profile: Profile) -> list[PlanStep]:
+    """The built-in `vlm` plan when the primary endpoint has `profile`: that profile's own
+    ladder on the primary model, then the fallback model, the text layer and Tesseract."""
+    textlayer = PlanStep(name="textlayer", engine="textlayer")
+    tesseract = PlanStep(name="tesseract", engine="tesseract")
+    return [
+        *(
+            PlanStep(
+                name=r.name,
+                engine="vlm",
+                endpoint="primary",
+                temperature=r.temperature,
+                top_p=r.top_p,
+            )
+            for r in profile.plan_ladder()
+        ),
+        PlanStep(name="fallback-model", engine="vlm", endpoint="fallback", temperature=0.0),
+        textlayer,
+        tesseract,
+    ]
+
+
+def _primary_profile(data: dict[str, Any]) -> Profile:
+    """The primary endpoint's profile; the default profile when there is no primary, or when
+    its profile is unknown (that error is reported by the settings' own check)."""
+    primary = data.get("vlm_endpoints", {}).get("primary")
+    if primary is None:
+        return BUILTIN[DEFAULT_PROFILE]
+    try:
+        return resolve_profile(primary.profile, primary.model, data.get("profiles"))
+    except ConfigError:
+        return BUILTIN[DEFAULT_PROFILE]
+
+
+def _default_plans(data: dict[str, Any]) -> dict[str, list[PlanStep]]:
     textlayer = PlanStep(name="textlayer", engine="textlayer")
     tesseract = PlanStep(name="tesseract", engine="tesseract")
     return {
         "auto": [textlayer, tesseract],
         "textlayer": [textlayer],
         "tesseract": [tesseract],
-        # the default profile's own ladder (olmOCR: temperatures 0.1, 0.2, 0.5 of its 8 rungs)
-        "vlm": [
-            *(
-                PlanStep(name=r.name, engine="vlm", endpoint="primary", temperature=r.temperature)
-                for r in (BUILTIN["olmocr2"].ladder[i] for i in (0, 2, 4))
-            ),
-            PlanStep(name="fallback-model", engine="vlm", endpoint="fallback", temperature=0.0),
-            textlayer,
-            tesseract,
-        ],
+        "vlm": builtin_vlm_plan(_primary_profile(data)),
     }
 
 
@@ -213,8 +242,8 @@ def _default_endpoints() -> dict[str, VlmEndpoint]:
     return {
         "primary": VlmEndpoint(
             base_url="http://127.0.0.1:8000/v1",
-            model="allenai/olmOCR-2-7B-1025-FP8",
-            profile="olmocr2",
+            model=BUILTIN[DEFAULT_PROFILE].models[0],
+            profile=DEFAULT_PROFILE,
         )
     }
 
@@ -254,9 +283,6 @@ class Settings(BaseSettings):
         default=None, description="Celery broker (Redis) URL; unset means the in-process executor."
     )
     engine: str = Field(default="auto", description="Default attempt plan (a key of `plans`).")
-    plans: dict[str, list[PlanStep]] = Field(
-        default_factory=_default_plans, description="Attempt plans: ordered engine steps per name."
-    )
     vlm_endpoints: dict[str, VlmEndpoint] = Field(
         default_factory=_default_endpoints,
         description="OpenAI-compatible endpoints that VLM plan steps name.",
@@ -265,6 +291,12 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Your own model profiles (`[profiles.<id>]` in folio.toml), beside and over "
         "the built-in ones; see docs/models.md.",
+    )
+    # after the endpoints and profiles: the built-in `vlm` plan follows the primary's profile
+    plans: dict[str, list[PlanStep]] = Field(
+        default_factory=_default_plans,
+        description="Attempt plans: ordered engine steps per name. The built-in `vlm` plan runs "
+        "the primary endpoint's profile's own retry ladder (`folio models` shows it).",
     )
     concurrency: int = Field(
         default_factory=lambda: os.cpu_count() or 1,

@@ -43,7 +43,7 @@ def _table(model: type[BaseModel], env: Any) -> list[str]:
     rows = ["| setting | type | default | meaning |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
         where = f"`{name}`<br>{env(name)}" if env else f"`{name}`"
-        cells = [where, _type(field), _default(name, field), _cell(field.description or "")]
+        cells = [where, _type(field), _default(model, name, field), _cell(field.description or "")]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
 
@@ -65,11 +65,11 @@ def _type_name(annotation: Any) -> str:
     return "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
 
 
-def _default(name: str, field: FieldInfo) -> str:
+def _default(model: type[BaseModel], name: str, field: FieldInfo) -> str:
     if name in COMPUTED_DEFAULTS:
         return COMPUTED_DEFAULTS[name]
     if field.default_factory is not None:
-        value = field.default_factory()  # type: ignore[call-arg]
+        value = field.get_default(call_default_factory=True, validated_data=defaults(model))
         rendered = json.dumps(_plain(value), separators=(", ", ": "))
         if len(rendered) <= 40:
             return f"`{rendered}`"
@@ -79,6 +79,16 @@ def _default(name: str, field: FieldInfo) -> str:
     if field.is_required():
         return "required"
     return "unset" if field.default is None else f"`{json.dumps(_plain(field.default))}`"
+
+
+def defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """Every field's default, in order: a factory may read the fields before it (the
+    built-in `vlm` plan follows the default endpoints' profile)."""
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        if not field.is_required():
+            values[name] = field.get_default(call_default_factory=True, validated_data=values)
+    return values
 
 
 def _plain(value: Any) -> Any:

@@ -65,12 +65,34 @@ def start_slow_worker(
     env: dict[str, str], delay_s: float, concurrency: int, log: Path
 ) -> subprocess.Popen[bytes]:
     """A real worker whose text-layer engine sleeps `delay_s` a page (tests/slow_worker.py)."""
+    return start_test_worker({**env, "FOLIO_TEST_ENGINE_DELAY_S": str(delay_s)}, concurrency, log)
+
+
+def start_gated_worker(
+    env: dict[str, str],
+    gate_after: int,
+    gate: Path,
+    concurrency: int,
+    log: Path,
+    release: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """A real worker that lets `gate_after` pages through, then holds every other page in flight
+    (touching `gate`) until `release` exists; forever when `release` is None (tests/slow_worker.py).
+    """
+    gated = {**env, "FOLIO_TEST_GATE_AFTER": str(gate_after), "FOLIO_TEST_GATE_FILE": str(gate)}
+    if release is not None:
+        gated["FOLIO_TEST_RELEASE_FILE"] = str(release)
+    return start_test_worker(gated, concurrency, log)
+
+
+def start_test_worker(env: dict[str, str], concurrency: int, log: Path) -> subprocess.Popen[bytes]:
+    """`folio worker`'s Celery command line on both queues, with the test engine."""
+    prefix = env["FOLIO_QUEUE_PREFIX"]
     command = [sys.executable, str(ROOT / "tests" / "slow_worker.py"), "worker"]
-    command += ["-Q", f"{env['FOLIO_QUEUE_PREFIX']}.cpu", "-P", "threads", "-c", str(concurrency)]
+    command += ["-Q", f"{prefix}.cpu,{prefix}.gpu", "-P", "threads", "-c", str(concurrency)]
     command += ["-l", "INFO", "-n", f"slow-{uuid.uuid4().hex[:6]}@%h"]
     command += ["--without-gossip", "--without-mingle"]
     out = log.open("ab")
-    env = {**env, "FOLIO_TEST_ENGINE_DELAY_S": str(delay_s)}
     return subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
 

@@ -1,10 +1,10 @@
 """A real `folio` CLI whose text-layer engine stops at a gate after FOLIO_TEST_GATE_AFTER pages.
 
-For the resume tests: the run must still be going when the test interrupts it, whatever the
-machine's speed. Page FOLIO_TEST_GATE_AFTER + 1 touches FOLIO_TEST_GATE_FILE and waits; Ctrl+C
-(SIGINT) ends the wait the way it ends a real page in flight: with KeyboardInterrupt, so no page
-past the gate finishes in this run. SIGKILL needs no help. Everything else is `folio` as shipped.
-Run as `python tests/gated_run.py run ...`.
+For the resume tests and the killed-watcher test (`gated_run.py watch ...`): the run must still
+be going when the test interrupts it, whatever the machine's speed. Page FOLIO_TEST_GATE_AFTER + 1
+touches FOLIO_TEST_GATE_FILE and waits; Ctrl+C (SIGINT) ends the wait the way it ends a real page
+in flight: with KeyboardInterrupt, so no page past the gate finishes in this run. SIGKILL needs
+no help. Everything else is `folio` as shipped. Run as `python tests/gated_run.py run ...`.
 """
 
 from __future__ import annotations

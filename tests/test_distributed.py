@@ -31,7 +31,7 @@ from tests.conftest import REDIS_URL, unavailable
 from tests.distributed_support import (
     TcpProxy,
     page_text,
-    start_slow_worker,
+    start_gated_worker,
     start_worker,
     stop_worker,
     unique_prefix,
@@ -132,14 +132,17 @@ def test_kill_9_of_a_worker_mid_batch_loses_nothing_and_repeats_nothing(
 ) -> None:
     pages = write_text_pdfs(tmp_path / "in", documents=5, pages=44)
     env = worker_env(pg_url, REDIS_URL, prefix, **FAST_REDELIVERY)
-    victim = start_worker(env, concurrency=4, log=tmp_path / "victim.log")
+    # The victim does 10 pages, then holds the rest it takes in flight until it is killed: the
+    # kill meets pages mid-way on any machine, never a batch that ended first.
+    gate = tmp_path / "victim-at-gate"
+    victim = start_gated_worker(env, 10, gate, concurrency=4, log=tmp_path / "victim.log")
     survivor = start_worker(env, concurrency=4, log=tmp_path / "survivor.log")
     try:
         batch = Batch(pg_url, submit(tmp_path / "in", env, monkeypatch), pages)
-        wait_until(lambda: batch.count("succeeded") >= 30, 120, "30 pages done")
+        wait_until(gate.exists, 120, "the victim holding pages in flight")
         victim.send_signal(signal.SIGKILL)
         victim.wait()
-        assert batch.count("pending", "running") > 0, "the batch ended before the kill"
+        assert batch.count("pending", "running") > 0, "the victim's pages are still open"
         # A task the victim had taken off Redis but not yet recorded as unacked dies with it
         # (about one run in four): the lost-task check queues its page again once the queues
         # are drained; no `folio recover`.
@@ -156,10 +159,12 @@ def test_recover_requeues_pages_after_redis_lost_the_queue(
     pages = write_text_pdfs(tmp_path / "in", documents=2, pages=30)
     env = worker_env(pg_url, REDIS_URL, prefix)
     batch = Batch(pg_url, submit(tmp_path / "in", env, monkeypatch), pages)
-    # 50 ms a page: a task of ~4 pages outlasts the polls below, so tasks are still queued.
-    worker = start_slow_worker(env, 0.05, concurrency=2, log=tmp_path / "worker.log")
+    # 10 pages through, then the worker holds its pages at a gate while Redis loses the
+    # queue: tasks are certainly still queued then, on any machine (it prefetches one).
+    gate, release = tmp_path / "at-gate", tmp_path / "release"
+    worker = start_gated_worker(env, 10, gate, 2, tmp_path / "worker.log", release=release)
     try:
-        wait_until(lambda: batch.count("succeeded") >= 10, 120, "10 pages done")
+        wait_until(gate.exists, 120, "10 pages done and the next at the gate")
         client = redis.Redis.from_url(REDIS_URL)
         # Every queue list, at every priority level (`<queue>:<level>`).
         lists = [
@@ -168,6 +173,7 @@ def test_recover_requeues_pages_after_redis_lost_the_queue(
         ]
         assert lists
         client.delete(*lists)
+        release.touch()
         wait_until(lambda: batch.count("running") == 0, 60, "in-flight pages to finish")
         time.sleep(1.0)  # anything still queued would start now; nothing is
         stranded = batch.count("pending")
@@ -199,11 +205,15 @@ def test_postgres_outage_makes_tasks_retry_not_fail(
             submit(tmp_path / "in", {**env, "FOLIO_DATABASE_URL": pg_url}, monkeypatch),
             pages,
         )
-        worker = start_worker(env, concurrency=2, log=log)
-        wait_until(lambda: batch.count("succeeded") >= 10, 120, "10 pages done")
+        # 10 pages through, then the worker holds its pages at a gate until the database is
+        # gone: they end during the outage on any machine, never before it.
+        gate, release = tmp_path / "at-gate", tmp_path / "release"
+        worker = start_gated_worker(env, 10, gate, 2, log, release=release)
+        wait_until(gate.exists, 120, "10 pages done and the next at the gate")
         proxy.pause()
+        release.touch()
         time.sleep(3.0)  # the outage
-        assert batch.count("pending", "running") > 0, "the batch ended before the outage"
+        assert batch.count("pending", "running") > 0, "pages are open through the outage"
         proxy.start()
         wait_until(batch.done, 120, "the job to finish after the outage")
     finally:

@@ -61,7 +61,8 @@ class LoopingVlm:
 
 
 def vlm_settings(db_url: str, **extra: object) -> Settings:
-    endpoint = VlmEndpoint(base_url="http://127.0.0.1:9/v1", model="m")
+    # olmOCR-2's profile: the built-in `vlm` plan runs its three-rung temperature ladder
+    endpoint = VlmEndpoint(base_url="http://127.0.0.1:9/v1", model="m", profile="olmocr2")
     values: dict[str, object] = {
         "database_url": db_url,
         "engine": "vlm",

@@ -9,18 +9,18 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from app.vllm_plugin.actions import StepAction, combine
 from app.vllm_plugin.behaviours import (
     LOOP_STOP_ARG,
     STOP_AFTER_ARG,
     LoopStop,
-    StepAction,
     StopAfter,
     behaviours_for,
-    combine,
 )
 from app.vllm_plugin.deployment import PROCESSOR, check_deployment
 from app.vllm_plugin.detokenize import IncrementalDetokenizer
@@ -157,3 +157,25 @@ def test_the_plugin_refuses_to_start_where_it_would_stop_nothing(
     else:
         with pytest.raises(RuntimeError, match=refused):
             check_deployment(config)
+
+
+def test_the_plugins_modules_import_one_another_without_a_cycle() -> None:
+    import ast
+    from graphlib import CycleError, TopologicalSorter
+
+    folder = Path(__file__).resolve().parents[1] / "app" / "vllm_plugin"
+    graph = {}
+    for module in folder.glob("*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        graph[module.stem] = {
+            node.module.rsplit(".", 1)[-1]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("app.vllm_plugin.")
+        }
+    assert graph["behaviours"] >= {"actions", "guard"}
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        raise AssertionError(f"import cycle in app/vllm_plugin: {exc.args[1]}") from exc

@@ -21,7 +21,8 @@ from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.pdf.render import render_page
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
-from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, VllmServer
+from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, VllmServer, metric_total
+from tests.vllm_cpu.streams import wait_until_stable
 
 pytestmark = pytest.mark.vllm
 
@@ -82,8 +83,8 @@ def test_greedy_loop_is_caught_while_streaming_and_aborted(
         result = engine.transcribe(page, GREEDY)
     finally:
         engine.close()
-    time.sleep(1.0)  # the server stops generating once it sees the closed connection
-    spent = vllm_endpoint.generation_tokens_total() - before
+    # the server stops generating once it sees the closed connection: count when it has
+    spent = wait_until_stable(vllm_endpoint.generation_tokens_total) - before
     assert result.status is AttemptStatus.DEGENERATE
     assert result.aborted and result.finish_reason == "abort"
     assert result.stop_mechanism == "client_close" and result.tokens_after_verdict is None
@@ -156,22 +157,39 @@ def test_ladder_records_every_attempt(
         assert all(a.model == SERVED_MODEL_NAME and a.prompt_version for a in attempts)
 
 
-def test_pages_wait_for_a_killed_server_and_complete(sqlite_url: str, tmp_path: Path) -> None:
+def wait_for_a_running_request(server: VllmServer, limit: float = 120.0) -> None:
+    deadline = time.monotonic() + limit
+    while metric_total(server.metrics(), "vllm:num_requests_running") < 1:
+        assert time.monotonic() < deadline, "no request reached the server"
+        time.sleep(0.05)
+
+
+def test_pages_wait_for_a_killed_server_and_complete(
+    vllm_endpoint: VllmEndpoint, sqlite_url: str, tmp_path: Path
+) -> None:
+    """Kills the session's server mid-job and starts it again on the same port (as
+    test_vllm_server's last test does): no server of its own to start."""
+    server = vllm_endpoint.server
+    if server is None:
+        pytest.skip("FOLIO_VLLM_URL server: not ours to kill")
     pdf = samples.scanned_pdf([samples.page_text(n % 6) for n in range(12)])
     (tmp_path / "many.pdf").write_bytes(pdf)
-    with VllmServer(extra_args=["--max-num-seqs", "2"]) as server:
-        outcome: dict[str, str] = {}
-        worker = threading.Thread(
-            target=lambda: outcome.setdefault(
-                "job", run_vlm_job(server.base_url, sqlite_url, tmp_path, retry_s=300)
-            )
+    outcome: dict[str, str] = {}
+    worker = threading.Thread(
+        target=lambda: outcome.setdefault(
+            "job", run_vlm_job(server.base_url, sqlite_url, tmp_path, retry_s=300)
         )
-        worker.start()
-        time.sleep(3)
+    )
+    worker.start()
+    try:
+        # killed while it decodes a page (not after a wait the pages might all finish in)
+        wait_for_a_running_request(server)
         server.kill()
-        time.sleep(3)
-        server.restart()
-        worker.join(timeout=400)
+        time.sleep(3)  # down a while; the pages' transport retries cover any length
+    finally:
+        if not server.is_running():
+            server.restart()
+    worker.join(timeout=400)
     assert "job" in outcome, "the job did not finish after the server came back"
     with Database(sqlite_url).session() as session:
         pages = session.scalars(select(Page)).all()

@@ -18,9 +18,11 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Job, Page
 from app.jobs import run_job_locally
-from app.samples import born_digital_pdf, page_text, scanned_pdf
+from app.samples import born_digital_pdf, page_text
 from app.settings import Settings
 from app.watch import StableFiles, Watcher, _move, inbox_lock
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def pdf(pages: int, seed: int = 0) -> bytes:
@@ -150,29 +152,39 @@ def test_watch_cli_once_and_busy_inbox(
 
 
 def test_killed_watcher_resumes_its_batch_on_restart(sqlite_url: str, tmp_path: Path) -> None:
-    """A real `folio watch` process killed (SIGKILL) mid-batch; the next one finishes the batch."""
+    """A real `folio watch` process killed (SIGKILL) mid-batch; the next one finishes the batch.
+
+    The first watcher does one page, then holds the next at a gate (tests/gated_run.py) until
+    it is killed: it dies mid-batch on any machine, never after a batch that ended first."""
     inbox = tmp_path / "in"
     inbox.mkdir()
-    (inbox / "scan.pdf").write_bytes(scanned_pdf([page_text(n) for n in range(3)], dpi=100))
-    (inbox / "other.pdf").write_bytes(scanned_pdf([page_text(9)], dpi=100))
+    (inbox / "scan.pdf").write_bytes(born_digital_pdf([page_text(n) for n in range(3)]))
+    (inbox / "other.pdf").write_bytes(born_digital_pdf([page_text(9)]))
+    gate = tmp_path / "at-gate"
     env = os.environ | {
         "FOLIO_DATABASE_URL": sqlite_url,
-        "FOLIO_ENGINE": "tesseract",
+        "FOLIO_ENGINE": "textlayer",
         "FOLIO_CONCURRENCY": "1",
-        "FOLIO_DPI": "100",
         "FOLIO_WATCH_WINDOW_S": "0",
         "FOLIO_WATCH_POLL_S": "0.1",
     }
-    command = [sys.executable, "-c", "from app.cli.main import main; main()", "watch", str(inbox)]
-    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    gated = [sys.executable, str(ROOT / "tests" / "gated_run.py"), "watch", str(inbox)]
+    first_env = env | {"FOLIO_TEST_GATE_AFTER": "1", "FOLIO_TEST_GATE_FILE": str(gate)}
+    first = subprocess.Popen(
+        gated, env=first_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
-        done = wait_for_pages(sqlite_url, 1)
+        deadline = time.monotonic() + 120
+        while not gate.exists():
+            assert first.poll() is None and time.monotonic() < deadline, "no page reached the gate"
+            time.sleep(0.05)
     finally:
         first.kill()
         first.wait()
-    assert 1 <= done < 4, "the first watcher must die mid-batch"
+    assert wait_for_pages(sqlite_url, 1, timeout=0) == 1, "one page done, the rest open"
     assert files_in(inbox / "done") == []
 
+    command = [sys.executable, "-c", "from app.cli.main import main; main()", "watch", str(inbox)]
     second = subprocess.run([*command, "--once"], env=env, capture_output=True, timeout=300)
 
     assert second.returncode == 0, second.stderr.decode()

@@ -13,6 +13,7 @@ from app.cli.options import console, load_settings
 from app.engines.vlm_doctor import check_endpoint
 from app.errors import ConfigError
 from app.profiles import Profile, all_profiles
+from app.profiles.model import LadderStep
 
 _MARK = {"ok": "[green]ok[/]", "warning": "[yellow]warning[/]", "problem": "[red]problem[/]"}
 
@@ -36,7 +37,22 @@ def models(
         image = f"image {p.image.rule} {p.image.value}"
         out.print(f"[bold]{p.id}[/]  {p.status}  {p.response.format}  {image}")
         out.print(f"  models: {', '.join(p.models) or 'any, when named'}", markup=False)
+        out.print(f"  {_plan_line(p)}", markup=False)
         out.print(f"  {_serve_line(p)}", markup=False)
+
+
+def _rung(rung: LadderStep, profile: Profile) -> str:
+    """A rung with the temperature and top_p it sends (the profile's where it sets none)."""
+    own = profile.request.sampling
+    temperature = own.temperature if rung.temperature is None else rung.temperature
+    top_p = own.top_p if rung.top_p is None else rung.top_p
+    return f"{rung.name} (T {temperature}, top_p {top_p})"
+
+
+def _plan_line(profile: Profile) -> str:
+    """The built-in `vlm` plan's rungs when the primary endpoint has this profile."""
+    rungs = ", ".join(_rung(r, profile) for r in profile.plan_ladder())
+    return f"vlm plan: {rungs}; then the fallback model, text layer, Tesseract"
 
 
 def _serve_line(profile: Profile) -> str:
@@ -56,8 +72,10 @@ def _show_profile(profile: Profile) -> None:
     shape = profile.request
     out.print(f"request: {shape.order}, max_tokens {shape.max_tokens}, {shape.sampling}")
     if profile.ladder:
-        rungs = (f"{r.name} (T {r.temperature}, top_p {r.top_p})" for r in profile.ladder)
-        out.print(f"retry ladder: {', '.join(rungs)}", markup=False)
+        out.print(
+            f"retry ladder: {', '.join(_rung(r, profile) for r in profile.ladder)}", markup=False
+        )
+    out.print(_plan_line(profile), markup=False)
     out.print(f"system: {shape.system!r}", markup=False)
     out.print(f"prompt: {shape.prompt!r}", markup=False)
 

@@ -60,6 +60,9 @@ def olmocr2() -> Profile:
         # the accumulated correction
         response=ResponseRule(format="yaml_front_matter", rotation_feedback=True),
         ladder=[LadderStep(name=f"t{t}", temperature=t) for t in temperatures],
+        # Folio's plan takes three distinct temperatures (0.1, 0.2, 0.5): 3 x 8000 tokens
+        # leave the page's default budget (32 000) one more attempt, for the fallback model
+        plan_rungs=[0, 2, 4],
         serve_flags=["--max-model-len 16384", "--limit-mm-per-prompt '{\"video\": 0}'"],
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ProfileStatus = Literal["official", "community", "experimental", "approximation", "generic"]
 AnswerFormat = Literal[
@@ -170,6 +170,12 @@ class Profile(_Data):
     ladder: list[LadderStep] = Field(
         default_factory=list, description="The official retry ladder, as plan steps."
     )
+    plan_rungs: list[int] = Field(
+        default_factory=list,
+        description="The rungs of `ladder` (0-based, in order) that the built-in `vlm` plan "
+        "runs on an endpoint with this profile; every rung when empty. Without a ladder the "
+        "plan runs one attempt at the profile's own sampling.",
+    )
     serve_flags: list[str] = Field(
         default_factory=list, description="`vllm serve` flags the model needs."
     )
@@ -185,3 +191,18 @@ class Profile(_Data):
     def tag(self) -> str:
         """The name recorded on attempts."""
         return f"{self.id}@{self.version}"
+
+    @model_validator(mode="after")
+    def _plan_rungs_are_rungs(self) -> Profile:
+        outside = [i for i in self.plan_rungs if not 0 <= i < len(self.ladder)]
+        if outside:
+            raise ValueError(f"plan_rungs {outside}: the ladder has {len(self.ladder)} rungs")
+        return self
+
+    def plan_ladder(self) -> list[LadderStep]:
+        """The VLM rungs of the built-in `vlm` plan on an endpoint with this profile: the
+        chosen rungs of its own ladder, or one attempt at its own sampling when it has none
+        (the model's own pipeline does not retry)."""
+        if not self.ladder:
+            return [LadderStep(name="first")]
+        return [self.ladder[i] for i in self.plan_rungs] if self.plan_rungs else list(self.ladder)

@@ -3,17 +3,19 @@
 A request opts in through per-request args (`vllm_xargs` in the REST body, which vLLM hands
 over as `SamplingParams.extra_args`). Each behaviour named there gets the tokens and text the
 request adds at every step and answers with a `StepAction`: end the request now (only EOS
-left possible) and/or tokens to ban at the next position. More behaviours (e.g. a no-repeat
-n-gram guard) join `BEHAVIOURS` under their own arg name.
+left possible) and/or tokens to ban at the next position (`actions.py`). Each behaviour is
+listed in `BEHAVIOURS` under its own arg name: the loop stop and the liveness probe here, the
+no-repeat n-gram guard in `guard.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from app.degeneration import LoopDetector, LoopVerdict
+from app.vllm_plugin.actions import END, NO_ACTION, RequestBehaviour, StepAction
+from app.vllm_plugin.guard import GUARD_ARG, NgramGuard
 
 # Per-request arg that asks for the loop stop: {"folio_loop_stop": 1}.
 LOOP_STOP_ARG = "folio_loop_stop"
@@ -21,22 +23,6 @@ LOOP_STOP_ARG = "folio_loop_stop"
 # plugin has seen N real output tokens (vllm_stops.probe_plugin_live).
 STOP_AFTER_ARG = "folio_stop_after"
 MAX_STOP_AFTER = 64
-
-
-@dataclass(frozen=True)
-class StepAction:
-    end: bool = False  # leave only EOS possible: the request ends on this step
-    banned: frozenset[int] = frozenset()  # token ids not allowed at the next position
-
-
-NO_ACTION = StepAction()
-END = StepAction(end=True)
-
-
-class RequestBehaviour(Protocol):
-    def step(self, new_token_ids: Sequence[int], new_text: str) -> StepAction:
-        """The tokens (and their text) the request added since the last step."""
-        ...
 
 
 class LoopStop:
@@ -91,6 +77,7 @@ BehaviourFactory = Callable[[Mapping[str, Any]], RequestBehaviour | None]
 BEHAVIOURS: dict[str, BehaviourFactory] = {
     LOOP_STOP_ARG: LoopStop.from_args,
     STOP_AFTER_ARG: StopAfter.from_args,
+    GUARD_ARG: NgramGuard.from_args,
 }
 
 
@@ -100,16 +87,3 @@ def behaviours_for(args: Mapping[str, Any] | None) -> list[RequestBehaviour]:
         return []
     found = (factory(args) for name, factory in BEHAVIOURS.items() if name in args)
     return [behaviour for behaviour in found if behaviour is not None]
-
-
-def combine(actions: Sequence[StepAction]) -> StepAction:
-    if len(actions) == 1:
-        return actions[0]
-    banned = frozenset().union(*(a.banned for a in actions))
-    return StepAction(end=any(a.end for a in actions), banned=banned)
-
-
-# The n-gram guard lives in its own module, which imports StepAction from this one.
-from app.vllm_plugin.guard import GUARD_ARG, NgramGuard  # noqa: E402
-
-BEHAVIOURS[GUARD_ARG] = NgramGuard.from_args

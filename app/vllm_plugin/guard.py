@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from app.vllm_plugin.behaviours import NO_ACTION, StepAction
+from app.vllm_plugin.actions import NO_ACTION, StepAction
 
 GUARD_ARG = "folio_ngram_guard"  # n-gram size, >= 2; absent or 0: off
 WINDOW_ARG = "folio_ngram_window"  # output tokens searched back (default DEFAULT_WINDOW)

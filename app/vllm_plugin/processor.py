@@ -28,13 +28,8 @@ import torch
 from vllm.logger import init_logger
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
 
-from app.vllm_plugin.behaviours import (
-    NO_ACTION,
-    RequestBehaviour,
-    StepAction,
-    behaviours_for,
-    combine,
-)
+from app.vllm_plugin.actions import NO_ACTION, RequestBehaviour, StepAction, combine
+from app.vllm_plugin.behaviours import behaviours_for
 from app.vllm_plugin.deployment import check_deployment
 from app.vllm_plugin.detokenize import Decoding, IncrementalDetokenizer
 from app.vllm_plugin.logits import ban, force_eos

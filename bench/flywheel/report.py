@@ -37,6 +37,8 @@ def summarize(arms: dict[str, dict[str, Any]], seeds: Sequence[int]) -> dict[str
     base = {short: float(arms["base"][key] or 0.0) for short, key in FIGURES.items()}
     summary: dict[str, Any] = {"base": base, "pages": arms["base"]["pages"]}
     for arm in ("dpo", "sft"):
+        if any(f"{arm}-s{seed}" not in arms for seed in seeds):
+            continue  # trained, not served (the smoke run serves the DPO arm alone)
         figures = {
             short: spread([float(arms[f"{arm}-s{seed}"][key] or 0.0) for seed in seeds])
             for short, key in FIGURES.items()
@@ -72,6 +74,8 @@ def markdown(summary: dict[str, Any]) -> str:
         f"| base | {base['rate']:.3f} | | {base['cer']:.3f} | | {base['failed']:.3f} | |",
     ]
     for arm, name in (("dpo", "DPO"), ("sft", "SFT only")):
+        if arm not in summary:
+            continue
         row = summary[arm]
         rows.append(
             f"| {name} | {_cell(row['rate'])} | {_change(row['rate_change'])} | "

@@ -139,7 +139,8 @@ class VllmServer:
         env: Mapping[str, str] | None = None,
         log_path: Path | str | None = None,
         venv: Path | str | None = None,
-        startup_timeout: float = 240.0,
+        # only stops a hung start: on a loaded 2-core machine a start took over 240 s
+        startup_timeout: float = 900.0,
         max_model_len: int = 2048,
         engine_nice: int | None = DEFAULT_ENGINE_NICE,
     ) -> None:
@@ -369,6 +370,7 @@ class VllmEndpoint:
     root_url: str
     server: VllmServer | None = None
     model: str = SERVED_MODEL_NAME
+    trace_log: Path | None = None  # its close-path trace (tests/vllm_cpu/trace_site), if any
 
     @property
     def base_url(self) -> str:

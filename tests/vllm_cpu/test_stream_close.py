@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.vllm_cpu.fixtures import vllm_required
+from tests.vllm_cpu.fixtures import trace_env, vllm_required
 from tests.vllm_cpu.server import VllmEndpoint, VllmServer, missing_prerequisites
 from tests.vllm_cpu.streams import run_looping_batch
 
@@ -35,29 +35,39 @@ pytestmark = pytest.mark.vllm
 
 STREAMS, CLOSE_AFTER, CAP, RUNS = 8, 256, 2000, 5
 FEW_TOKENS = 16  # generated after a close, per stream, at most (engine steps in flight)
-TRACE_SITE = Path(__file__).parent / "trace_site"
+
+
+def warm(endpoint: VllmEndpoint) -> None:
+    """A few requests, as a server in use has had (a fresh server hid the front end's lag:
+    5 of 5 clean batches)."""
+    for index in range(STREAMS):
+        body = {
+            "model": endpoint.model,
+            "messages": [{"role": "user", "content": f"Hello {index}"}],
+            "max_tokens": 300,
+        }
+        httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=120)
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VllmEndpoint, Path]]:
-    """A server of its own whose close path is traced, warmed as a server in use is (a fresh
-    server hid the front end's lag: 5 of 5 clean batches)."""
+def traced(
+    vllm_endpoint: VllmEndpoint, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[VllmEndpoint, Path]]:
+    """A server whose close path is traced, warmed: the session's (it traces), or, when the
+    session uses a server started elsewhere (FOLIO_VLLM_URL), one of its own."""
+    if vllm_endpoint.trace_log is not None:
+        warm(vllm_endpoint)
+        yield vllm_endpoint, vllm_endpoint.trace_log
+        return
     reason = missing_prerequisites()
     if reason:
         if vllm_required():
             pytest.fail(reason)
         pytest.skip(reason)
     log = tmp_path_factory.mktemp("trace") / "close-path.jsonl"
-    env = {"PYTHONPATH": str(TRACE_SITE), "FOLIO_TRACE_LOG": str(log)}
-    with VllmServer(env=env) as server:
+    with VllmServer(env=trace_env(log)) as server:
         endpoint = VllmEndpoint(root_url=server.root_url, server=server)
-        for index in range(STREAMS):
-            body = {
-                "model": endpoint.model,
-                "messages": [{"role": "user", "content": f"Hello {index}"}],
-                "max_tokens": 300,
-            }
-            httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=120)
+        warm(endpoint)
         yield endpoint, log
 
 
