@@ -107,13 +107,13 @@ def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
 
     results = load_results(Database(db_url), job_id)
     pages = results.documents[0].pages
-    assert [(p.status, p.engine, p.step) for p in pages] == [("fallback", "vlm", "t0.2")] * 2
+    assert [(p.status, p.engine, p.step) for p in pages] == [("fallback", "vlm", "retry")] * 2
     assert all(p.text and p.text.strip() == PASSPORT.strip() for p in pages)
     for attempts in attempts_of(db_url, job_id).values():
         assert [(a.step_name, a.status, a.role) for a in attempts] == [
-            ("t0.1", "false_alarm", None),
-            ("t0.2", "false_alarm", None),
-            ("t0.2", "ok", "confirm"),
+            ("first", "false_alarm", None),
+            ("retry", "false_alarm", None),
+            ("retry", "ok", "confirm"),
         ]
         first, retry, confirming = attempts
         assert first.verdict_kind == retry.verdict_kind == "char_run"  # the detector called it
@@ -126,7 +126,7 @@ def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
     # The confirming requests repeat the retry's decoding, under the same cap, with no stop.
     stopped = [r for r in server.requests if "repetition_detection" in r]
     unstopped = [r for r in server.requests if "repetition_detection" not in r]
-    assert sorted(r["temperature"] for r in stopped) == [0.1, 0.1, 0.2, 0.2]
+    assert sorted(r["temperature"] for r in stopped) == [0.0, 0.0, 0.2, 0.2]  # first, retry
     assert [(r["temperature"], r["finish"]) for r in unstopped] == [(0.2, "stop")] * 2
     assert all(r["max_tokens"] == MAX_TOKENS for r in server.requests)
 
@@ -209,8 +209,8 @@ def test_a_loop_that_moves_on_the_retry_gets_no_confirming_attempt(
     assert [(p.status, p.engine) for p in pages] == [("fallback", "textlayer")] * 2
     for attempts in attempts_of(sqlite_url, job_id).values():
         assert [(a.step_name, a.status, a.role) for a in attempts] == [
-            ("t0.1", "degenerate", None),
-            ("t0.2", "degenerate", None),
+            ("first", "degenerate", None),
+            ("retry", "degenerate", None),
             ("textlayer", "ok", None),
         ]
     assert build_report(Database(sqlite_url), settings, job_id).report.confirming_attempts == 0
@@ -253,7 +253,8 @@ def test_a_redelivered_page_reads_its_stops_and_confirming_attempt_back(
     with db.session() as session:
         history = repo.history(session, page_id)
     assert [a.confirming for a in history] == [False, False, True] and history[2].stop is None
-    assert next_attempt(plan, history, facts, limits) == NextAttempt(4)  # the text layer
+    textlayer = [step.name for step in plan].index("textlayer")
+    assert next_attempt(plan, history, facts, limits) == NextAttempt(textlayer)
 
 
 @pytest.mark.parametrize("server", [healthy], indirect=True)

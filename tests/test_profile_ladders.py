@@ -13,6 +13,12 @@ from app.profiles import BUILTIN
 from app.settings import Settings
 
 TAIL = ["fallback-model", "textlayer", "tesseract"]
+
+
+def own_temperature_plus(profile: str, step: float) -> float:
+    return round((BUILTIN[profile].request.sampling.temperature or 0.0) + step, 2)
+
+
 # profile -> the primary's rungs of the built-in `vlm` plan: (name, temperature, top_p) as the
 # plan step sets them (None: the profile's own sampling is sent)
 LADDERS: dict[str, list[tuple[str, float | None, float | None]]] = {
@@ -20,9 +26,10 @@ LADDERS: dict[str, list[tuple[str, float | None, float | None]]] = {
     "olmocr2": [("t0.1", 0.1, None), ("t0.2", 0.2, None), ("t0.5", 0.5, None)],
     # chandra/model/vllm.py:54-134: near-greedy, then T 0.3 / top_p 0.95 on a repeat
     "chandra": [("first", 0.0, 0.1), ("retry", 0.3, 0.95)],
-    # no retry in their own pipelines: one attempt at the profile's sampling
+    # no retry in their own pipelines: one attempt at the profile's sampling, then Folio's one
+    # retry under altered decoding, 0.2 above the profile's own temperature
     **{
-        name: [("first", None, None)]
+        name: [("first", None, None), ("retry", own_temperature_plus(name, 0.2), None)]
         for name in (
             "nanonets-ocr2",
             "dots-ocr-layout",
@@ -116,6 +123,8 @@ def test_folio_models_shows_each_profiles_vlm_plan() -> None:
     )
     assert "vlm plan: first (T 0.0, top_p 0.1), retry (T 0.3, top_p 0.95);" in shown["chandra"]
     # a profile without a ladder: one attempt, at the sampling its own request sends
-    assert "vlm plan: first (T 0.2, top_p 0.9);" in shown["lightonocr2"]
+    assert "vlm plan: first (T 0.2, top_p 0.9), retry (T 0.4, top_p 0.9);" in shown["lightonocr2"]
     detail = CliRunner().invoke(app, ["models", "mineru25-page"]).output
-    assert "vlm plan: first (T 0.0, top_p 0.01); then the fallback model" in detail
+    assert "vlm plan: first (T 0.0, top_p 0.01), retry (T 0.2, top_p 0.01); then the fallback" in (
+        detail
+    )

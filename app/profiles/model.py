@@ -150,6 +150,12 @@ class LadderStep(_Data):
     top_p: float | None = Field(default=None, description="Nucleus sampling mass.")
 
 
+# Folio retries a loop under altered decoding whatever the model's own pipeline does: one rung,
+# 0.2 above the profile's own temperature (0.2 from greedy: olmOCR's second rung, the one
+# published OCR temperature ladder read here).
+GENERIC_RETRY_STEP = 0.2
+
+
 class Profile(_Data):
     """Everything Folio needs to serve one OCR model the way it was trained."""
 
@@ -174,7 +180,7 @@ class Profile(_Data):
         default_factory=list,
         description="The rungs of `ladder` (0-based, in order) that the built-in `vlm` plan "
         "runs on an endpoint with this profile; every rung when empty. Without a ladder the "
-        "plan runs one attempt at the profile's own sampling.",
+        "plan runs one attempt at the profile's own sampling, then one retry 0.2 warmer.",
     )
     serve_flags: list[str] = Field(
         default_factory=list, description="`vllm serve` flags the model needs."
@@ -201,8 +207,11 @@ class Profile(_Data):
 
     def plan_ladder(self) -> list[LadderStep]:
         """The VLM rungs of the built-in `vlm` plan on an endpoint with this profile: the
-        chosen rungs of its own ladder, or one attempt at its own sampling when it has none
-        (the model's own pipeline does not retry)."""
+        chosen rungs of its own ladder; when its model's pipeline brings none, an attempt at the
+        profile's own sampling, then Folio's one retry under altered decoding
+        (GENERIC_RETRY_STEP)."""
         if not self.ladder:
-            return [LadderStep(name="first")]
+            own = self.request.sampling.temperature or 0.0
+            retry = LadderStep(name="retry", temperature=round(own + GENERIC_RETRY_STEP, 2))
+            return [LadderStep(name="first"), retry]
         return [self.ladder[i] for i in self.plan_rungs] if self.plan_rungs else list(self.ladder)

@@ -1,11 +1,11 @@
 """The answers the stand-in writes for the false-alarm scenarios.
 
 `PASSPORT` is a healthy answer of the kind issue 39 saw cut: a passport's data page as a
-Markdown transcription, ending in its machine-readable zone, whose fill character `<` runs
-19 times on the first line (the ICAO 9303 specimen, Anna Maria Eriksson of Utopia, printed in
-Doc 9303 Part 4 for exactly this use). The detector as issue 39 found it called `char_run`
-on such a line from 12 copies of a symbol; the bench sets it so (char_run_min and
-mrz_fill_run_min 12), since the default now waits for 128 `<`. `LEDGER` is a page that loops for real on a ledger row:
+Markdown transcription, ending in its machine-readable zone, whose fill character `<` runs 19
+times on the first line (the ICAO 9303 specimen, Anna Maria Eriksson of Utopia, printed in Doc
+9303 Part 4 for exactly this use). The detector as issue 39 found it called `char_run` on such a
+line from 12 copies of a symbol; the bench sets it so (char_run_min and mrz_fill_run_min 12),
+since the default now waits for 128 `<`. `LEDGER` is a page that loops for real on a ledger row:
 the same row from the same place whatever the decoding, as a model stuck on a page does.
 `drifting_loop` is a loop whose place and row change with the temperature, as a sampled retry
 usually moves a loop.

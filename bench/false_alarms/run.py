@@ -1,9 +1,9 @@
 """`python -m bench false-alarms`: what a confirming attempt costs, and what it saves.
 
-Folio's real pipeline (SQLite, the embedded executor, the built-in `vlm` plan: t0.1, t0.2,
-t0.5, then the text layer) and VLM engine, over HTTP to the stand-in server (`standin`),
-the generic profile's cap of 4,096 tokens. Three pages, each in two arms (the confirming
-attempt off, as before issue 39, and on):
+Folio's real pipeline (SQLite, the embedded executor, the built-in `vlm` plan: the generic
+profile's first attempt and Folio's retry, then the text layer) and VLM engine, over HTTP to the
+stand-in server (`standin`), the generic profile's cap of 4,096 tokens. Three pages, each in two
+arms (the confirming attempt off, as before issue 39, and on):
 
 - `false alarm`: a healthy passport page whose `<` fill trips `char_run` at the same place
   on every read (`pages.PASSPORT`);

@@ -1,11 +1,12 @@
 """A false alarm keeps its page's answer through the real vLLM CPU server (issue 39).
 
 The scripted-decoding processor writes the passport page's healthy answer (its `<` fill trips
-`char_run`, char_run_min and mrz_fill_run_min 12 set explicitly: the detector as it was when issue 39 found this false alarm) for every read: the first two attempts are cut,
-by Folio's detector or its engine plugin where the server runs it (the endpoint's stops on
-`auto`, as deployed), and the confirming attempt, asked without any loop stop, writes the
-whole answer to its EOS. A real loop written the same way on every read runs to its cap
-in the confirming attempt and the page ends degenerate.
+`char_run` with char_run_min and mrz_fill_run_min 12 set explicitly: the detector as it was when
+issue 39 found this false alarm) for every read: the first two attempts are cut, by Folio's
+detector or its engine plugin where the server runs it (the endpoint's stops on `auto`, as
+deployed), and the confirming attempt, asked without any loop stop, writes the whole answer to
+its EOS. A real loop written the same way on every read runs to its cap in the confirming
+attempt and the page ends degenerate.
 """
 
 from __future__ import annotations
