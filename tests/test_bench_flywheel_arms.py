@@ -17,11 +17,16 @@ def test_every_family_draws_pages_the_glyph_atlas_can_draw() -> None:
     rng = random.Random(0)
     sources = [[f"word{n} and some prose to wrap on line {n}." for n in range(40)]] * 3
     chosen = families.choose(sources, 3 * len(families.FAMILIES), "held_out", rng)
-    assert [families.family_of(p.name) for p in chosen[: len(families.FAMILIES)]] == list(families.FAMILIES)
+    assert [families.family_of(p.name) for p in chosen[: len(families.FAMILIES)]] == list(
+        families.FAMILIES
+    )
     for page in chosen:
         assert families.MIN_LINES - 1 <= len(page.lines) <= families.MAX_LINES + families.LONG_EXTRA
         for line in page.lines:
-            assert len(line) <= families.WIDE_COLUMNS and set(line) <= set(data.CHARS), (page.name, line)
+            assert len(line) <= families.WIDE_COLUMNS and set(line) <= set(data.CHARS), (
+                page.name,
+                line,
+            )
     contents = next(p for p in chosen if "contents" in p.name)
     assert all(line.rstrip("0123456789").endswith(". ") for line in contents.lines)
 

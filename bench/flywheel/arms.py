@@ -26,10 +26,19 @@ from typing import Any
 
 import numpy as np
 
+from app.degeneration.offline import run_online_detector
 from bench.environment import describe, machine_info, write_results
 from bench.flywheel import arms_report, data, families, pages
 from bench.flywheel.model import COMMITTED, assemble
-from bench.flywheel.run import Stages, beside, folio, fresh_folder, last_job, start_server
+from bench.flywheel.run import (
+    Stages,
+    beside,
+    folio,
+    fresh_folder,
+    last_job,
+    pairs_by_kind,
+    start_server,
+)
 
 PAGE_SEED = 4242
 REPETITION_PENALTY = 1.05  # Qwen2-VL's and Qwen2.5-VL's generation_config.json
@@ -43,6 +52,9 @@ class Size:
     train_pages: int
     eval_pages: int
     pairs: tuple[int, ...]  # DPO arms on the first N pairs; SFT-only on the largest
+    # the training pages' families (a batch's loops come mostly from a few layouts; drawing
+    # its pages from them gets the pairs from fewer generated pages); () all
+    train_families: tuple[str, ...] = ()
     epochs: float = 2.0
     min_steps: int = 8
     batch: int = 4
@@ -73,7 +85,8 @@ def make_pages(work: Path, size: Size) -> dict[str, Any]:
     rng = random.Random(PAGE_SEED)
     listed = {}
     for split, count in (("train", size.train_pages), ("held_out", size.eval_pages)):
-        chosen = families.choose(text[split], count, split, rng)
+        kinds = size.train_families if split == "train" and size.train_families else None
+        chosen = families.choose(text[split], count, split, rng, kinds or tuple(families.FAMILIES))
         listed[split] = pages.write_pages(
             chosen, atlas, work / "pages" / split, work / "truth" / split
         )
@@ -116,7 +129,7 @@ def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
                WHERE a.job_id = ? ORDER BY d.name, a.id"""
     rows: dict[str, dict[str, Any]] = {}
     with sqlite3.connect(database) as connection:
-        for name, step, kind, tokens, status in connection.execute(query, (arm["job_id"],)):
+        for name, _step, kind, tokens, status in connection.execute(query, (arm["job_id"],)):
             stem = Path(name).stem
             row = rows.setdefault(stem, {"family": families.family_of(stem), "first": None,
                                          "first_status": status, "looped_any": False,
@@ -128,6 +141,9 @@ def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
             row["attempts"] += 1
     for stem, row in rows.items():
         row["cer"] = cer.get(stem)
+        truth = (database.parent / "truth" / "held_out" / f"{stem}.md").read_text()
+        # a loop the detector would find in the truth itself is the detector's, not the model's
+        row["truth_trips_detector"] = run_online_detector(truth) is not None
     return {"job_id": arm["job_id"], "plan": arm["plan"], "pages": rows,
             "degeneration_rate_final": arm["degeneration_rate_final"]}  # fmt: skip
 
@@ -177,9 +193,7 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
     fresh_folder(work)
     hashes = stages.run("pages", make_pages, work, size)
     card = stages.run("assemble", assemble, weights, work / "models" / "base")
-    top = max(size.pairs)
-    tuned = [f"dpo-{n}" for n in size.pairs] + [f"sft-{top}"]
-    write_settings(work, ["base", *tuned], size.seed)
+    write_settings(work, ["base"], size.seed)
     server = stages.run("serve base", start_server, work / "models" / "base",
                         port_of(work, "base"), work / "vllm-base.log")  # fmt: skip
     try:
@@ -193,25 +207,38 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
     result: dict[str, Any] = {"size": asdict(size), "data": hashes,
                               "model": {**card, "beside_weights": beside(weights)}}  # fmt: skip
     training: dict[str, Any] = {}
+
+    def checkpoint() -> None:
+        """The figures so far, after every arm: a run cut short still leaves its arms."""
+        result.update(training=training, arms=arms)
+        result["summary"] = arms_report.summarize(arms, training)
+        result["timings_s"] = {**stages.seconds, "total": round(stages.elapsed(), 1)}
+        (work / "partial.json").write_text(json.dumps(result, indent=1))
+
+    checkpoint()
     if not base_only:
         stages.run("folio export-dpo --truth", folio, work, "export-dpo", job, "--out", "pairs",
                    "--truth", "truth/train")  # fmt: skip
         folders = subsets(work, size.pairs, size.seed)
-        result["pairs_available"] = max(folders)
+        if not folders or max(folders) == 0:
+            raise SystemExit("the base looped on no training page: no pairs to train on")
+        top = max(folders)
+        result["pairs_available"] = top
+        result["pairs_by_loop_kind"] = pairs_by_kind(work)
+        write_settings(work, ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}"], size.seed)
         for count, folder in folders.items():
             label = f"dpo-{count}"
             training[label] = stages.run(f"train {label}", train, work, folder, label, size,
                                          count, False)  # fmt: skip
-            plans_here = ("greedy", "ladder") if count == max(folders) else ("greedy",)
+            plans_here = ("greedy", "ladder") if count == top else ("greedy",)
             arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
                                plans_here)  # fmt: skip
-        label = f"sft-{max(folders)}"
-        training[label] = stages.run(f"train {label}", train, work, folders[max(folders)],
-                                     label, size, max(folders), True)  # fmt: skip
+            checkpoint()
+        label = f"sft-{top}"
+        training[label] = stages.run(f"train {label}", train, work, folders[top], label, size,
+                                     top, True)  # fmt: skip
         arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label, ("greedy",))
-    result |= {"training": training, "arms": arms,
-               "summary": arms_report.summarize(arms, training)}  # fmt: skip
-    result["timings_s"] = {**stages.seconds, "total": round(stages.elapsed(), 1)}
+    checkpoint()
     return result
 
 
@@ -224,14 +251,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--train-pages", type=int, default=None)
     parser.add_argument("--eval-pages", type=int, default=None)
     parser.add_argument("--pairs", type=int, nargs="+", default=None, help="DPO arms' pairs")
+    parser.add_argument(
+        "--train-families",
+        nargs="+",
+        choices=list(families.FAMILIES),
+        default=None,
+        help="the training pages' families (default all)",
+    )
     parser.add_argument("--base-only", action="store_true",
                         help="the base's arms only (the families probe): no training")  # fmt: skip
     parser.add_argument("--base-arms", nargs="+", choices=BASE_ARMS, default=list(BASE_ARMS),
                         help="the base's arms (greedy alone for a probe)")  # fmt: skip
     args = parser.parse_args(argv)
     size = SMOKE if args.smoke else FULL
-    overrides = {"train_pages": args.train_pages, "eval_pages": args.eval_pages,
-                 "pairs": tuple(args.pairs) if args.pairs else None}  # fmt: skip
+    overrides = {
+        "train_pages": args.train_pages,
+        "eval_pages": args.eval_pages,
+        "pairs": tuple(args.pairs) if args.pairs else None,
+        "train_families": tuple(args.train_families) if args.train_families else None,
+    }
     size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
     result = run(size, args.out, args.weights, args.base_only, args.base_arms)
     result["weights_committed"] = args.weights.resolve() == COMMITTED.resolve()

@@ -38,7 +38,13 @@ def _mean(values: list[float | None]) -> float | None:
 def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
     base_pages = arms[BASE]["pages"] if BASE in arms else {}
     healthy = {name for name, row in base_pages.items() if row["first"] is None}
-    summary: dict[str, Any] = {"pages": len(base_pages), "base_never_looped": len(healthy)}
+    summary: dict[str, Any] = {
+        "pages": len(base_pages),
+        "base_never_looped": len(healthy),
+        "truths_the_detector_calls_loops": sum(
+            bool(row.get("truth_trips_detector")) for row in base_pages.values()
+        ),
+    }
     rows = {}
     for label, arm in arms.items():
         pages = arm["pages"]
@@ -70,8 +76,11 @@ def by_family(pages: dict[str, Any]) -> dict[str, Any]:
             family["kinds"][row["first"]] += 1
         family["cer"].append(row["cer"])
     return {
-        name: {**rate(sum(f["kinds"].values()), f["pages"]), "kinds": dict(f["kinds"]),
-               "cer": _mean(f["cer"])}  # fmt: skip
+        name: {
+            **rate(sum(f["kinds"].values()), f["pages"]),
+            "kinds": dict(f["kinds"]),
+            "cer": _mean(f["cer"]),
+        }
         for name, f in sorted(families.items())
     }
 
@@ -100,7 +109,11 @@ def markdown(summary: dict[str, Any]) -> str:
                  _number(row["cer_base_never_looped"]), _number(row["tokens_per_page"], 0),
                  trained]  # fmt: skip
         rows.append("| " + " | ".join(cells) + " |")
-    rows += ["", "| family | pages | base loops (95% CI) | kinds | base CER |", "|---|---|---|---|---|"]
+    rows += [
+        "",
+        "| family | pages | base loops (95% CI) | kinds | base CER |",
+        "|---|---|---|---|---|",
+    ]
     for name, family in summary["base_by_family"].items():
         kinds_seen = ", ".join(f"{k} {n}" for k, n in sorted(family["kinds"].items())) or "-"
         rows.append(f"| {name} | {family['pages']} | {_cell(family)} | {kinds_seen} | "
