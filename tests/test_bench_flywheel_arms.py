@@ -70,7 +70,7 @@ def test_smoke_run_goes_through_every_arm(tmp_path: Path) -> None:
 
     pairs = result["pairs_available"]
     assert pairs == 1, "the random base loops on some training page; the smoke trains on one"
-    expected = {f"base.{plan}" for plan in bench.BASE_ARMS}
+    expected = {"base.greedy"} | {f"base.{plan}" for plan in bench.BASE_ARMS}
     expected |= {"dpo-1.greedy", "dpo-1.ladder", "sft-1.greedy"}
     assert set(result["arms"]) == expected
     for label, arm in result["arms"].items():

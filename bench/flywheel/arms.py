@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from app.degeneration.offline import run_online_detector
+from app.evaluate import quality
 from bench.environment import describe, machine_info, write_results
 from bench.flywheel import arms_report, data, families, pages
 from bench.flywheel.model import COMMITTED, assemble
@@ -44,7 +45,10 @@ PAGE_SEED = 4242
 REPETITION_PENALTY = 1.05  # Qwen2-VL's and Qwen2.5-VL's generation_config.json
 NGRAM = (30, 90)  # DeepSeek-OCR's NGramPerReqLogitsProcessor: ngram_size 30, window_size 90
 LADDER = (0.1, 0.2, 0.5)  # the default `vlm` plan's model rungs (olmOCR's ladder 0, 2, 4)
-BASE_ARMS = ("greedy", "ladder", "reppen", "ngram")
+BASE_ARMS = ("ladder", "reppen", "ngram")  # greedy is the ladder's first attempt (`greedy_of`)
+# A 6 M-parameter model's decode step costs about the same for 8 or 32 sequences on the CPU
+# server, so more requests in flight read the same pages in fewer steps.
+CONCURRENCY = 32
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ def write_settings(work: Path, labels: Sequence[str], seed: int) -> None:
     endpoints = {label: f"http://127.0.0.1:{free_port()}/v1" for label in labels}
     config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, SERVED_MODEL_NAME)
     config["plans"] |= plans(labels[0], seed)  # beside the `flywheel` plan `folio run` uses
+    config["vlm_concurrency"] = CONCURRENCY
     (work / "folio.toml").write_text(pages.toml_text(config))
     (work / "ports.json").write_text(json.dumps(endpoints))
 
@@ -117,35 +122,55 @@ def evaluate(work: Path, label: str, arms: Sequence[str]) -> dict[str, Any]:
     specs = [x for plan in arms for x in ("--arm", f"{label}.{plan}={plan}@{label}")]
     folio(work, "eval", "pages/held_out", *specs, "--truth", "truth/held_out", "--out", str(out))
     evaluation = json.loads((out / "eval.json").read_text())
-    return {arm["label"]: per_page(work / "folio.db", arm) for arm in evaluation["arms"]}
+    arms_ = {arm["label"]: per_page(work / "folio.db", arm) for arm in evaluation["arms"]}
+    return greedy_of(arms_)
 
 
 def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
     """One row per page: family, first attempt's loop kind, any loop, tokens, final CER."""
     cer = {Path(s["document"]).stem: s["cer"] for s in arm["page_scores"]}
-    query = """SELECT d.name, a.step_index, a.verdict_kind, a.completion_tokens, a.status
+    query = """SELECT d.name, a.output, a.verdict_kind, a.completion_tokens, a.status
                FROM attempts a JOIN pages p ON p.id = a.page_id
                JOIN documents d ON d.id = p.document_id
                WHERE a.job_id = ? ORDER BY d.name, a.id"""
     rows: dict[str, dict[str, Any]] = {}
     with sqlite3.connect(database) as connection:
-        for name, _step, kind, tokens, status in connection.execute(query, (arm["job_id"],)):
+        for name, output, kind, tokens, status in connection.execute(query, (arm["job_id"],)):
             stem = Path(name).stem
             row = rows.setdefault(stem, {"family": families.family_of(stem), "first": None,
                                          "first_status": status, "looped_any": False,
                                          "tokens": 0, "attempts": 0})  # fmt: skip
             if row["attempts"] == 0:
-                row["first"] = kind
+                row |= {"first": kind, "first_tokens": tokens or 0, "first_output": output or ""}
             row["looped_any"] |= kind is not None
             row["tokens"] += tokens or 0
             row["attempts"] += 1
     for stem, row in rows.items():
         row["cer"] = cer.get(stem)
         truth = (database.parent / "truth" / "held_out" / f"{stem}.md").read_text()
+        # the first attempt alone, scored as `folio eval` scores a page (a failed one as empty)
+        said = row.pop("first_output", "") if row["first_status"] == "ok" else ""
+        row.pop("first_output", None)
+        row["first_cer"] = quality.cer(said, truth)
         # a loop the detector would find in the truth itself is the detector's, not the model's
         row["truth_trips_detector"] = run_online_detector(truth) is not None
     return {"job_id": arm["job_id"], "plan": arm["plan"], "pages": rows,
             "degeneration_rate_final": arm["degeneration_rate_final"]}  # fmt: skip
+
+
+def greedy_of(arms: dict[str, Any]) -> dict[str, Any]:
+    """`X.greedy` from `X.ladder`: the ladder's first attempt is a greedy one, page by page."""
+    derived = {}
+    for label, arm in arms.items():
+        if label.endswith(".ladder"):
+            pages_ = {name: {**row, "cer": row["first_cer"], "tokens": row["first_tokens"],
+                             "attempts": 1, "looped_any": row["first"] is not None}
+                      for name, row in arm["pages"].items()}  # fmt: skip
+            final = sum(row["first"] is not None for row in pages_.values()) / max(1, len(pages_))
+            derived[label.replace(".ladder", ".greedy")] = {
+                "job_id": arm["job_id"], "plan": "greedy (the ladder's first attempt)",
+                "pages": pages_, "degeneration_rate_final": round(final, 4)}  # fmt: skip
+    return {**derived, **arms}
 
 
 def subsets(work: Path, counts: Sequence[int], seed: int) -> dict[int, str]:
@@ -226,18 +251,23 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
         result["pairs_available"] = top
         result["pairs_by_loop_kind"] = pairs_by_kind(work)
         write_settings(work, ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}"], size.seed)
-        for count, folder in folders.items():
+        # the largest arm first, with the ladder and the SFT-only arm beside it: the main
+        # comparison; then the smaller DPO arms (how many pairs it takes)
+        for count in sorted(folders, reverse=True):
             label = f"dpo-{count}"
-            training[label] = stages.run(f"train {label}", train, work, folder, label, size,
-                                         count, False)  # fmt: skip
-            plans_here = ("greedy", "ladder") if count == top else ("greedy",)
+            training[label] = stages.run(f"train {label}", train, work, folders[count], label,
+                                         size, count, False)  # fmt: skip
+            plans_here = ("ladder",) if count == top else ("greedy",)
             arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
                                plans_here)  # fmt: skip
             checkpoint()
-        label = f"sft-{top}"
-        training[label] = stages.run(f"train {label}", train, work, folders[top], label, size,
-                                     top, True)  # fmt: skip
-        arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label, ("greedy",))
+            if count == top:
+                label = f"sft-{top}"
+                training[label] = stages.run(f"train {label}", train, work, folders[top], label,
+                                             size, top, True)  # fmt: skip
+                arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
+                                   ("greedy",))  # fmt: skip
+                checkpoint()
     checkpoint()
     return result
 
