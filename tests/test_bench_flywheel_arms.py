@@ -57,6 +57,9 @@ def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apar
     assert tuned["cer_base_never_looped"] == 0.35  # pages 1 and 3: 0.5 and 0.2
     assert tuned["training"] == training["dpo-5"] and base["training"] == {}
     assert summary["base_by_family"]["prose"]["kinds"] == {"phrase": 1, "char_run": 1}
+    assert tuned["loops_by_family"] == {"table": 1}
+    curve = [(p["pairs"], p["loops"], p["change"]) for p in summary["pairs_curve"]]
+    assert curve == [(0, 2, 0.0), (5, 1, -0.5)]
     assert "dpo-5.greedy" in arms_report.markdown(summary)
 
 

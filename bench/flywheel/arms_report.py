@@ -61,10 +61,30 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
             "tokens_per_page": round(fmean(r["tokens"] for r in pages.values()), 1)
             if pages else None,
             "training": {k: tuned[k] for k in ("pairs", "steps", "train_seconds") if k in tuned},
+            "loops_by_family": dict(
+                sorted(Counter(row["family"] for row in pages.values() if row["first"]).items())
+            ),
         }  # fmt: skip
     summary["arms"] = rows
     summary["base_by_family"] = by_family(base_pages)
+    summary["pairs_curve"] = pairs_curve(rows)
     return summary
+
+
+def pairs_curve(rows: dict[str, Any]) -> list[dict[str, Any]]:
+    """First-attempt loops against the DPO arms' training pairs (0: the base), and the change
+    from the base."""
+    if BASE not in rows:
+        return []
+    base = rows[BASE]["first_attempt"]
+    points = [{"pairs": 0, **base, "change": 0.0}]
+    for label, row in rows.items():
+        if label.startswith("dpo-") and label.endswith(".greedy"):
+            first = row["first_attempt"]
+            change = first["rate"] / base["rate"] - 1 if base["rate"] else None
+            points.append({"pairs": row["training"].get("pairs"), **first,
+                           "change": None if change is None else round(change, 4)})  # fmt: skip
+    return sorted(points, key=lambda point: point["pairs"] or 0)
 
 
 def by_family(pages: dict[str, Any]) -> dict[str, Any]:
@@ -118,6 +138,11 @@ def markdown(summary: dict[str, Any]) -> str:
         kinds_seen = ", ".join(f"{k} {n}" for k, n in sorted(family["kinds"].items())) or "-"
         rows.append(f"| {name} | {family['pages']} | {_cell(family)} | {kinds_seen} | "
                     f"{_number(family['cer'])} |")  # fmt: skip
+    if summary.get("pairs_curve"):
+        rows += ["", "| DPO pairs | 1st-attempt loops (n; 95% CI) | vs base |", "|---|---|---|"]
+        for point in summary["pairs_curve"]:
+            change = "" if point["change"] is None else f"{point['change']:+.0%}"
+            rows.append(f"| {point['pairs']} | {_cell(point)} | {change} |")
     rows.append(
         f"\n{summary['pages']} held-out pages ({summary['base_never_looped']} where the base's "
         "greedy attempt did not loop); intervals: 95% Wilson over pages."
