@@ -137,16 +137,19 @@ def with_leaders(lines: Sequence[str], rng: random.Random, share: float) -> list
 
 
 def char_grid(lines: Sequence[str]) -> np.ndarray:
-    grid = np.zeros((len(lines), COLUMNS), dtype=np.int64)
+    """Glyph indices, `COLUMNS` wide, or wider (an even width) for a page of longer lines."""
+    longest = max((len(line) for line in lines), default=0)
+    grid = np.zeros((len(lines), max(COLUMNS, longest + longest % 2)), dtype=np.int64)
     for row, line in enumerate(lines):
         grid[row, : len(line)] = [CHARS.index(ch) for ch in line]
     return grid
 
 
 def draw(lines: Sequence[str], atlas: np.ndarray) -> np.ndarray:
-    """The page's pixels (grey, uint8, white paper): lines x 28 rows, 40 x 14 columns."""
-    cells = atlas[char_grid(lines)]  # lines, columns, 28, 14
-    ink = cells.transpose(0, 2, 1, 3).reshape(len(lines) * CELL[0], COLUMNS * CELL[1])
+    """The page's pixels (grey, uint8, white paper): lines x 28 rows, 40 (or more) x 14."""
+    grid = char_grid(lines)
+    cells = atlas[grid]  # lines, columns, 28, 14
+    ink = cells.transpose(0, 2, 1, 3).reshape(len(lines) * CELL[0], grid.shape[1] * CELL[1])
     return 255 - ink
 
 

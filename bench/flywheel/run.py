@@ -69,6 +69,9 @@ class Stages:
         print(f"[{time.monotonic() - self.began:6.0f}s] {name}: {self.seconds[name]}s", flush=True)
         return result
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self.began
+
 
 def folio(work: Path, *args: str, ok: Sequence[int] = (0,)) -> str:
     """A `folio` command run in the work folder (its folio.toml); raises on an unexpected code."""

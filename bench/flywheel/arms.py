@@ -1,0 +1,325 @@
+"""`python -m bench flywheel-arms`: is tuning worth it, against what a user can do without it?
+
+The committed taught model (`--weights`) reads held-out pages of several families
+(`families.py`) on the vLLM CPU server, through Folio's own commands, in arms side by side on
+the same pages and seeds: greedy; greedy then Folio's default retry ladder (the `vlm` plan's
+model rungs: temperatures 0.1, 0.2, 0.5); greedy with a repetition penalty; greedy with the
+plugin's decode-time n-gram guard (DeepSeek-OCR's 30 in 90). The base's loops on training
+pages become pairs (`folio export-dpo --truth`); `folio train-dpo` trains a DPO arm on the
+first N of them for each `--pairs` N, and an SFT-only arm on the most; each is served and read
+greedily (the largest DPO arm with the ladder too). Per arm (`arms_report.py`): first-attempt
+loop rate by the detector's loop kind with a 95% Wilson interval over pages, CER on all pages
+and on the pages where the base never looped, tokens generated per page, training cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.degeneration.offline import run_online_detector
+from app.evaluate import quality
+from bench.environment import describe, machine_info, write_results
+from bench.flywheel import arms_report, data, families, pages
+from bench.flywheel.model import COMMITTED, assemble
+from bench.flywheel.run import (
+    Stages,
+    beside,
+    folio,
+    fresh_folder,
+    last_job,
+    pairs_by_kind,
+)
+
+PAGE_SEED = 4242
+REPETITION_PENALTY = 1.05  # Qwen2-VL's and Qwen2.5-VL's generation_config.json
+NGRAM = (30, 90)  # DeepSeek-OCR's NGramPerReqLogitsProcessor: ngram_size 30, window_size 90
+LADDER = (0.1, 0.2, 0.5)  # the default `vlm` plan's model rungs (olmOCR's ladder 0, 2, 4)
+BASE_ARMS = ("ladder", "reppen", "ngram")  # greedy is the ladder's first attempt (`greedy_of`)
+# A 6 M-parameter model's decode step costs about the same for 8 or 32 sequences on the CPU
+# server, so more requests in flight read the same pages in fewer steps.
+CONCURRENCY = 32
+STARTUP_S = 900.0
+
+
+@dataclass(frozen=True)
+class Size:
+    train_pages: int
+    eval_pages: int
+    pairs: tuple[int, ...]  # DPO arms on the first N pairs; SFT-only on the largest
+    # the training pages' families (a batch's loops come mostly from a few layouts; drawing
+    # its pages from them gets the pairs from fewer generated pages); () all
+    train_families: tuple[str, ...] = ()
+    epochs: float = 2.0
+    min_steps: int = 8
+    batch: int = 4
+    learning_rate: float = 1e-4
+    seed: int = 0
+
+
+# The committed run (bench/results/flywheel_arms.json): 207 held-out pages, 23 a family; the
+# training pages from the two families that looped most in a probe. 50 pairs at its 7% loop
+# rate need about 700 training pages: `--train-pages 700 --pairs 5 20 50`.
+FULL = Size(train_pages=100, eval_pages=207, pairs=(5, 12, 50), train_families=("contents", "wide"))
+SMOKE = Size(train_pages=14, eval_pages=7, pairs=(1,), min_steps=1, epochs=1.0, batch=1)
+
+
+def plans(endpoint: str, seed: int) -> dict[str, list[dict[str, Any]]]:
+    greedy = {"name": "greedy", "engine": "vlm", "endpoint": endpoint, "temperature": 0.0}
+    rungs = [{**greedy, "name": f"t{t}", "temperature": t, "seed": seed + n}
+             for n, t in enumerate(LADDER)]  # fmt: skip
+    return {
+        "greedy": [greedy],
+        "ladder": [greedy, *rungs],
+        "reppen": [{**greedy, "name": "reppen", "repetition_penalty": REPETITION_PENALTY}],
+        "ngram": [{**greedy, "name": "ngram", "ngram_guard": NGRAM[0], "ngram_window": NGRAM[1]}],
+    }
+
+
+def make_pages(work: Path, size: Size) -> dict[str, Any]:
+    prepared = data.prepare(work / "data")
+    text = json.loads((work / "data" / "text.json").read_text())
+    atlas = np.load(work / "data" / "atlas.npy")
+    rng = random.Random(PAGE_SEED)
+    listed = {}
+    for split, count in (("train", size.train_pages), ("held_out", size.eval_pages)):
+        kinds = size.train_families if split == "train" and size.train_families else None
+        chosen = families.choose(text[split], count, split, rng, kinds or tuple(families.FAMILIES))
+        listed[split] = pages.write_pages(
+            chosen, atlas, work / "pages" / split, work / "truth" / split
+        )
+    return {"text_sha256": prepared["text"]["sha256"],  # type: ignore[index]
+            "atlas_sha256": prepared["atlas_sha256"], "page_list_sha256": listed,
+            "page_seed": PAGE_SEED, "families": list(families.FAMILIES)}  # fmt: skip
+
+
+def write_settings(work: Path, labels: Sequence[str], seed: int) -> None:
+    from tests.vllm_cpu.server import SERVED_MODEL_NAME, free_port
+
+    endpoints = {label: f"http://127.0.0.1:{free_port()}/v1" for label in labels}
+    config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, SERVED_MODEL_NAME)
+    config["plans"] |= plans(labels[0], seed)  # beside the `flywheel` plan `folio run` uses
+    config["vlm_concurrency"] = CONCURRENCY
+    (work / "folio.toml").write_text(pages.toml_text(config))
+    (work / "ports.json").write_text(json.dumps(endpoints))
+
+
+def port_of(work: Path, label: str) -> int:
+    url = json.loads((work / "ports.json").read_text())[label]
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
+def evaluate(work: Path, label: str, arms: Sequence[str]) -> dict[str, Any]:
+    """`folio eval` of the held-out pages: one job per plan of `arms` on endpoint `label`;
+    each arm's figures and per-page rows (from the attempt rows in the database)."""
+    out = work / "eval" / label
+    specs = [x for plan in arms for x in ("--arm", f"{label}.{plan}={plan}@{label}")]
+    folio(work, "eval", "pages/held_out", *specs, "--truth", "truth/held_out", "--out", str(out))
+    evaluation = json.loads((out / "eval.json").read_text())
+    arms_ = {arm["label"]: per_page(work / "folio.db", arm) for arm in evaluation["arms"]}
+    return greedy_of(arms_)
+
+
+def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
+    """One row per page: family, first attempt's loop kind, any loop, tokens, final CER."""
+    cer = {Path(s["document"]).stem: s["cer"] for s in arm["page_scores"]}
+    query = """SELECT d.name, a.output, a.verdict_kind, a.completion_tokens, a.status
+               FROM attempts a JOIN pages p ON p.id = a.page_id
+               JOIN documents d ON d.id = p.document_id
+               WHERE a.job_id = ? ORDER BY d.name, a.id"""
+    rows: dict[str, dict[str, Any]] = {}
+    with sqlite3.connect(database) as connection:
+        for name, output, kind, tokens, status in connection.execute(query, (arm["job_id"],)):
+            stem = Path(name).stem
+            row = rows.setdefault(stem, {"family": families.family_of(stem), "first": None,
+                                         "first_status": status, "looped_any": False,
+                                         "tokens": 0, "attempts": 0})  # fmt: skip
+            if row["attempts"] == 0:
+                row |= {"first": kind, "first_tokens": tokens or 0, "first_output": output or ""}
+            row["looped_any"] |= kind is not None
+            row["tokens"] += tokens or 0
+            row["attempts"] += 1
+    for stem, row in rows.items():
+        row["cer"] = cer.get(stem)
+        truth = (database.parent / "truth" / "held_out" / f"{stem}.md").read_text()
+        # the first attempt alone, scored as `folio eval` scores a page (a failed one as empty)
+        said = row.pop("first_output", "") if row["first_status"] == "ok" else ""
+        row.pop("first_output", None)
+        row["first_cer"] = quality.cer(said, truth)
+        # a loop the detector would find in the truth itself is the detector's, not the model's
+        row["truth_trips_detector"] = run_online_detector(truth) is not None
+    return {"job_id": arm["job_id"], "plan": arm["plan"], "pages": rows,
+            "degeneration_rate_final": arm["degeneration_rate_final"]}  # fmt: skip
+
+
+def greedy_of(arms: dict[str, Any]) -> dict[str, Any]:
+    """`X.greedy` from `X.ladder`: the ladder's first attempt is a greedy one, page by page."""
+    derived = {}
+    for label, arm in arms.items():
+        if label.endswith(".ladder"):
+            pages_ = {name: {**row, "cer": row["first_cer"], "tokens": row["first_tokens"],
+                             "attempts": 1, "looped_any": row["first"] is not None}
+                      for name, row in arm["pages"].items()}  # fmt: skip
+            final = sum(row["first"] is not None for row in pages_.values()) / max(1, len(pages_))
+            derived[label.replace(".ladder", ".greedy")] = {
+                "job_id": arm["job_id"], "plan": "greedy (the ladder's first attempt)",
+                "pages": pages_, "degeneration_rate_final": round(final, 4)}  # fmt: skip
+    return {**derived, **arms}
+
+
+def subsets(work: Path, counts: Sequence[int], seed: int) -> dict[int, str]:
+    """`pairs-N/` with the first N pairs of one seeded order (nested: 5 within 20 within 50)."""
+    rows = (work / "pairs" / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    random.Random(seed).shuffle(rows)
+    folders = {}
+    for count in sorted({min(c, len(rows)) for c in counts}):
+        folder = work / f"pairs-{count}"
+        folder.mkdir(exist_ok=True)
+        (folder / "train.jsonl").write_text("".join(f"{r}\n" for r in rows[:count]))
+        if not (folder / "images").exists():
+            (folder / "images").symlink_to(work / "pairs" / "images")
+        folders[count] = folder.name
+    return folders
+
+
+def train(work: Path, folder: str, label: str, size: Size, pairs: int, sft_only: bool
+          ) -> dict[str, Any]:  # fmt: skip
+    batch = min(size.batch, pairs)
+    steps = max(size.min_steps, math.ceil(size.epochs * pairs / batch))
+    weights = ["--dpo-weight", "0", "--sft-weight", "1"] if sft_only else ["--beta", "0.1"]
+    folio(work, "train-dpo", folder, "--base-model", "models/base", "--out", f"models/{label}",
+          "--method", "full", "--learning-rate", str(size.learning_rate),
+          "--max-steps", str(steps), "--batch-size", str(batch), "--held-out", "0",
+          "--seed", str(size.seed), "--device", "cpu", "--max-length", "1024", "--force",
+          *weights)  # fmt: skip
+    card = json.loads((work / "models" / label / "training_card.json").read_text())
+    return {"pairs": pairs, "steps": card["steps"], "batch": batch,
+            "train_seconds": card["train_seconds"],
+            "pairs_by_loop_kind": card["pairs"].get("by_loop_kind")}  # fmt: skip
+
+
+def serve(model_dir: Path, port: int, log: Path) -> Any:
+    """`model_dir` on a vLLM CPU server, allowed a long start: at load average 40 on 2 cores a
+    start took over 240 s (the test servers' limit); stopped by the caller."""
+    from tests.vllm_cpu.server import VllmServer
+
+    return VllmServer(model_dir, port=port, log_path=log, startup_timeout=STARTUP_S).start()
+
+
+def serve_and_evaluate(work: Path, label: str, arms: Sequence[str]) -> dict[str, Any]:
+    server = serve(work / "models" / label, port_of(work, label), work / f"vllm-{label}.log")
+    try:
+        return evaluate(work, label, arms)
+    finally:
+        server.stop()
+
+
+def run(size: Size, work: Path, weights: Path, base_only: bool,
+        base_arms: Sequence[str] = BASE_ARMS) -> dict[str, Any]:  # fmt: skip
+    stages = Stages()
+    fresh_folder(work)
+    hashes = stages.run("pages", make_pages, work, size)
+    card = stages.run("assemble", assemble, weights, work / "models" / "base")
+    write_settings(work, ["base"], size.seed)
+    server = stages.run("serve base", serve, work / "models" / "base",
+                        port_of(work, "base"), work / "vllm-base.log")  # fmt: skip
+    try:
+        arms = stages.run("eval base arms", evaluate, work, "base", base_arms)
+        if not base_only:
+            stages.run("folio run (train pages)", folio, work, "run", "pages/train", "--out",
+                       "run-train", ok=(0, 3))  # fmt: skip
+            job = last_job(work / "folio.db")
+    finally:
+        server.stop()
+    result: dict[str, Any] = {"size": asdict(size), "data": hashes,
+                              "model": {**card, "beside_weights": beside(weights)}}  # fmt: skip
+    training: dict[str, Any] = {}
+
+    def checkpoint() -> None:
+        """The figures so far, after every arm: a run cut short still leaves its arms."""
+        result.update(training=training, arms=arms)
+        result["summary"] = arms_report.summarize(arms, training)
+        result["timings_s"] = {**stages.seconds, "total": round(stages.elapsed(), 1)}
+        (work / "partial.json").write_text(json.dumps(result, indent=1))
+
+    checkpoint()
+    if not base_only:
+        stages.run("folio export-dpo --truth", folio, work, "export-dpo", job, "--out", "pairs",
+                   "--truth", "truth/train")  # fmt: skip
+        folders = subsets(work, size.pairs, size.seed)
+        if not folders or max(folders) == 0:
+            raise SystemExit("the base looped on no training page: no pairs to train on")
+        top = max(folders)
+        result["pairs_available"] = top
+        result["pairs_by_loop_kind"] = pairs_by_kind(work)
+        write_settings(work, ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}"], size.seed)
+        # the largest arm first, with the ladder and the SFT-only arm beside it: the main
+        # comparison; then the smaller DPO arms (how many pairs it takes)
+        for count in sorted(folders, reverse=True):
+            label = f"dpo-{count}"
+            training[label] = stages.run(f"train {label}", train, work, folders[count], label,
+                                         size, count, False)  # fmt: skip
+            plans_here = ("ladder",) if count == top else ("greedy",)
+            arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
+                               plans_here)  # fmt: skip
+            checkpoint()
+            if count == top:
+                label = f"sft-{top}"
+                training[label] = stages.run(f"train {label}", train, work, folders[top], label,
+                                             size, top, True)  # fmt: skip
+                arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
+                                   ("greedy",))  # fmt: skip
+                checkpoint()
+    checkpoint()
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m bench flywheel-arms", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="a few pages, one tiny arm")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/folio-flywheel-arms"),
+                        help="work folder (pages, models, database, logs)")  # fmt: skip
+    parser.add_argument("--weights", type=Path, default=COMMITTED, help="the taught weights")
+    parser.add_argument("--train-pages", type=int, default=None)
+    parser.add_argument("--eval-pages", type=int, default=None)
+    parser.add_argument("--pairs", type=int, nargs="+", default=None, help="DPO arms' pairs")
+    parser.add_argument(
+        "--train-families",
+        nargs="+",
+        choices=list(families.FAMILIES),
+        default=None,
+        help="the training pages' families (default all)",
+    )
+    parser.add_argument("--base-only", action="store_true",
+                        help="the base's arms only (the families probe): no training")  # fmt: skip
+    parser.add_argument("--base-arms", nargs="+", choices=BASE_ARMS, default=list(BASE_ARMS),
+                        help="the base's arms (greedy alone for a probe)")  # fmt: skip
+    args = parser.parse_args(argv)
+    size = SMOKE if args.smoke else FULL
+    overrides = {
+        "train_pages": args.train_pages,
+        "eval_pages": args.eval_pages,
+        "pairs": tuple(args.pairs) if args.pairs else None,
+        "train_families": tuple(args.train_families) if args.train_families else None,
+    }
+    size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
+    result = run(size, args.out, args.weights, args.base_only, args.base_arms)
+    result["weights_committed"] = args.weights.resolve() == COMMITTED.resolve()
+    from tests.vllm_cpu.server import default_venv
+
+    result["machine"] = machine_info(default_venv(), ("torch", "transformers", "trl", "peft"))
+    print(f"Machine: {describe(result['machine'])}")
+    print(arms_report.markdown(result["summary"]))
+    official = result["weights_committed"] and not args.smoke and not args.base_only
+    where = write_results("flywheel_arms", result, None if official else args.out)
+    print(f"Results written to {where}")
+    return result

@@ -1,0 +1,150 @@
+"""The arms bench's figures: per arm, the first-attempt loop rate by loop kind with a 95%
+Wilson interval over pages, CER on all pages and on the pages where the base never looped,
+tokens per page; per family, the base's loop rate (which layouts make it loop, and how)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from statistics import fmean
+from typing import Any
+
+BASE = "base.greedy"
+KINDS = ("char_run", "phrase", "line", "block")
+Z95 = 1.959964
+
+
+def wilson(hits: int, total: int) -> list[float]:
+    """The 95% Wilson score interval of `hits` in `total` (pages)."""
+    if total == 0:
+        return [0.0, 1.0]
+    share = hits / total
+    middle = (share + Z95**2 / (2 * total)) / (1 + Z95**2 / total)
+    half = Z95 * math.sqrt(share * (1 - share) / total + Z95**2 / (4 * total**2))
+    return [round(max(0.0, middle - half / (1 + Z95**2 / total)), 4),
+            round(min(1.0, middle + half / (1 + Z95**2 / total)), 4)]  # fmt: skip
+
+
+def rate(hits: int, total: int) -> dict[str, Any]:
+    return {"loops": hits, "pages": total, "rate": round(hits / max(1, total), 4),
+            "ci95": wilson(hits, total)}  # fmt: skip
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return round(fmean(kept), 4) if kept else None
+
+
+def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
+    base_pages = arms[BASE]["pages"] if BASE in arms else {}
+    healthy = {name for name, row in base_pages.items() if row["first"] is None}
+    summary: dict[str, Any] = {
+        "pages": len(base_pages),
+        "base_never_looped": len(healthy),
+        "truths_the_detector_calls_loops": sum(
+            bool(row.get("truth_trips_detector")) for row in base_pages.values()
+        ),
+    }
+    rows = {}
+    for label, arm in arms.items():
+        pages = arm["pages"]
+        kinds = Counter(row["first"] for row in pages.values() if row["first"])
+        tuned = training.get(label.split(".")[0], {})
+        rows[label] = {
+            "first_attempt": rate(sum(kinds.values()), len(pages)),
+            "by_kind": {kind: rate(kinds.get(kind, 0), len(pages)) for kind in KINDS},
+            "final_loop_rate": arm["degeneration_rate_final"],
+            "cer": _mean([row["cer"] for row in pages.values()]),
+            "cer_base_never_looped": _mean(
+                [row["cer"] for name, row in pages.items() if name in healthy]
+            ),
+            "tokens_per_page": round(fmean(r["tokens"] for r in pages.values()), 1)
+            if pages else None,
+            "training": {k: tuned[k] for k in ("pairs", "steps", "train_seconds") if k in tuned},
+            "loops_by_family": dict(
+                sorted(Counter(row["family"] for row in pages.values() if row["first"]).items())
+            ),
+        }  # fmt: skip
+    summary["arms"] = rows
+    summary["base_by_family"] = by_family(base_pages)
+    summary["pairs_curve"] = pairs_curve(rows)
+    return summary
+
+
+def pairs_curve(rows: dict[str, Any]) -> list[dict[str, Any]]:
+    """First-attempt loops against the DPO arms' training pairs (0: the base), and the change
+    from the base."""
+    if BASE not in rows:
+        return []
+    base = rows[BASE]["first_attempt"]
+    points = [{"pairs": 0, **base, "change": 0.0}]
+    for label, row in rows.items():
+        if label.startswith("dpo-") and label.endswith(".greedy"):
+            first = row["first_attempt"]
+            change = first["rate"] / base["rate"] - 1 if base["rate"] else None
+            points.append({"pairs": row["training"].get("pairs"), **first,
+                           "change": None if change is None else round(change, 4)})  # fmt: skip
+    return sorted(points, key=lambda point: point["pairs"] or 0)
+
+
+def by_family(pages: dict[str, Any]) -> dict[str, Any]:
+    families: dict[str, Any] = {}
+    for row in pages.values():
+        family = families.setdefault(row["family"], {"pages": 0, "kinds": Counter(), "cer": []})
+        family["pages"] += 1
+        if row["first"]:
+            family["kinds"][row["first"]] += 1
+        family["cer"].append(row["cer"])
+    return {
+        name: {
+            **rate(sum(f["kinds"].values()), f["pages"]),
+            "kinds": dict(f["kinds"]),
+            "cer": _mean(f["cer"]),
+        }
+        for name, f in sorted(families.items())
+    }
+
+
+def _cell(figure: dict[str, Any]) -> str:
+    low, high = figure["ci95"]
+    return f"{figure['rate']:.3f} ({figure['loops']}; {low:.3f}-{high:.3f})"
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """The arms table, then the base's loop rate by family."""
+    kinds = [k for k in KINDS if any(r["by_kind"][k]["loops"] for r in summary["arms"].values())]
+    head = ["arm", "1st-attempt loops (n; 95% CI)", *kinds, "final loops", "CER",
+            "CER, base-healthy pages", "tokens/page", "training"]  # fmt: skip
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, row in summary["arms"].items():
+        cost = row["training"]
+        trained = (f"{cost['pairs']} pairs, {cost['steps']} steps, {cost['train_seconds']:.0f} s"
+                   if cost else "")  # fmt: skip
+        cells = [label, _cell(row["first_attempt"]), *(_cell(row["by_kind"][k]) for k in kinds),
+                 _number(row["final_loop_rate"]), _number(row["cer"]),
+                 _number(row["cer_base_never_looped"]), _number(row["tokens_per_page"], 0),
+                 trained]  # fmt: skip
+        rows.append("| " + " | ".join(cells) + " |")
+    rows += [
+        "",
+        "| family | pages | base loops (95% CI) | kinds | base CER |",
+        "|---|---|---|---|---|",
+    ]
+    for name, family in summary["base_by_family"].items():
+        kinds_seen = ", ".join(f"{k} {n}" for k, n in sorted(family["kinds"].items())) or "-"
+        rows.append(f"| {name} | {family['pages']} | {_cell(family)} | {kinds_seen} | "
+                    f"{_number(family['cer'])} |")  # fmt: skip
+    if summary.get("pairs_curve"):
+        rows += ["", "| DPO pairs | 1st-attempt loops (n; 95% CI) | vs base |", "|---|---|---|"]
+        for point in summary["pairs_curve"]:
+            change = "" if point["change"] is None else f"{point['change']:+.0%}"
+            rows.append(f"| {point['pairs']} | {_cell(point)} | {change} |")
+    rows.append(
+        f"\n{summary['pages']} held-out pages ({summary['base_never_looped']} where the base's "
+        "greedy attempt did not loop); intervals: 95% Wilson over pages."
+    )
+    return "\n".join(rows)

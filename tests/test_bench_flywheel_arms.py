@@ -1,0 +1,89 @@
+"""`python -m bench flywheel-arms`: page families, the interval, and a smoke run through every
+stage on real vLLM CPU servers (mechanics only: random weights, a few pages, one pair)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from bench.flywheel import arms_report, data, families
+from tests.test_bench_flywheel import prerequisites_or_skip, random_weights
+
+
+def test_every_family_draws_pages_the_glyph_atlas_can_draw() -> None:
+    rng = random.Random(0)
+    sources = [[f"word{n} and some prose to wrap on line {n}." for n in range(40)]] * 3
+    chosen = families.choose(sources, 3 * len(families.FAMILIES), "held_out", rng)
+    assert [families.family_of(p.name) for p in chosen[: len(families.FAMILIES)]] == list(
+        families.FAMILIES
+    )
+    for page in chosen:
+        assert families.MIN_LINES - 1 <= len(page.lines) <= families.MAX_LINES + families.LONG_EXTRA
+        for line in page.lines:
+            assert len(line) <= families.WIDE_COLUMNS and set(line) <= set(data.CHARS), (
+                page.name,
+                line,
+            )
+    contents = next(p for p in chosen if "contents" in p.name)
+    assert all(line.rstrip("0123456789").endswith(". ") for line in contents.lines)
+
+
+def test_the_wilson_interval_matches_its_textbook_values() -> None:
+    assert arms_report.wilson(5, 10) == [0.2366, 0.7634]
+    assert arms_report.wilson(0, 10) == [0.0, 0.2775]
+    assert arms_report.wilson(10, 10) == [0.7225, 1.0]
+
+
+def arm(kinds: list[str | None], cers: list[float]) -> dict[str, object]:
+    pages = {f"held_out-{'table' if i % 2 else 'prose'}-{i:04d}": {
+        "family": "table" if i % 2 else "prose", "first": kind, "cer": cer, "tokens": 10}
+        for i, (kind, cer) in enumerate(zip(kinds, cers, strict=True))}  # fmt: skip
+    return {"pages": pages, "degeneration_rate_final": 0.0}
+
+
+def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apart() -> None:
+    arms = {
+        "base.greedy": arm(["phrase", None, "char_run", None], [0.9, 0.1, 0.8, 0.2]),
+        "dpo-5.greedy": arm([None, "line", None, None], [0.3, 0.5, 0.2, 0.2]),
+    }
+    training = {"dpo-5": {"pairs": 5, "steps": 8, "train_seconds": 40.0}}
+    summary = arms_report.summarize(arms, training)
+    base, tuned = summary["arms"]["base.greedy"], summary["arms"]["dpo-5.greedy"]
+    assert base["first_attempt"]["loops"] == 2 and base["by_kind"]["phrase"]["loops"] == 1
+    assert tuned["by_kind"]["line"]["loops"] == 1 and tuned["first_attempt"]["rate"] == 0.25
+    assert tuned["cer_base_never_looped"] == 0.35  # pages 1 and 3: 0.5 and 0.2
+    assert tuned["training"] == training["dpo-5"] and base["training"] == {}
+    assert summary["base_by_family"]["prose"]["kinds"] == {"phrase": 1, "char_run": 1}
+    assert tuned["loops_by_family"] == {"table": 1}
+    curve = [(p["pairs"], p["loops"], p["change"]) for p in summary["pairs_curve"]]
+    assert curve == [(0, 2, 0.0), (5, 1, -0.5)]
+    assert "dpo-5.greedy" in arms_report.markdown(summary)
+
+
+@pytest.mark.vllm
+def test_smoke_run_goes_through_every_arm(tmp_path: Path) -> None:
+    from bench.flywheel import arms as bench
+
+    prerequisites_or_skip()
+    out = tmp_path / "work"
+    result = bench.main(["--smoke", "--out", str(out), "--weights", str(random_weights(tmp_path))])
+
+    pairs = result["pairs_available"]
+    assert pairs == 1, "the random base loops on some training page; the smoke trains on one"
+    expected = {"base.greedy"} | {f"base.{plan}" for plan in bench.BASE_ARMS}
+    expected |= {"dpo-1.greedy", "dpo-1.ladder", "sft-1.greedy"}
+    assert set(result["arms"]) == expected
+    for label, arm in result["arms"].items():
+        assert len(arm["pages"]) == bench.SMOKE.eval_pages, label
+        assert all(row["cer"] is not None and row["tokens"] > 0 for row in arm["pages"].values())
+    ladder = result["arms"]["base.ladder"]["pages"].values()
+    assert all(row["attempts"] > 1 for row in ladder if row["first"]), "a loop is retried"
+    for label in ("dpo-1", "sft-1"):
+        assert result["training"][label]["steps"] == 1 and result["training"][label]["pairs"] == 1
+    sft = json.loads((out / "models" / "sft-1" / "training_card.json").read_text())
+    assert sft["config"]["dpo_weight"] == 0 and sft["config"]["sft_weight"] == 1
+    written = json.loads((out / "flywheel_arms.json").read_text())
+    assert set(written["summary"]["arms"]) == expected
