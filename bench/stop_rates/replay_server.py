@@ -8,9 +8,14 @@ POST /v1/chat/completions gets the next script, round robin. One ticker emits on
 live stream every STEP_MS, like a decode step at batch = streams in flight, and writes the
 chunks as vLLM 0.32 formats them (chat.completion.chunk events over chunked HTTP/1.1, usage on
 every chunk with `continuous_usage_stats`, `stream_interval` tokens a chunk when asked).
-A closed connection stops its stream at once: in vLLM the API server sees the disconnect,
-aborts the request, and the engine drops it before it processes the step's output
-(v1/engine/core.py:780-784), so what this server emitted is what vLLM would have generated.
+A closed connection stops its stream at once here, which vLLM does not: its API server notices
+a closed socket only at its next write to it, and the engine applies the abort after the step
+in flight, with the next step already scheduled under async scheduling (vLLM's GPU default),
+so at least 2 tokens are computed after the last one the client read, and tens more when the
+one API server lags behind 256 streams (its own work is ~25-45 us a token:
+`../shared/notes/gpu.md` section 5). Those tokens count in `vllm:generation_tokens_total` but
+are never sent. What this server emitted is therefore a lower bound on what vLLM generates;
+`bench.gpu_standin` models the queued step and the API server's lag.
 GET /stats returns, per finished stream, tokens emitted, the verdict index and the achieved
 step interval; POST /reset clears them.
 """
