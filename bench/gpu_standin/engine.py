@@ -98,6 +98,9 @@ class StepLog:
     queued_s: float = 0.0  # ... of steps run while requests waited for a slot
     queued_slot_s: float = 0.0  # slot-seconds busy in those steps
     slot_s: float = 0.0  # slot-seconds busy in all steps
+    # slot-seconds the clients asked for: running + waiting requests, at most the slots (all
+    # of them when the clients keep more requests in the server than it has slots)
+    demand_slot_s: float = 0.0
     prefill_s: float = 0.0
     behind_s: float = 0.0  # wall time the engine ran late (its own CPU)
     late_steps: int = 0
@@ -202,6 +205,7 @@ class Engine:
         log.gpu_s += step_s
         busy = len(self.running) * step_s
         log.slot_s += busy
+        log.demand_slot_s += min(self.max_num_seqs, len(self.running) + len(self.waiting)) * step_s
         if self.waiting:
             log.queued_s += step_s
             log.queued_slot_s += busy

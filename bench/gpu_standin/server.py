@@ -120,6 +120,7 @@ class StandInApi:
             "gpu_s": round(log.gpu_s, 3),
             "prefill_s": round(log.prefill_s, 3),
             "slot_s": round(log.slot_s, 3),
+            "demand_slot_s": round(log.demand_slot_s, 3),
             "queued_s": round(log.queued_s, 3),
             "queued_slot_s": round(log.queued_slot_s, 3),
             "behind_s": round(log.behind_s, 3),

@@ -48,6 +48,7 @@ class Setup:
     slowdown: float = 1.0
     threads_per_gpu: int = 320  # pages a GPU worker has in flight: more than the 256 slots
     max_num_seqs: int = 256
+    max_tokens: int | None = None  # the endpoint's token cap; None: the profile's (8,000)
 
 
 def free_port() -> int:
@@ -86,6 +87,8 @@ class Deployment:
                 "engine_plugin": False,
                 "abort_call": False,
             }
+            if self.setup.max_tokens:
+                endpoint["max_tokens"] = self.setup.max_tokens
             env["FOLIO_VLM_ENDPOINTS"] = json.dumps({"primary": endpoint})
         if not self.arm.client_detector:
             env["FOLIO_BENCH_CLIENT_DETECTOR"] = "off"

@@ -40,6 +40,7 @@ def standin_delta(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> 
     after_close: list[int] = []
     for a, b in zip(after, before, strict=True):
         total.update(delta(a, b, keys))
+        total["demand_slot_s"] += a.get("demand_slot_s", 0.0) - b.get("demand_slot_s", 0.0)
         loops.update(Counter(a["loops"]) - Counter(b["loops"]))
         after_close += a["tokens_after_close"][len(b["tokens_after_close"]) :]
     return {**total, "loops": dict(loops), "tokens_after_close": sorted(after_close)}
@@ -67,6 +68,8 @@ def arm_figures(
             server["queued_slot_s"], server["queued_s"] * max_num_seqs
         ),
         "slots_busy_mean": _share(server["slot_s"], server["gpu_s"] * max_num_seqs),
+        # running + waiting over the slots: 1.0 when Folio keeps the server's queue full
+        "slots_asked_mean": _share(server["demand_slot_s"], server["gpu_s"] * max_num_seqs),
         "gpu_busy": _share(server["gpu_s"], wall * gpus),
         "standin_behind_s": round(server["behind_s"] / slowdown, 2),
         "gpu_tokens": server["generation_tokens"],

@@ -80,11 +80,17 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         tax_pages = write_scale_pdfs(pages_dir, args.pages)
         scale_pages = write_scale_pdfs(scale_dir, args.scale_pages) if args.scale_pages else 0
         write_scale_pdfs(warm_dir, 2 * max(1, args.scale_gpus))
-        timeout = 600 + 5 * max(tax_pages, scale_pages) * args.slowdown
+        timeout = 1800 + 10 * max(tax_pages, scale_pages) * args.slowdown
         tax: dict[str, Any] = {}
         for arm in tax_arms(args.loop_rate):
             setup = Setup(
-                1, args.gpu, args.shape, args.slowdown, args.threads_per_gpu, args.max_num_seqs
+                1,
+                args.gpu,
+                args.shape,
+                args.slowdown,
+                args.threads_per_gpu,
+                args.max_num_seqs,
+                args.max_tokens,
             )
             with console.status(f"tax arm {arm.key}: {tax_pages} pages on 1 GPU..."):
                 tax[arm.key] = measure(arm, setup, pages_dir, warm_dir, scratch, timeout)
@@ -98,6 +104,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
                 args.scale_slowdown,
                 args.threads_per_gpu,
                 args.max_num_seqs,
+                args.max_tokens,
             )
             with console.status(f"scale: {scale_pages} pages on {args.scale_gpus} GPUs..."):
                 scale = measure(
@@ -141,6 +148,8 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         ("pages (all terminal)", lambda a: f"{a['pages']} ({a['all_terminal']})"),
         ("pages/s per GPU", lambda a: a["pages_per_s_per_gpu"]),
         ("slots busy while queued", lambda a: a["slots_busy_while_queued"]),
+        ("slots busy (mean over GPU time)", lambda a: a["slots_busy_mean"]),
+        ("slots asked for by Folio (running + waiting)", lambda a: a["slots_asked_mean"]),
         ("GPU busy", lambda a: a["gpu_busy"]),
         ("wall over floor", lambda a: _pct(a.get("over_floor", {}).get("wall"))),
         ("GPU tokens over floor", lambda a: _pct(a.get("over_floor", {}).get("gpu_tokens"))),
@@ -175,8 +184,8 @@ def _after(spread: dict[str, Any]) -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="A small run for CI (counts, not time).")
-    p.add_argument("--pages", type=int, default=400, help="Pages per tax arm.")
-    p.add_argument("--scale-pages", type=int, default=1600, help="Pages of the scale run.")
+    p.add_argument("--pages", type=int, default=500, help="Pages per tax arm.")
+    p.add_argument("--scale-pages", type=int, default=1000, help="Pages of the scale run.")
     p.add_argument("--scale-gpus", type=int, default=4)
     p.add_argument("--loop-rate", type=float, default=DHARMA_LOOP_RATE)
     p.add_argument("--gpu", choices=("h100", "h200"), default="h100")
@@ -185,6 +194,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scale-slowdown", type=float, default=16.0)
     p.add_argument("--threads-per-gpu", type=int, default=288)
     p.add_argument("--max-num-seqs", type=int, default=256)
+    p.add_argument(
+        "--max-tokens", type=int, help="The endpoint's token cap (default: the profile's, 8,000)."
+    )
     return p
 
 
@@ -197,6 +209,7 @@ SMOKE = {
     "scale_slowdown": 0.5,
     "threads_per_gpu": 12,
     "max_num_seqs": 8,
+    "max_tokens": 1024,
 }
 
 
