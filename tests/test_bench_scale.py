@@ -50,4 +50,5 @@ def test_the_smoke_run_ends_every_page_stops_loops_and_reports_every_figure(
     assert tax["folio"]["gpu_tokens"] < tax["no_stop"]["gpu_tokens"]
     # a closed stream still computed the queued step's tokens on the server
     assert tax["folio"]["tokens_after_close"]["min"] >= 2
-    assert report["result"]["cores_per_gpu"]["total"] > 0
+    sizing = report["result"]["sizing"]
+    assert sizing["cores_per_gpu"] > 0 and 3 < sizing["full_gpu_pages_per_s"] < 15

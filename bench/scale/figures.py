@@ -5,6 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from bench.gpu_standin.pacing import VISION_A, VISION_B, GpuPace
+from bench.gpu_standin.server import TEMPLATE_TOKENS
+
+TEXT_PROMPT_TOKENS = TEMPLATE_TOKENS + 40  # the prompt's own text beside the image
+
 STAGES = (
     "render",
     "textlayer",
@@ -114,4 +119,37 @@ def _spread(values: list[int]) -> dict[str, Any]:
         "median": values[len(values) // 2],
         "max": values[-1],
         "total": sum(values),
+    }
+
+
+def full_gpu_pages_per_s(
+    gpu: str, shape: str, prompt_tokens: float, output_tokens: float, slots: int = 256
+) -> float:
+    """Pages a second one GPU reads with every slot busy (`pacing`'s tables): each page's
+    prefill and vision tower, and its share of decode steps at `slots` sequences holding
+    their prompt and half their output on average."""
+    pace = GpuPace(gpu, shape)  # type: ignore[arg-type]
+    patches = max(0.0, prompt_tokens - TEXT_PROMPT_TOKENS) * 4
+    vision = (VISION_A * patches + VISION_B * patches * patches) * pace.card_scale
+    kv = slots * (prompt_tokens + output_tokens / 2)
+    decode = output_tokens * pace.decode_ms(slots, round(kv)) / slots
+    return 1000 / (pace.prefill_ms(round(prompt_tokens)) + vision + decode)
+
+
+def sizing(result: dict[str, Any], gpu: str, shape: str) -> dict[str, Any]:
+    """Cores per GPU by stage: Folio's default CPU per page times the pages a full GPU reads
+    (prompt and output lengths from the floor arm's own pages)."""
+    floor, folio = result["tax"]["floor"], result["tax"]["folio"]
+    prompt = floor["prompt_tokens"] / max(1, floor["attempts"])
+    output = floor["gpu_tokens"] / max(1, floor["attempts"])
+    capacity = full_gpu_pages_per_s(gpu, shape, prompt, output)
+    by_stage = cores_per_gpu(folio["cpu_ms_per_page"], capacity)
+    return {
+        "gpu": gpu,
+        "shape": shape,
+        "prompt_tokens_per_page": round(prompt),
+        "output_tokens_per_page": round(output),
+        "full_gpu_pages_per_s": round(capacity, 2),
+        "cores_per_gpu_by_stage": by_stage,
+        "cores_per_gpu": round(sum(by_stage.values()), 2),
     }

@@ -34,7 +34,7 @@ from rich.table import Table
 
 from bench.detector import machine_info
 from bench.scale.deployment import Arm, Deployment, Setup
-from bench.scale.figures import against_floor, arm_figures, cores_per_gpu, standin_delta
+from bench.scale.figures import against_floor, arm_figures, sizing, standin_delta
 from bench.scale.inputs import write_scale_pdfs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,16 +114,8 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     floor = tax["floor"]
     for key in ("no_stop", "server_rd", "folio"):
         tax[key]["over_floor"] = against_floor(tax[key], floor)
-    folio = tax["folio"]
-    return {
-        "tax": tax,
-        "scale": scale,
-        "cores_per_gpu": {
-            "at_pages_per_s": folio["pages_per_s_per_gpu"],
-            "by_stage": cores_per_gpu(folio["cpu_ms_per_page"], folio["pages_per_s_per_gpu"]),
-            "total": round(folio["cpu_ms_per_page_folio"] / 1000 * folio["pages_per_s_per_gpu"], 2),
-        },
-    }
+    result = {"tax": tax, "scale": scale}
+    return {**result, "sizing": sizing(result, args.gpu, args.shape)}
 
 
 def _line(arm: dict[str, Any]) -> str:
@@ -170,7 +162,7 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
     for label, value in rows:
         table.add_row(label, *(str(value(a)) for a in arms))
     console.print(table)
-    console.print(f"cores per GPU (Folio default): {result['cores_per_gpu']}")
+    console.print(f"sizing (Folio's default at a full GPU's pace): {result['sizing']}")
 
 
 def _pct(value: float | None) -> str:
