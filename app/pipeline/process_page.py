@@ -41,6 +41,7 @@ from app.textlayer import GateConfig
 from app.textlayer.words import languages_for
 
 log = logging.getLogger(__name__)
+LayerJudge = Callable[[], LayerVerdict]  # the text-layer gate's judgement, taken when needed
 
 _CANCELLED = PageClose(
     PageStatus.FAILED, failure_category="cancelled", error="the job was cancelled"
@@ -222,7 +223,7 @@ class PageProcessor:
                 step = self.settings.plan(work.plan_name)[answer.step_index]
                 return Closing(work, _answer(step, len(past), text or ""))
         try:
-            page, facts = self._render(work)
+            page, facts, judge = self._render(work)
         except RenderError as exc:
             failed = PageClose(PageStatus.FAILED, failure_category="render", error=str(exc))
             return Closing(work, failed)
@@ -234,36 +235,37 @@ class PageProcessor:
             self.sampler.before_page(work.job_id, endpoints)
         page = replace(page, should_stop=self.cancels.watch(work.job_id))
         try:
-            return self._walk_plan(work, page, facts, past)
+            return self._walk_plan(work, page, facts, past, judge)
         finally:
             self.cancels.unwatch(work.job_id)
             if self.sampler:
                 self.sampler.after_page(work.job_id, endpoints)
 
-    def _render(self, work: repo.PageWork) -> tuple[PageInput, RenderFacts]:
+    def _render(self, work: repo.PageWork) -> tuple[PageInput, RenderFacts, LayerJudge | None]:
+        """The page rendered, and, where it has a usable text layer, the gate's judgement of
+        it to take when a text-layer step runs: the gate and its table finder cost ~60 ms a
+        page (`python -m bench scale`), which a page the VLM answers never needs."""
         started = time.perf_counter()
         dpi = int(work.options.get("dpi") or self.settings.dpi)
         path = self._local_copy(work)
         rendered = render_page(path, work.number, dpi, self.settings.max_image_side)
         usable = text_layer_is_usable(rendered.text_layer, self.settings.textlayer_min_chars)
-        layer = LayerVerdict()
+        judge = None
         if usable:
             enforce = self.settings.textlayer_gate
-            layer = judge_layer(path, work.number, rendered, self.gate, enforce)
+            judge = partial(judge_layer, path, work.number, rendered, self.gate, enforce)
         facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
         geometry = PageGeometry(*rendered.size_pt, *rendered.image.size)
         page = PageInput(
             rendered.image,
             rendered.text_layer,
             usable,
-            layer.markdown,
-            layer.rejection,
             geometry=geometry,
             text_layer_words=rendered.words,
             points=rendered.points,
             render_at=partial(rasterize, path, work.number),
         )
-        return page, facts
+        return page, facts, judge
 
     def _local_copy(self, work: repo.PageWork) -> Path:
         """The page's document on this machine's disk (a stored one is fetched, once)."""
@@ -271,7 +273,12 @@ class PageProcessor:
         return self.documents.local_path(stored, work.sha256)
 
     def _walk_plan(
-        self, work: repo.PageWork, page: PageInput, facts: RenderFacts, past: list[PastAttempt]
+        self,
+        work: repo.PageWork,
+        page: PageInput,
+        facts: RenderFacts,
+        past: list[PastAttempt],
+        judge: LayerJudge | None = None,
     ) -> Closing:
         plan = self.settings.plan(work.plan_name)
         applies = PageFacts(page.text_layer_usable, frozenset(self.settings.vlm_endpoints))
@@ -286,6 +293,8 @@ class PageProcessor:
             if page.should_stop():
                 return Closing(work, replace(_CANCELLED, rendered=facts))
             index, step = choice.index, plan[choice.index]
+            if step.engine == "textlayer" and judge is not None:
+                page, judge = _judged(page, judge), None
             result = self._attempt(page, step, choice.confirming)
             if page.rotation:
                 result.params["rotation"] = page.rotation
@@ -364,6 +373,16 @@ class PageProcessor:
             if self.metrics:
                 self.metrics.observe_page(outcomes[page_id].status)
         return outcomes
+
+
+def _judged(page: PageInput, judge: LayerJudge) -> PageInput:
+    """The page with the gate's judgement of its text layer (a layer that cannot be read
+    again is refused, so the plan moves on)."""
+    try:
+        layer = judge()
+    except RenderError as exc:
+        layer = LayerVerdict(rejection=f"unreadable: {exc}")
+    return replace(page, text_layer_markdown=layer.markdown, text_layer_rejection=layer.rejection)
 
 
 def past_attempt(index: int, result: EngineResult) -> PastAttempt:

@@ -17,7 +17,8 @@ computed after the verdict token (discarded, never emitted or counted), and when
 API server lags behind 256 streams (~25-45 us of its own work a token) the verdict token
 reaches the client late and the abort reaches the engine late: tens of tokens more, generated
 and counted (`../shared/notes/gpu.md` section 5, docs/loop-stop-gpu.md). None of that is
-modelled here: the tokens this server emits after a verdict are the client's share only.
+modelled here: the tokens this server emits after a verdict are the client's share only;
+`bench.gpu_standin` models the queued step and the API server's lag.
 GET /stats returns, per finished stream, tokens emitted, the verdict index and the achieved
 step interval; POST /reset clears them.
 """

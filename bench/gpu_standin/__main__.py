@@ -1,0 +1,71 @@
+"""`python -m bench.gpu_standin --port 8000 [--gpu h100|h200] [--shape 3b|7b] [--loop-rate R]`:
+serve the GPU-paced stand-in for vLLM until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.gpu_standin.answers import AnswerBook
+from bench.gpu_standin.engine import MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, Engine
+from bench.gpu_standin.http import Connection
+from bench.gpu_standin.pacing import GpuPace
+from bench.gpu_standin.server import StandInApi
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--gpu", choices=("h100", "h200"), default="h100")
+    p.add_argument("--shape", choices=("3b", "7b"), default="7b")
+    p.add_argument("--model", default="allenai/olmOCR-2-7B-1025-FP8")
+    p.add_argument("--profile", default="olmocr2", help="Answers in this profile's format.")
+    p.add_argument("--loop-rate", type=float, default=0.0, help="Share of pages that loop.")
+    p.add_argument("--max-num-seqs", type=int, default=MAX_NUM_SEQS)
+    p.add_argument("--max-num-batched-tokens", type=int, default=MAX_NUM_BATCHED_TOKENS)
+    p.add_argument(
+        "--slowdown", type=float, default=1.0, help="Wall seconds per simulated GPU second."
+    )
+    p.add_argument("--step-log", type=Path, help="Write one JSON line per step here.")
+    return p
+
+
+async def serve(args: argparse.Namespace, ready: asyncio.Event | None = None) -> None:
+    log = args.step_log.open("a", encoding="utf-8") if args.step_log else None
+    record = (lambda row: log.write(json.dumps(row) + "\n")) if log else None
+    engine = Engine(
+        GpuPace(args.gpu, args.shape),
+        args.max_num_seqs,
+        args.max_num_batched_tokens,
+        args.slowdown,
+        record,
+    )
+    book = AnswerBook(args.profile, args.loop_rate)
+    _ = book.shapes  # built before the first request, not during it
+    api = StandInApi(engine, book, args.model)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: Connection(api.handle), args.host, args.port)
+    if ready:
+        ready.set()
+    try:
+        await asyncio.gather(engine.run(), server.serve_forever())
+    finally:
+        server.close()
+        if log:
+            log.close()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    print(
+        f"GPU stand-in on http://{args.host}:{args.port}/v1 ({args.gpu}, {args.shape})", flush=True
+    )
+    asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()

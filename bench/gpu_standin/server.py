@@ -1,0 +1,289 @@
+"""The stand-in's API: vLLM's OpenAI-compatible chat completions (streamed as vLLM streams
+them, with `usage`, `finish_reason` and `continuous_usage_stats`), vLLM's `/metrics` names,
+`/health`, `/v1/models`, and `/standin/stats` (the step log's figures) of its own.
+
+Requests are checked as vLLM 0.32 checks the fields Folio probes with: a bad
+`repetition_detection` is refused (400, naming it); unknown `vllm_xargs` are accepted and
+ignored (no Folio plugin here); there is no abort route (vLLM's default)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+import uuid
+from typing import Any
+
+from PIL import Image
+
+from bench.gpu_standin.answers import AnswerBook, image_key
+from bench.gpu_standin.engine import Engine, RepetitionRule, Request
+from bench.gpu_standin.http import Connection, HttpRequest
+from bench.gpu_standin.pacing import image_prompt_tokens
+
+TEMPLATE_TOKENS = 20  # the chat template's own tokens around a message
+CHARS_PER_TOKEN = 3  # a prompt's text, as answers.TOKEN splits the corpus pages
+
+
+class BadRequest(ValueError):
+    pass
+
+
+class StandInApi:
+    def __init__(self, engine: Engine, book: AnswerBook, model: str) -> None:
+        self.engine = engine
+        self.book = book
+        self.model = model
+        self.started = time.time()
+
+    def handle(self, conn: Connection, request: HttpRequest) -> None:
+        route = (request.method, request.path)
+        if route == ("POST", "/v1/chat/completions"):
+            try:
+                self._chat(conn, request.json())
+            except (BadRequest, ValueError, KeyError, TypeError) as exc:
+                conn.reply_json(400, _error(str(exc)))
+        elif route == ("GET", "/metrics"):
+            conn.reply(200, self.metrics().encode(), "text/plain; version=0.0.4")
+        elif route == ("GET", "/health"):
+            conn.reply(200, b"")
+        elif route == ("GET", "/v1/models"):
+            conn.reply_json(
+                200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+            )
+        elif route == ("GET", "/standin/stats"):
+            conn.reply_json(200, self.stats())
+        else:
+            conn.reply_json(404, {"detail": "Not Found"})
+
+    def _chat(self, conn: Connection, body: dict[str, Any]) -> None:
+        image_url, text_chars = _prompt_parts(body.get("messages") or [])
+        width, height = _image_size(image_url) if image_url else (0, 0)
+        temperature = body.get("temperature")
+        answer = self.book.answer(image_key(image_url or json.dumps(body["messages"])), temperature)
+        request = Request(
+            id=f"chatcmpl-{uuid.uuid4().hex}",
+            prompt_tokens=TEMPLATE_TOKENS
+            + text_chars // CHARS_PER_TOKEN
+            + (image_prompt_tokens(width, height) if image_url else 0),
+            vision_ms=self.engine.pace.vision_ms(width, height) if image_url else 0.0,
+            answer=answer,
+            max_tokens=int(body.get("max_tokens") or 16384),
+            deliver=lambda r, piece, finish: None,
+            is_closed=lambda: conn.closed,
+            repetition=_repetition(body.get("repetition_detection")),
+        )
+        options = body.get("stream_options") or {}
+        if body.get("stream"):
+            conn.start_stream()
+            sink = StreamSink(conn, request, self.model, options, body.get("stream_interval"))
+            request.deliver = sink.token
+        else:
+            request.deliver = WholeSink(conn, self.model).token
+        self.engine.submit(request)
+
+    def metrics(self) -> str:
+        e = self.engine
+        labels = f'engine="0",model_name="{self.model}"'
+        lines = [
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{labels}}} {float(e.generation_tokens)}",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{labels}}} {float(e.prompt_tokens)}",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{labels}}} {float(len(e.running))}",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{{{labels}}} {float(len(e.waiting))}",
+            "# TYPE vllm:request_success_total counter",
+        ]
+        for reason in ("stop", "length", "repetition", "abort"):
+            lines.append(
+                f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} '
+                f"{float(e.finished[reason])}"
+            )
+        lines += [
+            "# TYPE process_start_time_seconds gauge",
+            f"process_start_time_seconds {self.started}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def stats(self) -> dict[str, Any]:
+        e, log = self.engine, self.engine.log
+        after = sorted(log.tokens_after_close)
+        return {
+            "gpu": e.pace.gpu,
+            "shape": e.pace.shape,
+            "max_num_seqs": e.max_num_seqs,
+            "slowdown": e.slowdown,
+            "steps": log.steps,
+            "gpu_s": round(log.gpu_s, 3),
+            "prefill_s": round(log.prefill_s, 3),
+            "slot_s": round(log.slot_s, 3),
+            "demand_slot_s": round(log.demand_slot_s, 3),
+            "queued_s": round(log.queued_s, 3),
+            "queued_slot_s": round(log.queued_slot_s, 3),
+            "behind_s": round(log.behind_s, 3),
+            "late_steps": log.late_steps,
+            "api_lag_max_s": round(log.api_lag_max_s, 4),
+            "first_step_at": log.first_step_at,
+            "last_step_at": log.last_step_at,
+            "generation_tokens": e.generation_tokens,
+            "prompt_tokens": e.prompt_tokens,
+            "finished": dict(e.finished),
+            "aborted": log.aborted,
+            "tokens_after_close": after,
+            "loops": dict(log.loops),
+        }
+
+
+class StreamSink:
+    """A streamed reply as vLLM writes it: a role chunk, one chunk per token (or per
+    `stream_interval` tokens), the finish chunk, the usage chunk, `[DONE]`."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        request: Request,
+        model: str,
+        options: dict[str, Any],
+        interval: int | None,
+    ) -> None:
+        self.conn = conn
+        self.prompt = request.prompt_tokens
+        self.usage = bool(options.get("include_usage"))
+        self.continuous = self.usage and bool(options.get("continuous_usage_stats"))
+        self.interval = max(1, int(interval or 1))
+        self.pending = ""
+        self.count = 0
+        self.head = (
+            f'data: {{"id":"{request.id}","object":"chat.completion.chunk",'
+            f'"created":{int(time.time())},"model":"{model}","choices":[{{"index":0,'
+        ).encode()
+        self._event(
+            b'"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]', 0
+        )
+
+    def token(self, request: Request, piece: str | None, finish: str | None) -> None:
+        self.count = len(request.generated)
+        self.pending += piece or ""
+        if not finish and self.count % self.interval:
+            return
+        reason = json.dumps(finish)
+        content = json.dumps(self.pending, ensure_ascii=False).encode()
+        self.pending = ""
+        self._event(
+            b'"delta":{"content":%s},"logprobs":null,"finish_reason":%s}]'
+            % (content, reason.encode()),
+            self.count,
+        )
+        if finish:
+            self._finish()
+
+    def _event(self, choice: bytes, tokens: int) -> None:
+        usage = b""
+        if self.continuous:
+            usage = b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
+                self.prompt,
+                self.prompt + tokens,
+                tokens,
+            )
+        self.conn.stream_event(self.head + choice + usage + b"}\n\n")
+
+    def _finish(self) -> None:
+        if self.usage:
+            usage = b'"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
+                self.prompt,
+                self.prompt + self.count,
+                self.count,
+            )
+            head = self.head.split(b'"choices"')[0]
+            self.conn.stream_event(head + b'"choices":[],' + usage + b"}\n\n")
+        self.conn.stream_event(b"data: [DONE]\n\n")
+        self.conn.end_stream()
+
+
+class WholeSink:
+    """A reply that is not streamed: the whole answer once the request finishes."""
+
+    def __init__(self, conn: Connection, model: str) -> None:
+        self.conn, self.model = conn, model
+
+    def token(self, request: Request, piece: str | None, finish: str | None) -> None:
+        if not finish:
+            return
+        tokens = len(request.generated)
+        text = "".join(p for p in request.generated if p != "<eos>")
+        self.conn.reply_json(
+            200,
+            {
+                "id": request.id,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": finish,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": request.prompt_tokens,
+                    "completion_tokens": tokens,
+                    "total_tokens": request.prompt_tokens + tokens,
+                },
+            },
+        )
+
+
+def _prompt_parts(messages: list[dict[str, Any]]) -> tuple[str | None, int]:
+    """The first image's URL and the prompt's text length."""
+    image, chars = None, 0
+    for message in messages:
+        content = message.get("content")
+        parts: list[dict[str, Any]] = (
+            content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        )
+        for part in parts:
+            if part.get("type") == "image_url" and image is None:
+                image = str(part["image_url"]["url"])
+            elif part.get("type") == "text":
+                chars += len(part.get("text") or "")
+    return image, chars
+
+
+def _image_size(url: str) -> tuple[int, int]:
+    """A data URL's image size: from a PNG's header alone, else by opening it."""
+    data = url.split(",", 1)[1] if url.startswith("data:") else ""
+    head = base64.b64decode(data[:32] + "=" * (-len(data[:32]) % 4)) if data else b""
+    if head[:8] == b"\x89PNG\r\n\x1a\n":
+        return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    if not data:
+        raise BadRequest("image_url: only data URLs are served here")
+    with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        return image.size
+
+
+def _repetition(value: Any) -> RepetitionRule | None:
+    """vLLM's RepetitionDetectionParams checks (vllm/sampling_params.py:169-202)."""
+    if value is None:
+        return None
+    try:
+        rule = RepetitionRule(
+            int(value.get("max_pattern_size", 0)),
+            int(value.get("min_pattern_size", 0)),
+            int(value.get("min_count", 0)),
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise BadRequest(f"repetition_detection: {exc}") from exc
+    low, high = rule.min_pattern_size, rule.max_pattern_size
+    if high < 0 or low < 0 or low > high:
+        raise BadRequest("repetition_detection: max_pattern_size, min_pattern_size must be >=0")
+    if high > 0 and rule.min_count < 2:
+        raise BadRequest("repetition_detection: min_count must be >= 2")
+    return rule if high > 0 else None
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "BadRequestError", "param": None, "code": 400}}

@@ -1,0 +1,1 @@
+"""`python -m bench scale`: Folio's distributed deployment against GPU-paced vLLM stand-ins."""

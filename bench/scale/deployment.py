@@ -1,0 +1,250 @@
+"""One arm of the scale benchmark as a real distributed deployment: its own PostgreSQL database
+and queue prefix, one GPU stand-in per GPU (`bench.gpu_standin`), one GPU worker per GPU beside
+it (as a GPU box runs `folio worker --queues gpu`, here `stage_worker.py`, which also keeps its
+CPU by stage) and one CPU worker (splits documents, finalizes jobs), all real processes."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from bench.orchestration import process_cpu_s
+from tests.conftest import POSTGRES_URL, REDIS_URL
+from tests.distributed_support import stop_worker, wait_until, worker_env
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = "allenai/olmOCR-2-7B-1025-FP8"
+PROFILE = "olmocr2"
+
+
+@dataclass(frozen=True)
+class Arm:
+    key: str
+    title: str
+    loop_rate: float
+    client_detector: bool = True  # Folio's own loop detector in the worker
+    server_repetition: bool | str = "auto"  # the endpoint's server_repetition_detection
+
+
+@dataclass(frozen=True)
+class Setup:
+    gpus: int
+    gpu: str = "h100"
+    shape: str = "7b"
+    slowdown: float = 1.0
+    threads_per_gpu: int = 320  # pages a GPU worker has in flight: more than the 256 slots
+    max_num_seqs: int = 256
+    max_tokens: int | None = None  # the endpoint's token cap; None: the profile's (8,000)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Deployment:
+    def __init__(self, arm: Arm, setup: Setup, scratch: Path) -> None:
+        self.arm, self.setup, self.scratch = arm, setup, scratch
+        self.database = f"folio_scale_{uuid.uuid4().hex[:10]}"
+        self.prefix = f"folio-scale-{uuid.uuid4().hex[:8]}"
+        self.url = make_url(POSTGRES_URL).set(database=self.database)
+        self.url_text = self.url.render_as_string(hide_password=False)
+        self.ports = [free_port() for _ in range(setup.gpus)]
+        self.standins: list[subprocess.Popen[bytes]] = []
+        self.gpu_workers: list[subprocess.Popen[bytes]] = []
+        self.cpu_worker: subprocess.Popen[bytes] | None = None
+        self.stats_files = [scratch / f"{arm.key}-{self.prefix}-{i}.json" for i in self.ports]
+        self.engine = create_engine(self.url_text)
+        self.backend_cpu: dict[int, float] = {}
+
+    # --- processes
+    def env(self, port: int | None = None) -> dict[str, str]:
+        env = worker_env(self.url_text, REDIS_URL, self.prefix, FOLIO_ENGINE="vlm")
+        env.pop("FOLIO_DPI")  # the default (200), as a deployment has it
+        env["PYTHONPATH"] = str(REPO)
+        if port is not None:
+            endpoint = {
+                "base_url": f"http://127.0.0.1:{port}/v1",
+                "model": MODEL,
+                "profile": PROFILE,
+                "max_concurrency": self.setup.threads_per_gpu,
+                "server_repetition_detection": self.arm.server_repetition,
+                "engine_plugin": False,
+                "abort_call": False,
+            }
+            if self.setup.max_tokens:
+                endpoint["max_tokens"] = self.setup.max_tokens
+            env["FOLIO_VLM_ENDPOINTS"] = json.dumps({"primary": endpoint})
+        if not self.arm.client_detector:
+            env["FOLIO_BENCH_CLIENT_DETECTOR"] = "off"
+        return env
+
+    def start(self) -> None:
+        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{self.database}"'))
+        admin.dispose()
+        self.folio("db", "upgrade")
+        for port in self.ports:
+            self.standins.append(self._standin(port))
+        for port, stats in zip(self.ports, self.stats_files, strict=True):
+            wait_until(partial(_healthy, port), 120, "a GPU stand-in")
+            self.gpu_workers.append(self._worker("gpu", self.setup.threads_per_gpu, port, stats))
+        self.cpu_worker = self._worker("cpu", 4, None, None)
+
+    def _standin(self, port: int) -> subprocess.Popen[bytes]:
+        s = self.setup
+        command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
+        command += ["--gpu", s.gpu, "--shape", s.shape, "--model", MODEL, "--profile", PROFILE]
+        command += ["--loop-rate", str(self.arm.loop_rate), "--slowdown", str(s.slowdown)]
+        command += ["--max-num-seqs", str(s.max_num_seqs)]
+        log = (self.scratch / f"standin-{port}.log").open("ab")
+        return subprocess.Popen(command, cwd=REPO, env=self.env(), stdout=log, stderr=log)
+
+    def _worker(
+        self, queue: str, threads: int, port: int | None, stats: Path | None
+    ) -> subprocess.Popen[bytes]:
+        head = [sys.executable, str(REPO / "bench" / "scale" / "stage_worker.py"), str(stats)]
+        command = head if stats else [sys.executable, "-m", "workers"]
+        command += ["worker", "-Q", f"{self.prefix}.{queue}", "-P", "threads", "-c", str(threads)]
+        command += ["-l", "WARNING", "-n", f"{queue}{port or ''}-{self.prefix}@%h"]
+        command += ["--without-gossip", "--without-mingle"]
+        log = (self.scratch / f"worker-{self.prefix}-{queue}{port or ''}.log").open("ab")
+        return subprocess.Popen(command, cwd=REPO, env=self.env(port), stdout=log, stderr=log)
+
+    def folio(self, *args: str) -> str:
+        code = "from app.cli.main import main; main()"
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            env=self.env(self.ports[0]),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"folio {' '.join(args)} failed:\n{done.stderr}")
+        return done.stdout
+
+    # --- a job
+    def run_job(self, folder: Path, timeout_s: float) -> str:
+        job_id = self.folio("submit", str(folder), "--engine", "vlm").strip().splitlines()[-1]
+
+        def done() -> bool:
+            self._note_backends()
+            with self.engine.connect() as conn:
+                status = conn.scalar(text("SELECT status FROM jobs WHERE id = :j"), {"j": job_id})
+            return status == "done"
+
+        wait_until(done, timeout_s, f"the {self.arm.key} job", lambda: self._progress(job_id))
+        return job_id
+
+    def _progress(self, job_id: str) -> str:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT status, count(*) FROM pages WHERE job_id = :j GROUP BY status"),
+                {"j": job_id},
+            ).all()
+        return str(dict(rows))
+
+    def _note_backends(self) -> None:
+        """CPU time of the PostgreSQL backends serving this database (pools keep them)."""
+        with self.engine.connect() as conn:
+            pids = conn.scalars(
+                text("SELECT pid FROM pg_stat_activity WHERE datname = :d"), {"d": self.database}
+            ).all()
+        for pid in pids:
+            self.backend_cpu[pid] = max(self.backend_cpu.get(pid, 0.0), process_cpu_s(pid))
+
+    def standin_stats(self) -> list[dict[str, Any]]:
+        return [
+            httpx.get(f"http://127.0.0.1:{p}/standin/stats", timeout=30).json() for p in self.ports
+        ]
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds so far: the GPU workers by stage, the CPU worker, PostgreSQL, stand-ins."""
+        time.sleep(0.7)  # the stage files are written every 0.5 s
+        stages: Counter[str] = Counter()
+        for path in self.stats_files:
+            if path.exists():
+                stages.update(json.loads(path.read_text(encoding="utf-8")))
+        self._note_backends()
+        assert self.cpu_worker is not None
+        return {
+            "render": stages["render"],
+            "textlayer": stages["textlayer"],
+            "encode": stages["encode"],
+            "stream_detect": stages["stream"],
+            "gpu_worker_rest": stages["process"]
+            - stages["render"]
+            - stages["textlayer"]
+            - stages["encode"]
+            - stages["stream"],
+            "gpu_workers": stages["process"],
+            "gpu_workers_system": stages["process_system"],
+            "cpu_worker": process_cpu_s(self.cpu_worker.pid),
+            "postgres": sum(self.backend_cpu.values()),
+            "standins": sum(process_cpu_s(p.pid) for p in self.standins),
+        }
+
+    def job_rows(self, job_id: str) -> dict[str, Any]:
+        with self.engine.connect() as conn:
+            seconds = conn.scalar(
+                text("SELECT EXTRACT(EPOCH FROM finished_at - created_at) FROM jobs WHERE id = :j"),
+                {"j": job_id},
+            )
+            pages: dict[str, int] = dict(
+                conn.execute(
+                    text("SELECT status, count(*) FROM pages WHERE job_id = :j GROUP BY status"),
+                    {"j": job_id},
+                ).all()
+            )
+            attempts = [
+                dict(row._mapping)
+                for row in conn.execute(
+                    text(
+                        "SELECT status, finish_reason, stop_mechanism, completion_tokens,"
+                        " max_tokens, tokens_after_verdict FROM attempts WHERE job_id = :j"
+                    ),
+                    {"j": job_id},
+                )
+            ]
+        return {"seconds": float(seconds), "pages": pages, "attempts": attempts}
+
+    def stop(self) -> None:
+        for process in [*self.gpu_workers, *([self.cpu_worker] if self.cpu_worker else [])]:
+            stop_worker(process)
+        for process in self.standins:
+            process.terminate()
+            process.wait(10)
+        self.engine.dispose()
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(f"{self.prefix}:*"))
+        if keys:
+            client.delete(*keys)
+        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -1,0 +1,155 @@
+"""The scale benchmark's figures from one arm's raw readings (pure)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from bench.gpu_standin.pacing import VISION_A, VISION_B, GpuPace
+from bench.gpu_standin.server import TEMPLATE_TOKENS
+
+TEXT_PROMPT_TOKENS = TEMPLATE_TOKENS + 40  # the prompt's own text beside the image
+
+STAGES = (
+    "render",
+    "textlayer",
+    "encode",
+    "stream_detect",
+    "gpu_worker_rest",
+    "cpu_worker",
+    "postgres",
+)
+TERMINAL = ("succeeded", "fallback", "failed")
+
+
+def delta(after: dict[str, Any], before: dict[str, Any], keys: tuple[str, ...]) -> dict[str, float]:
+    return {k: after[k] - before[k] for k in keys}
+
+
+def standin_delta(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, Any]:
+    """The stand-ins' step-log figures over one job, summed over GPUs."""
+    keys = (
+        "gpu_s",
+        "slot_s",
+        "queued_s",
+        "queued_slot_s",
+        "behind_s",
+        "generation_tokens",
+        "prompt_tokens",
+        "aborted",
+        "prefill_s",
+        "steps",
+    )
+    total: Counter[str] = Counter()
+    loops: Counter[str] = Counter()
+    after_close: list[int] = []
+    for a, b in zip(after, before, strict=True):
+        total.update(delta(a, b, keys))
+        total["demand_slot_s"] += a.get("demand_slot_s", 0.0) - b.get("demand_slot_s", 0.0)
+        loops.update(Counter(a["loops"]) - Counter(b["loops"]))
+        after_close += a["tokens_after_close"][len(b["tokens_after_close"]) :]
+    return {**total, "loops": dict(loops), "tokens_after_close": sorted(after_close)}
+
+
+def arm_figures(
+    raw: dict[str, Any], gpus: int, slowdown: float, max_num_seqs: int
+) -> dict[str, Any]:
+    """Throughput, slots, tokens, stops and CPU by stage of one arm's measured job."""
+    job, server, cpu = raw["job"], raw["standin"], raw["cpu"]
+    pages = sum(job["pages"].values())
+    wall = job["seconds"] / slowdown  # in GPU time
+    attempts = job["attempts"]
+    degenerate = [a for a in attempts if a["status"] == "degenerate"]
+    at_cap = [a for a in degenerate if (a["completion_tokens"] or 0) >= (a["max_tokens"] or 1)]
+    after = server["tokens_after_close"]
+    per_page = {stage: round(1000 * cpu[stage] / pages, 1) for stage in STAGES}
+    return {
+        "pages": pages,
+        "pages_by_status": job["pages"],
+        "all_terminal": set(job["pages"]) <= set(TERMINAL),
+        "wall_s": round(wall, 2),
+        "pages_per_s_per_gpu": round(pages / wall / gpus, 2),
+        "slots_busy_while_queued": _share(
+            server["queued_slot_s"], server["queued_s"] * max_num_seqs
+        ),
+        "slots_busy_mean": _share(server["slot_s"], server["gpu_s"] * max_num_seqs),
+        # running + waiting over the slots: 1.0 when Folio keeps the server's queue full
+        "slots_asked_mean": _share(server["demand_slot_s"], server["gpu_s"] * max_num_seqs),
+        "gpu_busy": _share(server["gpu_s"], wall * gpus),
+        "standin_behind_s": round(server["behind_s"] / slowdown, 2),
+        "gpu_tokens": server["generation_tokens"],
+        "prompt_tokens": server["prompt_tokens"],
+        "loops_started": sum(server["loops"].values()),
+        "loop_shapes": server["loops"],
+        "attempts": len(attempts),
+        "degenerate_attempts": len(degenerate),
+        "degenerate_at_cap": len(at_cap),
+        "stops": dict(Counter(a["stop_mechanism"] or "none" for a in degenerate)),
+        "finish_reasons": dict(Counter(a["finish_reason"] or "none" for a in attempts)),
+        "server_aborted": server["aborted"],
+        "tokens_after_close": _spread(after),
+        "cpu_ms_per_page": per_page,
+        "cpu_ms_per_page_folio": round(sum(per_page.values()), 1),
+        "cpu_ms_per_page_standins": round(1000 * cpu["standins"] / pages, 1),
+    }
+
+
+def cores_per_gpu(cpu_ms_per_page: dict[str, float], pages_per_s: float) -> dict[str, float]:
+    """Cores a GPU reading `pages_per_s` needs for each stage at these CPU costs."""
+    return {stage: round(ms / 1000 * pages_per_s, 2) for stage, ms in cpu_ms_per_page.items()}
+
+
+def against_floor(arm: dict[str, Any], floor: dict[str, Any]) -> dict[str, float]:
+    return {
+        "wall": round(arm["wall_s"] / floor["wall_s"] - 1, 4),
+        "gpu_tokens": round(arm["gpu_tokens"] / floor["gpu_tokens"] - 1, 4),
+    }
+
+
+def _share(part: float, whole: float) -> float | None:
+    return round(part / whole, 4) if whole > 0 else None
+
+
+def _spread(values: list[int]) -> dict[str, Any]:
+    if not values:
+        return {"count": 0}
+    return {
+        "count": len(values),
+        "min": values[0],
+        "median": values[len(values) // 2],
+        "max": values[-1],
+        "total": sum(values),
+    }
+
+
+def full_gpu_pages_per_s(
+    gpu: str, shape: str, prompt_tokens: float, output_tokens: float, slots: int = 256
+) -> float:
+    """Pages a second one GPU reads with every slot busy (`pacing`'s tables): each page's
+    prefill and vision tower, and its share of decode steps at `slots` sequences holding
+    their prompt and half their output on average."""
+    pace = GpuPace(gpu, shape)  # type: ignore[arg-type]
+    patches = max(0.0, prompt_tokens - TEXT_PROMPT_TOKENS) * 4
+    vision = (VISION_A * patches + VISION_B * patches * patches) * pace.card_scale
+    kv = slots * (prompt_tokens + output_tokens / 2)
+    decode = output_tokens * pace.decode_ms(slots, round(kv)) / slots
+    return 1000 / (pace.prefill_ms(round(prompt_tokens)) + vision + decode)
+
+
+def sizing(result: dict[str, Any], gpu: str, shape: str) -> dict[str, Any]:
+    """Cores per GPU by stage: Folio's default CPU per page times the pages a full GPU reads
+    (prompt and output lengths from the floor arm's own pages)."""
+    floor, folio = result["tax"]["floor"], result["tax"]["folio"]
+    prompt = floor["prompt_tokens"] / max(1, floor["attempts"])
+    output = floor["gpu_tokens"] / max(1, floor["attempts"])
+    capacity = full_gpu_pages_per_s(gpu, shape, prompt, output)
+    by_stage = cores_per_gpu(folio["cpu_ms_per_page"], capacity)
+    return {
+        "gpu": gpu,
+        "shape": shape,
+        "prompt_tokens_per_page": round(prompt),
+        "output_tokens_per_page": round(output),
+        "full_gpu_pages_per_s": round(capacity, 2),
+        "cores_per_gpu_by_stage": by_stage,
+        "cores_per_gpu": round(sum(by_stage.values()), 2),
+    }

@@ -1,0 +1,240 @@
+"""`python -m bench scale [--smoke]`: Folio's whole distributed deployment (PostgreSQL, Redis,
+Celery GPU and CPU workers, real PDFs rendered at the profile's size) against GPU-paced
+stand-ins for vLLM (`bench.gpu_standin`).
+
+Two parts in one run, every arm on its own database, queues, stand-ins and workers:
+- the tax, side by side on one GPU: the no-loop floor (no page loops), no stop (loops run to the
+  cap at `--loop-rate`, 2.42% as DharmaOCR measured; Folio's detector off, so only the judge
+  after the cap sees them), vLLM's `repetition_detection` alone (16/4, as the tax bench's D16
+  and Folio's probe send it; Folio's detector off) and Folio's default (its detector, the close,
+  and the server's repetition_detection where the probe finds it); wall-clock and GPU tokens
+  against the floor;
+- scale: Folio's default against `--scale-gpus` stand-in GPUs at once.
+Figures: pages a second per GPU (in GPU time: wall / `--slowdown`), the share of the 256 slots
+busy while requests waited (the stand-ins' step logs), and CPU milliseconds per page by stage
+(`bench/scale/stage_worker.py`; PostgreSQL backends from /proc), turned into cores per GPU.
+`--slowdown K` runs the GPUs K times slower than the tables (the CPU then has K times longer per
+page): on a machine with fewer cores than one GPU needs, that is how the GPU side is measured
+at all; the CPU figures per page do not depend on it. Written to `bench/results/scale.json`
+(`scale_smoke.json` for `--smoke`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.detector import machine_info
+from bench.scale.deployment import Arm, Deployment, Setup
+from bench.scale.figures import against_floor, arm_figures, sizing, standin_delta
+from bench.scale.inputs import write_scale_pdfs
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "bench" / "results"
+DHARMA_LOOP_RATE = 0.0242  # DharmaOCR: 2.42% of pages looped, +42% batch wall-clock
+TARGETS = {"wall_over_floor": 0.05, "gpu_tokens_over_floor": 0.03, "slots_busy": 0.95}
+
+
+def tax_arms(loop_rate: float) -> list[Arm]:
+    return [
+        Arm("floor", "no-loop floor (no page loops)", 0.0),
+        Arm("no_stop", "no stop: loops run to the cap", loop_rate, False, False),
+        Arm("server_rd", "vLLM repetition_detection 16/4 alone", loop_rate, False, True),
+        Arm("folio", "Folio's default", loop_rate),
+    ]
+
+
+def measure(
+    arm: Arm, setup: Setup, pages_dir: Path, warm_dir: Path, scratch: Path, timeout_s: float
+) -> dict[str, Any]:
+    deployment = Deployment(arm, setup, scratch)
+    try:
+        deployment.start()
+        deployment.run_job(warm_dir, timeout_s)
+        server_before, cpu_before = deployment.standin_stats(), deployment.cpu_seconds()
+        job_id = deployment.run_job(pages_dir, timeout_s)
+        server_after, cpu_after = deployment.standin_stats(), deployment.cpu_seconds()
+        raw = {
+            "job": deployment.job_rows(job_id),
+            "standin": standin_delta(server_after, server_before),
+            "cpu": {k: cpu_after[k] - cpu_before[k] for k in cpu_after},
+        }
+    finally:
+        deployment.stop()
+    figures = arm_figures(raw, setup.gpus, setup.slowdown, setup.max_num_seqs)
+    return {"title": arm.title, "gpus": setup.gpus, "slowdown": setup.slowdown, **figures}
+
+
+def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        pages_dir, scale_dir, warm_dir = scratch / "pages", scratch / "scale", scratch / "warm"
+        tax_pages = write_scale_pdfs(pages_dir, args.pages)
+        scale_pages = write_scale_pdfs(scale_dir, args.scale_pages) if args.scale_pages else 0
+        write_scale_pdfs(warm_dir, 2 * max(1, args.scale_gpus))
+        timeout = 1800 + 10 * max(tax_pages, scale_pages) * args.slowdown
+        tax: dict[str, Any] = {}
+        for arm in tax_arms(args.loop_rate):
+            setup = Setup(
+                1,
+                args.gpu,
+                args.shape,
+                args.slowdown,
+                args.threads_per_gpu,
+                args.max_num_seqs,
+                args.max_tokens,
+            )
+            with console.status(f"tax arm {arm.key}: {tax_pages} pages on 1 GPU..."):
+                tax[arm.key] = measure(arm, setup, pages_dir, warm_dir, scratch, timeout)
+            console.print(f"{arm.key}: {_line(tax[arm.key])}")
+        scale: dict[str, Any] = {}
+        if scale_pages:
+            setup = Setup(
+                args.scale_gpus,
+                args.gpu,
+                args.shape,
+                args.scale_slowdown,
+                args.threads_per_gpu,
+                args.max_num_seqs,
+                args.max_tokens,
+            )
+            with console.status(f"scale: {scale_pages} pages on {args.scale_gpus} GPUs..."):
+                scale = measure(
+                    tax_arms(args.loop_rate)[-1], setup, scale_dir, warm_dir, scratch, timeout
+                )
+            console.print(f"scale: {_line(scale)}")
+    floor = tax["floor"]
+    for key in ("no_stop", "server_rd", "folio"):
+        tax[key]["over_floor"] = against_floor(tax[key], floor)
+    result = {"tax": tax, "scale": scale}
+    return {**result, "sizing": sizing(result, args.gpu, args.shape)}
+
+
+def _line(arm: dict[str, Any]) -> str:
+    return (
+        f"{arm['pages']} pages, {arm['pages_per_s_per_gpu']} pages/s/GPU, slots busy while queued "
+        f"{arm['slots_busy_while_queued']}, GPU tokens {arm['gpu_tokens']}, Folio CPU "
+        f"{arm['cpu_ms_per_page_folio']} ms/page"
+    )
+
+
+def print_report(console: Console, report: dict[str, Any]) -> None:
+    result = report["result"]
+    tax = result["tax"]
+    table = Table(title=f"Scale and tax ({report['setup']})")
+    table.add_column("figure")
+    for key in tax:
+        table.add_column(key, justify="right")
+    if result["scale"]:
+        table.add_column(f"folio x{result['scale']['gpus']} GPUs", justify="right")
+    arms = [*tax.values(), *([result["scale"]] if result["scale"] else [])]
+    rows = [
+        ("pages (all terminal)", lambda a: f"{a['pages']} ({a['all_terminal']})"),
+        ("pages/s per GPU", lambda a: a["pages_per_s_per_gpu"]),
+        ("slots busy while queued", lambda a: a["slots_busy_while_queued"]),
+        ("slots busy (mean over GPU time)", lambda a: a["slots_busy_mean"]),
+        ("slots asked for by Folio (running + waiting)", lambda a: a["slots_asked_mean"]),
+        ("GPU busy", lambda a: a["gpu_busy"]),
+        ("wall over floor", lambda a: _pct(a.get("over_floor", {}).get("wall"))),
+        ("GPU tokens over floor", lambda a: _pct(a.get("over_floor", {}).get("gpu_tokens"))),
+        (
+            "loops started / degenerate attempts",
+            lambda a: f"{a['loops_started']} / {a['degenerate_attempts']}",
+        ),
+        ("degenerate attempts at the cap", lambda a: a["degenerate_at_cap"]),
+        ("tokens after close (median, max)", lambda a: _after(a["tokens_after_close"])),
+        ("Folio CPU ms/page", lambda a: a["cpu_ms_per_page_folio"]),
+        *[
+            (f"  {stage}", lambda a, s=stage: a["cpu_ms_per_page"][s])
+            for stage in tax["folio"]["cpu_ms_per_page"]
+        ],
+        ("stand-in CPU ms/page", lambda a: a["cpu_ms_per_page_standins"]),
+        ("stand-in behind (s, GPU time)", lambda a: a["standin_behind_s"]),
+    ]
+    for label, value in rows:
+        table.add_row(label, *(str(value(a)) for a in arms))
+    console.print(table)
+    console.print(f"sizing (Folio's default at a full GPU's pace): {result['sizing']}")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
+
+
+def _after(spread: dict[str, Any]) -> str:
+    return "-" if not spread["count"] else f"{spread['median']}, {spread['max']}"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--smoke", action="store_true", help="A small run for CI (counts, not time).")
+    p.add_argument("--pages", type=int, default=500, help="Pages per tax arm.")
+    p.add_argument("--scale-pages", type=int, default=1000, help="Pages of the scale run.")
+    p.add_argument("--scale-gpus", type=int, default=4)
+    p.add_argument("--loop-rate", type=float, default=DHARMA_LOOP_RATE)
+    p.add_argument("--gpu", choices=("h100", "h200"), default="h100")
+    p.add_argument("--shape", choices=("3b", "7b"), default="7b")
+    p.add_argument("--slowdown", type=float, default=4.0, help="Tax arms: wall s per GPU s.")
+    p.add_argument("--scale-slowdown", type=float, default=16.0)
+    p.add_argument("--threads-per-gpu", type=int, default=288)
+    p.add_argument("--max-num-seqs", type=int, default=256)
+    p.add_argument(
+        "--max-tokens", type=int, help="The endpoint's token cap (default: the profile's, 8,000)."
+    )
+    return p
+
+
+SMOKE = {
+    "pages": 16,
+    "scale_pages": 8,
+    "scale_gpus": 2,
+    "loop_rate": 0.2,
+    "slowdown": 0.25,
+    "scale_slowdown": 0.5,
+    "threads_per_gpu": 12,
+    "max_num_seqs": 8,
+    "max_tokens": 1024,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parser().parse_args(argv)
+    if args.smoke:
+        for key, value in SMOKE.items():
+            setattr(args, key, value)
+    console = Console()
+    load_before = os.getloadavg()[0]
+    started = time.monotonic()
+    result = run(args, console)
+    setup = {k: v for k, v in vars(args).items()}
+    report = {
+        "machine": {
+            **machine_info(),
+            "load_average_1m_before": round(load_before, 2),
+            "load_average_1m_after": round(os.getloadavg()[0], 2),
+            "minutes": round((time.monotonic() - started) / 60, 1),
+        },
+        "setup": setup,
+        "targets": TARGETS,
+        "result": result,
+    }
+    print_report(console, report)
+    out = RESULTS / ("scale_smoke.json" if args.smoke else "scale.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import json
+
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    console.print(f"Written to {out.relative_to(REPO)}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""The GPU-paced stand-in for vLLM (bench/gpu_standin): its pacing reproduces the measured
+tables, and as a real HTTP server it batches, streams, stops and counts as vLLM does."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from PIL import Image
+
+from bench.gpu_standin.pacing import FLOOR_MS, GpuPace
+from tests.distributed_support import ROOT, wait_until
+
+SLOWDOWN = 0.05  # 20x faster than the GPU: counts and orders, never timings, are asserted
+
+
+def test_steps_reproduce_the_measured_tables() -> None:
+    h100 = GpuPace("h100", "7b")
+    assert h100.decode_ms(256, 256 * 1536) == pytest.approx(15.14)
+    assert h100.decode_ms(128, 128 * 3072) == pytest.approx(13.98, rel=0.03)  # section 6
+    assert GpuPace("h100", "3b").decode_ms(256, 256 * 6144) == pytest.approx(23.56, rel=0.03)
+    assert GpuPace("h200", "3b").decode_ms(64, 64 * 1536) == FLOOR_MS[("h200", "3b")][1]
+    # a loop's KV slows the step it shares; more sequences, longer steps
+    assert h100.decode_ms(200, 200 * 1536 + 8000) > h100.decode_ms(200, 200 * 1536)
+    assert h100.decode_ms(100, 100 * 1536) < h100.decode_ms(200, 200 * 1536)
+    assert h100.vision_ms(1000, 1288) == pytest.approx(45, rel=0.05)
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[str]:
+    """The stand-in as its own process, 20x faster than the GPU it models, 4 slots."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
+    command += ["--loop-rate", "1.0", "--max-num-seqs", "4", "--slowdown", str(SLOWDOWN)]
+    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _healthy(url), 60, "the stand-in to start")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def page_url(seed: int) -> str:
+    image = Image.new("RGB", (900, 1200), (seed % 256, 255, 255))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
+
+
+def body(seed: int, temperature: float, max_tokens: int = 400, **extra: object) -> dict:
+    content = [{"type": "text", "text": "Read this page."}]
+    content.append({"type": "image_url", "image_url": {"url": page_url(seed)}})  # type: ignore[dict-item]
+    return {
+        "model": "m",
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        **extra,
+    }
+
+
+def stream(url: str, request: dict, close_after: int | None = None) -> list[dict]:
+    chunks = []
+    with httpx.stream("POST", f"{url}/v1/chat/completions", json=request, timeout=60) as reply:
+        for line in reply.iter_lines():
+            if line.startswith("data: {"):
+                chunks.append(json.loads(line[6:]))
+                usage = chunks[-1].get("usage") or {}
+                if close_after and usage.get("completion_tokens", 0) >= close_after:
+                    break
+    return chunks
+
+
+def counters(url: str) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith("vllm:"):
+            name = line.split("{")[0]
+            found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def test_a_healthy_read_streams_a_real_page_in_the_profiles_format(standin: str) -> None:
+    chunks = stream(standin, body(1, temperature=0.5, max_tokens=4000))
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1]
+    assert text.startswith("---\nprimary_language: en")  # olmOCR's YAML front matter
+    assert finish == "stop"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 50
+
+
+def test_a_loop_runs_to_its_cap_unless_stopped(standin: str) -> None:
+    chunks = stream(standin, body(2, temperature=0.1, max_tokens=300))
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "length"
+    assert chunks[-1]["usage"]["completion_tokens"] == 300
+
+
+def test_a_closed_stream_computes_at_least_two_more_tokens_then_stops(standin: str) -> None:
+    before = counters(standin)["vllm:generation_tokens_total"]
+    stream(standin, body(3, temperature=0.1, max_tokens=3000), close_after=40)
+    stats: dict = {}
+    for _ in range(200):  # until the engine has dropped the request
+        stats = httpx.get(f"{standin}/standin/stats").json()
+        if stats["aborted"]:
+            break
+        threading.Event().wait(0.05)
+    generated = counters(standin)["vllm:generation_tokens_total"] - before
+    assert stats["aborted"] == 1 and min(stats["tokens_after_close"]) >= 2
+    assert 42 <= generated < 3000
+
+
+def test_repetition_detection_is_checked_and_stops_exact_repeats(standin: str) -> None:
+    bad = body(4, 0.1) | {"stream": False, "repetition_detection": {"max_pattern_size": "x"}}
+    refused = httpx.post(f"{standin}/v1/chat/completions", json=bad, timeout=30)
+    assert refused.status_code == 400 and "repetition_detection" in refused.text
+    rule = {"max_pattern_size": 256, "min_count": 3}
+    finishes = set()
+    for seed in range(10, 30):  # loops of several shapes; some repeat exactly within 256 tokens
+        chunks = stream(standin, body(seed, 0.1, max_tokens=1500, repetition_detection=rule))
+        finishes.add([c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1])
+    assert "repetition" in finishes
+
+
+def test_requests_beyond_max_num_seqs_wait_for_a_slot(standin: str) -> None:
+    before = httpx.get(f"{standin}/standin/stats").json()
+
+    def one(seed: int) -> None:
+        stream(standin, body(100 + seed, temperature=0.5, max_tokens=60))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    after = httpx.get(f"{standin}/standin/stats").json()
+    assert after["queued_s"] > before["queued_s"]  # steps ran while requests waited
+    assert (
+        after["queued_slot_s"] - before["queued_slot_s"]
+        <= 4 * (after["queued_s"] - before["queued_s"]) + 0.01
+    )  # stats are rounded to ms
