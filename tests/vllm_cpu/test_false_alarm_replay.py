@@ -1,12 +1,12 @@
 """A false alarm keeps its page's answer through the real vLLM CPU server (issue 39).
 
 The scripted-decoding processor writes the passport page's healthy answer (its `<` fill trips
-`char_run` with char_run_min and mrz_fill_run_min 12 set explicitly: the detector as it was when
-issue 39 found this false alarm) for every read: the first two attempts are cut, by Folio's
-detector or its engine plugin where the server runs it (the endpoint's stops on `auto`, as
-deployed), and the confirming attempt, asked without any loop stop, writes the whole answer to
-its EOS. A real loop written the same way on every read runs to its cap in the confirming
-attempt and the page ends degenerate.
+`char_run` with char_run_min and mrz_fill_run_min 12 set explicitly: the detector as it was
+when issue 39 found this false alarm) for every read: the first two attempts are cut by Folio's
+detector closing the stream (the engine plugin and `repetition_detection` are off: they keep
+their own thresholds), and the confirming attempt, asked without any loop stop, writes
+the whole answer to its EOS. A real loop written the same way on every read runs to its cap in
+the confirming attempt and the page ends degenerate.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from sqlalchemy import select
 from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt
+from app.degeneration import DetectorConfig, LoopDetector
 from app.domain import PageInput
 from app.engines.registry import EngineSet
 from app.engines.vlm_stops import EndpointStops
@@ -53,7 +54,9 @@ class Replaying(ScriptedVlmEngine):
 class ReplayingEngines(EngineSet):
     def _build_vlm(self, step: PlanStep) -> Replaying:
         endpoint = self.settings.vlm_endpoints["primary"]
-        return Replaying("primary", endpoint, profile=self.settings.profile_of("primary"))
+        profile = self.settings.profile_of("primary")
+        config = DetectorConfig(**(profile.detector | self.settings.detector))  # as EngineSet
+        return Replaying("primary", endpoint, lambda: LoopDetector(config), profile)
 
 
 def run_replayed(
@@ -63,7 +66,13 @@ def run_replayed(
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "scan.pdf").write_bytes(samples.scanned_pdf([samples.page_text(1)]))
     endpoint = VlmEndpoint(
-        base_url=server.base_url, model=server.model, profile="markdown", max_image_side=256
+        base_url=server.base_url,
+        model=server.model,
+        profile="markdown",
+        max_image_side=256,
+        # server-side stops keep their own thresholds; the test sets the client detector's
+        engine_plugin="off",
+        server_repetition_detection="off",
     )
     settings = Settings(
         database_url=db_url,
@@ -92,7 +101,7 @@ def test_the_passport_keeps_its_answer(
         ("t0.2", "false_alarm", None),
         ("t0.2", "ok", "confirm"),
     ]
-    assert all(a.verdict_kind == "char_run" for a in attempts[:2])
+    assert [a.verdict_kind for a in attempts[:2]] == ["char_run"] * 2
     confirming = attempts[2]
     assert confirming.finish_reason == "stop" and (confirming.completion_tokens or CAP) < CAP
     assert (page.status, page.engine) == ("fallback", "vlm")
