@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from hypothesis import settings as hypothesis_settings
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from app.db.engine import dispose_engines, upgrade
+from tests.distributed_support import unique_prefix
 from tests.vllm_cpu.fixtures import vllm_endpoint
 
 POSTGRES_URL = os.environ.get(
@@ -149,3 +151,19 @@ def _without_own_aws(mp: pytest.MonkeyPatch) -> None:
         mp.delenv(key, raising=False)
     mp.setenv("AWS_CONFIG_FILE", os.devnull)
     mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """A queue prefix of our own; its Redis keys are deleted afterwards (never FLUSHALL)."""
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        unavailable(f"Redis at {REDIS_URL}: {exc}")
+    name = unique_prefix()
+    yield name
+    keys = list(client.scan_iter(f"{name}:*"))
+    if keys:
+        client.delete(*keys)
+    client.close()

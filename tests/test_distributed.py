@@ -6,7 +6,6 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +26,13 @@ from app.lost_tasks import LostTaskSweeper
 from app.queue import PROCESS_PAGE, PROCESS_PAGES, Enqueuer
 from app.queue_view import QueueView, task_ids
 from app.settings import Settings
-from tests.conftest import REDIS_URL, unavailable
+from tests.conftest import REDIS_URL
 from tests.distributed_support import (
     TcpProxy,
     page_text,
     start_gated_worker,
     start_worker,
     stop_worker,
-    unique_prefix,
     wait_until,
     worker_env,
     write_text_pdfs,
@@ -53,22 +51,6 @@ FAST_REDELIVERY = {
 def pg_url(postgres_url: str) -> str:
     """A database of our own (cloned from the session's template): workers write to it."""
     return postgres_url
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    """A queue prefix of our own; its Redis keys are deleted afterwards (never FLUSHALL)."""
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        unavailable(f"Redis at {REDIS_URL}: {exc}")
-    name = unique_prefix()
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 class Batch:

@@ -8,10 +8,10 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from app.jobs import JobRequest, create_job_from_folder, release_dead_leases, wo
 from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
 from app.queue import Enqueuer
 from app.settings import PlanStep, Settings
-from tests.distributed_support import page_text, write_text_pdfs
+from tests.distributed_support import page_text, wait_until, write_text_pdfs
 
 
 def make_job(db_url: str, folder: Path, pages: int, **extra: Any) -> tuple[Settings, list[int]]:
@@ -170,8 +170,18 @@ class GatedTextLayer(TextLayerEngine):
         return super().transcribe(page, step)
 
 
+def lease_until(db: Database, page_id: int) -> datetime:
+    with db.session() as session:
+        until = session.scalar(select(Page.lease_until).where(Page.id == page_id))
+    assert until is not None
+    return until
+
+
 def test_the_heartbeat_keeps_a_slow_page_from_a_second_worker(db_url: str, tmp_path: Path) -> None:
-    settings, pages = make_job(db_url, tmp_path / "in", 1, page_lease_s=1.0)
+    # A 6 s lease renewed every 2 s: the page stays held through a 4 s stall of the heartbeat
+    # thread on a loaded machine, and the test waits on the lease itself, not on a sleep.
+    lease = timedelta(seconds=6)
+    settings, pages = make_job(db_url, tmp_path / "in", 1, page_lease_s=lease.total_seconds())
     db = Database(db_url)
     engine = GatedTextLayer()
     holder = PageProcessor(settings, db, OneEngine(settings, engine), owner="holder:1")
@@ -181,7 +191,12 @@ def test_the_heartbeat_keeps_a_slow_page_from_a_second_worker(db_url: str, tmp_p
     thread.start()
     try:
         assert engine.started.wait(30)
-        time.sleep(2.5)  # two and a half leases: without renewals the page would be free
+        first = lease_until(db, pages[0])
+
+        def renewed_past_the_first() -> bool:  # without renewals the page would be free now
+            return lease_until(db, pages[0]) > first + lease
+
+        wait_until(renewed_past_the_first, 60, "a lease renewed past the first one's end")
         with pytest.raises(PageBusy):
             other.run(pages[0])
     finally:

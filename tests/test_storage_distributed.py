@@ -6,25 +6,22 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from sqlalchemy import select
 from typer.testing import CliRunner
 
 from app.cli.main import app
 from app.db.models import Document, Page
-from tests.conftest import REDIS_URL, unavailable
+from tests.conftest import REDIS_URL
 from tests.distributed_support import (
     TcpProxy,
     page_text,
     start_slow_worker,
     start_worker,
     stop_worker,
-    unique_prefix,
     wait_until,
     worker_env,
     write_text_pdfs,
@@ -34,21 +31,6 @@ from tests.test_distributed import Batch
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 MAX_FILE_MB = "0.02"  # 20 KiB: the test's PDFs are ~1 KiB, its huge object 64 KiB
-
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        unavailable(f"Redis at {REDIS_URL}: {exc}")
-    name = unique_prefix()
-    yield name
-    keys = list(client.scan_iter(f"{name}:*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
 
 
 def _upload_folder(s3: Any, bucket: str, folder: Path, prefix: str) -> None:
