@@ -17,16 +17,16 @@ Bench = Callable[[Sequence[str] | None], dict[str, Any] | None]
 # name -> module whose main(argv) runs it
 BENCHES: dict[str, str] = {
     "rasterize": "bench.rasterize",
-    "detector": "bench.detector",
-    "detector-healthy": "bench.detector_healthy",
+    "detector": "bench.detector.benchmark",
+    "detector-healthy": "bench.detector.healthy",
     "healthy-corpus": "bench.healthy_corpus.build",
-    "tax": "bench.degeneration_tax",
-    "tax-validate": "bench.tax_validate",
-    "tax-reestimate": "bench.tax_reestimate",
-    "orchestration": "bench.orchestration",
-    "ocr": "bench.ocr",
-    "stops": "bench.engine_stops",
-    "gpu": "bench.gpu",
+    "tax": "bench.tax.benchmark",
+    "tax-validate": "bench.tax.validate",
+    "tax-reestimate": "bench.tax.reestimate",
+    "orchestration": "bench.orchestration.benchmark",
+    "ocr": "bench.ocr.benchmark",
+    "stops": "bench.stops.benchmark",
+    "gpu": "bench.gpu.benchmark",
     "profile-images": "bench.profile_images",
     "flywheel": "bench.flywheel.run",
     "false-alarms": "bench.false_alarms.run",
@@ -38,13 +38,19 @@ BENCHES: dict[str, str] = {
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
 # tax-reestimate redoes its estimate from the attempts it kept; gpu needs a GPU machine;
 # flywheel and flywheel-arms train and serve several models (~30-45 min) and need the taught
-# weights; healthy-corpus rebuilds the committed corpus from git mirrors of its sources.
+# weights; healthy-corpus rebuilds the committed corpus from git mirrors of its sources; scale
+# runs the whole deployment against GPU stand-ins (~15 min).
 NOT_IN_ALL = frozenset(
-    {"tax-validate", "tax-reestimate", "gpu", "flywheel", "flywheel-arms", "healthy-corpus"}
+    {
+        "tax-validate",
+        "tax-reestimate",
+        "gpu",
+        "flywheel",
+        "flywheel-arms",
+        "healthy-corpus",
+        "scale",
+    }
 )
-# flywheel trains and serves seven models (~30 min) and needs the taught weights; scale runs
-# the whole deployment against GPU stand-ins (~15 min).
-NOT_IN_ALL = frozenset({"tax-validate", "tax-reestimate", "gpu", "flywheel", "scale"})
 
 
 def bench(name: str) -> Bench:

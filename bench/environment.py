@@ -104,3 +104,9 @@ def read_results(name: str, directory: Path | None = None) -> dict[str, Any] | N
             data: dict[str, Any] = json.loads(read(path))
             return data
     return None
+
+
+def shared_dir() -> Path:
+    """`../shared` beside the checkout (notes, corpus), or FOLIO_SHARED_DIR."""
+    configured = os.environ.get("FOLIO_SHARED_DIR")
+    return Path(configured) if configured else REPO.parent / "shared"

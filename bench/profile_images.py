@@ -27,8 +27,7 @@ from app.domain import PageInput
 from app.engines.vlm_image import fit_image, model_image
 from app.pdf.render import rasterize, render_page
 from app.profiles import BUILTIN
-from bench.detector import shared_dir
-from bench.environment import describe, machine_info, write_results
+from bench.environment import describe, machine_info, shared_dir, write_results
 from bench.rasterize import corpus_pages, generated_pages
 
 OLD_DPI, OLD_CAP, OLD_SIDE = 200, 2400, 1288  # settings.dpi, settings.max_image_side, endpoint

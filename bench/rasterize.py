@@ -21,8 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app import samples
-from bench.detector import shared_dir
-from bench.environment import describe, machine_info, write_results
+from bench.environment import describe, machine_info, shared_dir, write_results
 
 DPIS = (150, 200)
 Renderer = Callable[[Path, int, int], Image.Image]

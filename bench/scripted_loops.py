@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.ocr_text import OcrText
+from bench.ocr.text import OcrText
 
 _DIGITS = re.compile(r"\d+")
 _ELIDED_END = re.compile(r"\s*(\.{3,}|…)\s*$")

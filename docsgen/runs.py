@@ -12,10 +12,10 @@ from app.report.compute import JobReport, compute_report
 from app.report.pricing import EndpointPrice, Pricing
 from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow
 from bench.environment import read_results
-from bench.tax_reestimate import arm_runs
-from bench.tax_run import ArmRun, PageRun
-from bench.tax_summary import attempt_row
-from bench.tax_workload import ENDPOINT
+from bench.tax.reestimate import arm_runs
+from bench.tax.run import ArmRun, PageRun
+from bench.tax.summary import attempt_row
+from bench.tax.workload import ENDPOINT
 
 RESULTS = "tax_validation"
 RUN = "q1"

@@ -2,9 +2,9 @@
 loop is continued, how thresholds are derived and held out, how false alarms are counted."""
 
 import app.degeneration
-from bench.detector_continued import continue_loop, evaluate_continued, find_unit
-from bench.detector_corpus import derive, false_alarms, held_out_thresholds, implied_precision
-from bench.detector_heldout import Sample
+from bench.detector.continued import continue_loop, evaluate_continued, find_unit
+from bench.detector.corpus import derive, false_alarms, held_out_thresholds, implied_precision
+from bench.detector.heldout import Sample
 
 PROSE = "The board met in March and reviewed the dredging plan and the pier repairs. "
 

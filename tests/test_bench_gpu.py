@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from bench import gpu
+from bench.gpu import benchmark as gpu
 
 
 def test_the_dry_run_writes_every_part_with_its_figures(tmp_path: Path) -> None:
@@ -49,9 +49,9 @@ def test_a_failing_part_is_recorded_and_the_others_still_run(
 
 
 def test_a_training_part_joins_when_its_module_exists(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("bench.gpu_train")
+    module = types.ModuleType("bench.gpu.train")
     module.run = lambda dry_run: {"dry_run": dry_run}  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bench.gpu_train", module)
+    monkeypatch.setitem(sys.modules, "bench.gpu.train", module)
 
     names = [name for name, _ in gpu.parts()]
 

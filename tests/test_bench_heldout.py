@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 import app.degeneration
-from bench.detector import shared_dir
-from bench.detector_heldout import (
+from bench.detector.heldout import (
     Sample,
     choose,
     evaluate_heldout,
@@ -16,6 +15,7 @@ from bench.detector_heldout import (
     load_samples,
     source_key,
 )
+from bench.environment import shared_dir
 
 
 def test_a_thread_is_one_fold_and_files_of_a_repository_are_one_fold() -> None:

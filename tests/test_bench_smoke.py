@@ -10,20 +10,21 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench import detector, profile_images, rasterize
+from bench import profile_images, rasterize
 from bench.__main__ import BENCHES, bench, summary_rows
-from bench.degeneration_tax import TaxConfig, arm_order, parse_args, run_benchmark
+from bench.detector import benchmark as detector
 from bench.environment import read_results, write_compressed, write_results
-from bench.ocr_text import generated_pages
+from bench.ocr.text import generated_pages
 from bench.scripted import cut_to_tokens
 from bench.scripted_loops import build_shapes, tail_period
-from bench.tax_reestimate import reestimate
-from bench.tax_run import ArmRun
-from bench.tax_summary import summarize
-from bench.tax_tables import results_table, shape_table
-from bench.tax_validate import run_validation, validation_configs
-from bench.tax_validation_tables import markdown, stops_markdown
-from bench.tax_workload import ARMS, WorkloadConfig, build_workload, plan_for
+from bench.tax.benchmark import TaxConfig, arm_order, parse_args, run_benchmark
+from bench.tax.reestimate import reestimate
+from bench.tax.run import ArmRun
+from bench.tax.summary import summarize
+from bench.tax.tables import results_table, shape_table
+from bench.tax.validate import run_validation, validation_configs
+from bench.tax.validation_tables import markdown, stops_markdown
+from bench.tax.workload import ARMS, WorkloadConfig, build_workload, plan_for
 from tests.vllm_cpu.server import VllmEndpoint
 
 SMOKE = TaxConfig(
@@ -215,9 +216,9 @@ def test_every_registered_bench_is_callable() -> None:
 
 def test_detector_dev_set_is_built_from_the_shared_corpus(tmp_path: Path) -> None:
     import app.degeneration
-    from bench.detector_shapes import evaluate_healthy, evaluate_shapes
-    from bench.devset_sources import healthy_texts, loop_prefixes
-    from bench.loop_shapes import SHAPES, build_samples
+    from bench.detector.devset_sources import healthy_texts, loop_prefixes
+    from bench.detector.loop_shapes import SHAPES, build_samples
+    from bench.detector.shapes import evaluate_healthy, evaluate_shapes
 
     shared = detector.shared_dir()
     if not (shared / "corpus" / "pdfs" / "manifest.jsonl").is_file():
@@ -233,7 +234,7 @@ def test_detector_dev_set_is_built_from_the_shared_corpus(tmp_path: Path) -> Non
 
 
 def test_detector_baseline_loads_the_revision_before_issue_13() -> None:
-    from bench.detector_baseline import BaselineUnavailable, load_baseline
+    from bench.detector.baseline import BaselineUnavailable, load_baseline
 
     try:
         baseline = load_baseline(Path(__file__).resolve().parents[1])
@@ -244,8 +245,8 @@ def test_detector_baseline_loads_the_revision_before_issue_13() -> None:
 
 
 def test_ocr_bench_reads_the_official_scorers_verdicts(tmp_path: Path) -> None:
-    from bench.ocr import lay_out_pages, results_table
-    from bench.ocr_score import (
+    from bench.ocr.benchmark import lay_out_pages, results_table
+    from bench.ocr.score import (
         category_sizes,
         failures_by_candidate,
         load_dataset,

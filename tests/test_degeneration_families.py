@@ -7,7 +7,7 @@ its loops and the healthy look-alikes that the rule's reason says it cannot fire
 import pytest
 
 from app.degeneration import DetectorConfig, LoopDetector, score_output
-from bench.mixed_text import chunks
+from bench.detector.mixed_text import chunks
 
 PREFIX = (
     "Minutes of the harbour board. The board met in March and reviewed the dredging plan, the "

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
-from bench.mixed_text import WORDS
+from bench.detector.mixed_text import WORDS
 
 
 def feed_in_chunks(

@@ -12,7 +12,7 @@ import pytest
 import app.degeneration.periodicity as periodicity
 import app.degeneration.structure as structure
 from app.degeneration import DetectorConfig, LoopDetector, score_output
-from bench.mixed_text import WORDS, chunks, mixed_text
+from bench.detector.mixed_text import WORDS, chunks, mixed_text
 
 PREFIX = (
     "Annual report of the river authority. The board met four times this year and reviewed "

@@ -12,8 +12,8 @@ import pytest
 
 from app.degeneration import DetectorConfig, LoopDetector, score_output
 from app.degeneration.json_strings import JsonStringReader
-from bench.detector_false_alarms import healthy_shapes
-from bench.mixed_text import chunks
+from bench.detector.false_alarms import healthy_shapes
+from bench.detector.mixed_text import chunks
 
 PREFIX = (
     "Minutes of the harbour board. The board met in March and reviewed the dredging plan, the "

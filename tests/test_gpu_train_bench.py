@@ -10,7 +10,7 @@ from tests.test_train_dpo import train_extra_or_skip
 @pytest.mark.slow
 def test_dry_run_reports_every_arm_with_its_estimate_beside_its_peak() -> None:
     train_extra_or_skip()
-    from bench.gpu_train import ARMS, DRY_STEPS, run
+    from bench.gpu.train import ARMS, DRY_STEPS, run
 
     report = run(dry_run=True)
     assert report["dry_run"] is True and report["device"] == "cpu"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import pytest
 
 from app.degeneration import ScoreConfig
-from bench import detector_healthy
+from bench.detector import healthy as detector_healthy
 from bench.healthy_corpus import build
 from bench.healthy_corpus.chunking import MAX_CHARS, MIN_CHARS, page_chunks
 from bench.healthy_corpus.corpus import COMMITTED, LOOPS, load_loops, read_pages

@@ -3,8 +3,8 @@ real loop shapes that run on to the request's token cap. Pure, apart from readin
 
 A page is known by its image: the same image (and temperature) always gets the same answer, so
 arms of a benchmark that send the same pages get the same work. A page loops only on its first,
-greedy rung (temperature at most `loop_max_temperature`), as in `bench.tax_workload`: a retry
-at a higher temperature reads it healthily. Healthy texts are `bench.ocr_text.healthy_pages`
+greedy rung (temperature at most `loop_max_temperature`), as in `bench.tax.workload`: a retry
+at a higher temperature reads it healthily. Healthy texts are `bench.ocr.text.healthy_pages`
 (olmOCR's own transcriptions and the dev corpus's healthy outputs); loops are
 `bench.scripted_loops.build_shapes` (loop families built from those pages, and every real
 degenerate tail of the dev corpus continued with its own last cycle).
@@ -19,7 +19,7 @@ from functools import cached_property
 
 from app.profiles import resolve_profile
 from app.profiles.answer import write_answer
-from bench.ocr_text import OcrText, degenerate_tails, healthy_pages
+from bench.ocr.text import OcrText, degenerate_tails, healthy_pages
 from bench.scripted_loops import build_shapes
 
 # The stand-in's tokens: a word piece of up to 7 letters, up to 3 digits, a run of white space,

@@ -22,7 +22,7 @@ import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from bench.orchestration import process_cpu_s
+from bench.orchestration.benchmark import process_cpu_s
 from tests.conftest import POSTGRES_URL, REDIS_URL
 from tests.distributed_support import stop_worker, wait_until, worker_env
 

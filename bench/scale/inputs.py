@@ -10,7 +10,7 @@ from pathlib import Path
 import pymupdf
 
 from app.samples import born_digital_pdf, page_text
-from bench.ocr_text import shared_dir
+from bench.ocr.text import shared_dir
 
 
 def source_pdfs() -> list[Path]:

@@ -22,17 +22,18 @@ at all; the CPU figures per page do not depend on it. Written to `bench/results/
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from bench.detector import machine_info
+from bench.environment import machine_info
 from bench.scale.deployment import Arm, Deployment, Setup
 from bench.scale.figures import against_floor, arm_figures, sizing, standin_delta
 from bench.scale.inputs import write_scale_pdfs
@@ -73,7 +74,11 @@ def measure(
     return {"title": arm.title, "gpus": setup.gpus, "slowdown": setup.slowdown, **figures}
 
 
-def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+def run(
+    args: argparse.Namespace, console: Console, keep: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Every arm, then the scale run; `keep` gets what is measured so far after each (a long
+    run cut short keeps its finished arms)."""
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         pages_dir, scale_dir, warm_dir = scratch / "pages", scratch / "scale", scratch / "warm"
@@ -95,6 +100,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
             with console.status(f"tax arm {arm.key}: {tax_pages} pages on 1 GPU..."):
                 tax[arm.key] = measure(arm, setup, pages_dir, warm_dir, scratch, timeout)
             console.print(f"{arm.key}: {_line(tax[arm.key])}")
+            keep({"tax": tax})
         scale: dict[str, Any] = {}
         if scale_pages:
             setup = Setup(
@@ -111,6 +117,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
                     tax_arms(args.loop_rate)[-1], setup, scale_dir, warm_dir, scratch, timeout
                 )
             console.print(f"scale: {_line(scale)}")
+            keep({"tax": tax, "scale": scale})
     floor = tax["floor"]
     for key in ("no_stop", "server_rd", "folio"):
         tax[key]["over_floor"] = against_floor(tax[key], floor)
@@ -213,27 +220,34 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     console = Console()
     load_before = os.getloadavg()[0]
     started = time.monotonic()
-    result = run(args, console)
-    setup = {k: v for k, v in vars(args).items()}
-    report = {
-        "machine": {
-            **machine_info(),
-            "load_average_1m_before": round(load_before, 2),
-            "load_average_1m_after": round(os.getloadavg()[0], 2),
-            "minutes": round((time.monotonic() - started) / 60, 1),
-        },
-        "setup": setup,
-        "targets": TARGETS,
-        "result": result,
-    }
-    print_report(console, report)
     out = RESULTS / ("scale_smoke.json" if args.smoke else "scale.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    import json
 
-    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    def report_of(result: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "machine": {
+                **machine_info(),
+                "load_average_1m_before": round(load_before, 2),
+                "load_average_1m_after": round(os.getloadavg()[0], 2),
+                "minutes": round((time.monotonic() - started) / 60, 1),
+            },
+            "setup": dict(vars(args)),
+            "targets": TARGETS,
+            "result": result,
+        }
+
+    def keep(partial: dict[str, Any]) -> None:
+        write_json(out, report_of({**partial, "partial": True}))
+
+    report = report_of(run(args, console, keep))
+    print_report(console, report)
+    write_json(out, report)
     console.print(f"Written to {out.relative_to(REPO)}")
     return report
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Thread CPU time on the CPU machine, side by side:
 - engine thread: what the stop adds to each vLLM engine step at batch 64 and 256, every
   request opted in, driven as vLLM's model runner drives a logits processor
-  (`bench.plugin_cpu`, in the vLLM venv): today's plugin (the baseline arm) against Folio's
+  (`bench.stops.plugin_cpu`, in the vLLM venv): today's plugin (the baseline arm) against Folio's
   client stop, which adds nothing to the engine step (the plugin installed and not asked is
   shown as the one cost a server with it still pays);
 - verdicts: the detector fed token by token (the plugin) and chunk by chunk (the client, at
@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.ocr_text import degenerate_tails, healthy_pages
-from bench.plugin_cpu import long_texts, run_in_venv
+from bench.ocr.text import degenerate_tails, healthy_pages
 from bench.stop_rates import client_load, verdicts
 from bench.stop_rates.scripts import Script, load_tokenizer, script
+from bench.stops.plugin_cpu import long_texts, run_in_venv
 from tests.vllm_cpu.server import default_model_dir, default_venv, missing_prerequisites
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.degeneration import LoopDetector, LoopVerdict
-from bench.ocr_text import shared_dir
+from bench.ocr.text import shared_dir
 from bench.stop_rates.scripts import token_pieces
 
 

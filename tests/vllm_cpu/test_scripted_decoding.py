@@ -15,7 +15,7 @@ from PIL import Image
 from app.domain import AttemptStatus
 from app.samples import PARAGRAPHS
 from app.settings import PlanStep, VlmEndpoint
-from bench.ocr_text import generated_pages
+from bench.ocr.text import generated_pages
 from bench.scripted import SCRIPT_ARG, ScriptedPage, ScriptedVlmEngine
 from bench.scripted_loops import build_shapes
 from tests.vllm_cpu.fixtures import vllm_required

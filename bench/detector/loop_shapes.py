@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from bench.devset_sources import HealthyText
+from bench.detector.devset_sources import HealthyText
 
 _NUMBER_RE = re.compile(r"\d+")
 _SENTENCE_RE = re.compile(r"[^.!?\n]{60,220}[.!?]")

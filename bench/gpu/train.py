@@ -7,7 +7,7 @@ adapter dtype, checkpointing). Each arm reports the measured peak (`max_memory_a
 beside the preflight's estimate, so the estimator is checked on the card it runs on.
 
 `run(dry_run=True)` does the same on CPU with small shapes: it checks the structure, not GPU
-figures. `python -m bench gpu` (issue 30) calls `run`; alone: `python -m bench.gpu_train`.
+figures. `python -m bench gpu` (issue 30) calls `run`; alone: `python -m bench.gpu.train`.
 """
 
 from __future__ import annotations

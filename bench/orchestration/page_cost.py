@@ -1,8 +1,8 @@
 """One page at a time in one thread: a tree's page path cost without Celery or contention.
 
-Run by path with PYTHONPATH naming the tree to measure (see `bench.orchestration`):
+Run by path with PYTHONPATH naming the tree to measure (see `bench.orchestration.benchmark`):
 
-    python bench/page_cost.py DATABASE_URL FOLDER
+    python bench/orchestration/page_cost.py DATABASE_URL FOLDER
 
 Ingests FOLDER, processes its pages one by one with that tree's PageProcessor and prints JSON:
 per page, the wall time of `process` minus rendering and engine time (ms), and the database

@@ -1,7 +1,7 @@
-"""The parts of `python -m bench gpu` (bench/gpu.py): each `part(dry_run) -> dict`.
+"""The parts of `python -m bench gpu` (bench/gpu/benchmark.py): each `part(dry_run) -> dict`.
 
 Only torch, the pure detector and the plugin's torch-only parts: a GPU machine has neither
-vLLM nor Folio's own dependencies. Text is generated (bench.mixed_text), tokenised by a
+vLLM nor Folio's own dependencies. Text is generated (bench.detector.mixed_text), tokenised by a
 byte-level BPE trained here when `tokenizers` is installed, else by UTF-8 bytes.
 """
 
@@ -22,7 +22,8 @@ from app.degeneration import LoopDetector
 from app.vllm_plugin.behaviours import LoopStop
 from app.vllm_plugin.detokenize import IncrementalDetokenizer
 from app.vllm_plugin.logits import ban, force_eos
-from bench import gpu_decode, mixed_text
+from bench.detector import mixed_text
+from bench.gpu import decode as gpu_decode
 
 QUEUED_MS = 32.0  # GPU work queued ahead of a logits write (one decode step or so)
 

@@ -1,8 +1,8 @@
 """The CPU time Folio's vLLM plugin adds per generated token, measured in one process.
 
-Runs with the vLLM venv's python (it imports vllm and torch), started by `bench.engine_stops`:
+Runs with the vLLM venv's python (it imports vllm and torch), started by `bench.stops.benchmark`:
 
-    VENV/bin/python -m bench.plugin_cpu MODEL_DIR STEPS [BATCH ...] < texts.json
+    VENV/bin/python -m bench.stops.plugin_cpu MODEL_DIR STEPS [BATCH ...] < texts.json
 
 Drives FolioLogitsProcessor as vLLM's model runner does, once per decoding step: the batch's
 output token lists grow by one token each, then `update_state` and `apply` over a logits
@@ -25,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_in_venv(
@@ -34,7 +34,14 @@ def run_in_venv(
     """This module's figures, run by the vLLM venv's `python` (the caller's side)."""
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [str(python), "-m", "bench.plugin_cpu", str(model_dir), str(steps), *map(str, batches)],
+        [
+            str(python),
+            "-m",
+            "bench.stops.plugin_cpu",
+            str(model_dir),
+            str(steps),
+            *map(str, batches),
+        ],
         input=json.dumps(texts),
         capture_output=True,
         text=True,

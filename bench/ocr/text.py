@@ -3,7 +3,8 @@
 From `$FOLIO_SHARED_DIR/corpus` (default `<repo>/../shared`) when present: olmOCR's own page
 transcriptions (`olmocr_bench_sample/olmocr_pipeline/*.md`) and the healthy and degenerate
 outputs of `degeneration_dev.jsonl`. Without it, pages Folio generates itself
-(`app.samples.page_text` and `bench.mixed_text`), so the benchmark still runs on a clean clone.
+(`app.samples.page_text` and `bench.detector.mixed_text`), so the benchmark still runs on a
+clean clone.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.samples import page_text
-from bench import mixed_text
+from bench.detector import mixed_text
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MIN_HEALTHY_CHARS = 100  # blank and near-blank pages say nothing about loops
 
 

@@ -1,9 +1,9 @@
-"""A `folio worker` that counts its database round trips, for `bench.orchestration`.
+"""A `folio worker` that counts its database round trips, for `bench.orchestration.benchmark`.
 
 Run by path, with PYTHONPATH naming the source tree to measure (this one, or an older commit's
 exported by the bench), so both arms are counted by the same code:
 
-    python bench/count_worker.py COUNTS_FILE worker -Q ... -P threads -c 4
+    python bench/orchestration/count_worker.py COUNTS_FILE worker -Q ... -P threads -c 4
 
 Counted with SQLAlchemy events: statements (`before_cursor_execute`), BEGINs the driver sends
 (`begin` on a connection not in autocommit), COMMITs (`commit`) and pool pings (`do_ping`,

@@ -12,8 +12,8 @@ from typing import Any
 
 from rich.table import Table
 
-from bench.detector_shapes import first_verdict
-from bench.ocr_text import degenerate_tails, healthy_pages
+from bench.detector.shapes import first_verdict
+from bench.ocr.text import degenerate_tails, healthy_pages
 from bench.scripted_loops import LoopShape, build_shapes
 
 # Long enough for any shape's stop; the tax bench's cap is 512 tokens (about 1,500 characters).

@@ -25,11 +25,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from bench.environment import describe, machine_info, write_results
 from bench.scripted import ScriptedPage, abort_route, plugin_loaded
-from bench.tax_run import ArmRun, load_scripts, page_image, run_arm, scripted_page
-from bench.tax_shapes import shape_sweep
-from bench.tax_summary import summarize
-from bench.tax_tables import results_table, shape_table
-from bench.tax_workload import ARMS, DEFAULT_ARMS, PageSpec, WorkloadConfig, build_workload
+from bench.tax.run import ArmRun, load_scripts, page_image, run_arm, scripted_page
+from bench.tax.shapes import shape_sweep
+from bench.tax.summary import summarize
+from bench.tax.tables import results_table, shape_table
+from bench.tax.workload import ARMS, DEFAULT_ARMS, PageSpec, WorkloadConfig, build_workload
 from tests.vllm_cpu.placement import isolate_worker
 from tests.vllm_cpu.server import DEFAULT_ENGINE_NICE, VllmServer, default_venv, root_url_of
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from rich.table import Table
 
-from bench.devset_sources import HealthyText
-from bench.loop_shapes import SHAPES, LoopSample
+from bench.detector.devset_sources import HealthyText
+from bench.detector.loop_shapes import SHAPES, LoopSample
 
 CHUNK = 16
 

@@ -1,6 +1,6 @@
 """Real loops continued to the cap by their own unit: recall and characters to the verdict.
 
-Each degenerate record of the dev corpora (`bench.detector_heldout.load_samples`) is a loop as
+Each degenerate record of the dev corpora (`bench.detector.heldout.load_samples`) is a loop as
 its reporter pasted it: often a few copies, cut short. A model that loops does not stop, so
 each one is continued, as the stream would have gone on, up to `CAP_CHARS` past its onset:
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from bench.detector_heldout import Sample
+from bench.detector.heldout import Sample
 
 CAP_CHARS = 16_000  # about 4,096 tokens past the onset: a common max_tokens
 CHUNK = 16

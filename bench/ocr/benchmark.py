@@ -26,9 +26,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from bench.detector import shared_dir
-from bench.environment import REPO, describe, machine_info, write_results
-from bench.ocr_score import (
+from bench.environment import REPO, describe, machine_info, shared_dir, write_results
+from bench.ocr.score import (
     category_sizes,
     failures_by_candidate,
     load_dataset,

@@ -16,7 +16,7 @@ from app.engines.vlm import LoopDetecting, VlmEngine
 from app.engines.vlm_stops import REPETITION_DETECTION
 from app.plan import Limits, PageFacts, PastAttempt, next_step
 from app.settings import VlmEndpoint
-from bench.ocr_text import OcrText, degenerate_tails, healthy_pages
+from bench.ocr.text import OcrText, degenerate_tails, healthy_pages
 from bench.scripted import (
     ScriptedPage,
     ScriptedVlmEngine,
@@ -25,7 +25,7 @@ from bench.scripted import (
     tokens_per_char,
 )
 from bench.scripted_loops import LoopShape, build_shapes
-from bench.tax_workload import ENDPOINT, Arm, PageSpec, WorkloadConfig, plan_for
+from bench.tax.workload import ENDPOINT, Arm, PageSpec, WorkloadConfig, plan_for
 from tests.vllm_cpu.server import (
     SERVED_MODEL_NAME,
     fetch_metrics,

@@ -9,8 +9,9 @@ Three arms in one run, each on its own database and queue prefix: `current` (thi
 CPU queue's pages in groups of `pages_per_task`), `one_per_task` (this tree with
 FOLIO_PAGES_PER_TASK=1: one page a task, as the GPU queue runs) and `baseline` (the page path
 before issue 16, commit --baseline, exported with `git archive`).
-Their workers run `bench/count_worker.py`, which counts every statement, BEGIN, COMMIT and
-pool ping the workers send, with SQLAlchemy events: the per-page counts do not depend on load.
+Their workers run `bench/orchestration/count_worker.py`, which counts every statement, BEGIN,
+COMMIT and pool ping the workers send, with SQLAlchemy events: the per-page counts do not
+depend on load.
 
 Reported per arm: pages/s (job created to job done, workers already warm; the spread across
 `--repeats` too), CPU milliseconds per page of the worker processes and of the PostgreSQL
@@ -46,11 +47,11 @@ from rich.table import Table
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from bench.detector import machine_info
+from bench.environment import machine_info
 from tests.conftest import POSTGRES_URL, REDIS_URL
 from tests.distributed_support import stop_worker, wait_until, worker_env, write_text_pdfs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results" / "orchestration.json"
 BASELINE = "5866c15"  # main before issue 16: the page path this work replaced
 TARGETS = {
@@ -141,7 +142,11 @@ class Arm:
         self.folio("db", "upgrade")
         queues = f"{self.prefix}.cpu,{self.prefix}.gpu"
         for i in range(workers):
-            command = [sys.executable, str(REPO / "bench" / "count_worker.py"), str(self.counts[i])]
+            command = [
+                sys.executable,
+                str(REPO / "bench" / "orchestration" / "count_worker.py"),
+                str(self.counts[i]),
+            ]
             command += ["worker", "-Q", queues, "-P", "threads", "-c", str(concurrency)]
             command += ["-l", "WARNING", "-n", f"{self.name}{i}-{self.prefix}@%h"]
             command += ["--without-gossip", "--without-mingle"]
@@ -214,8 +219,9 @@ class Arm:
         return float(seconds), overhead
 
     def page_cost(self, folder: Path) -> dict[str, Any]:
-        """This tree's pages processed one at a time in one thread (bench/page_cost.py)."""
-        script = str(REPO / "bench" / "page_cost.py")
+        """This tree's pages processed one at a time in one thread
+        (bench/orchestration/page_cost.py)."""
+        script = str(REPO / "bench" / "orchestration" / "page_cost.py")
         done = subprocess.run(
             [sys.executable, script, self.url_text, str(folder)],
             env=self.env,

@@ -15,7 +15,7 @@ plugin installed by setup_env.sh), rounds interleave:
   (vllm:generation_tokens_total over the batch's wall time); reported as median and
   interquartile range over the pairs, beside the engine processes' CPU time per token (/proc;
   on an idle machine vLLM's busy-polling makes it track wall time). And, measured in one
-  process with the vLLM venv (bench.plugin_cpu), the plugin's own CPU time per token against
+  process with the vLLM venv (bench.stops.plugin_cpu), the plugin's own CPU time per token against
   the engine's time per token without it: the figure that still resolves 2% where wall
   times scatter.
 `--lagging` keeps the engine at the API server's priority (the "front end lagging" regime).
@@ -37,8 +37,8 @@ from typing import Any
 
 import httpx
 
-from bench.ocr_text import healthy_pages
-from bench.plugin_cpu import long_texts, run_in_venv
+from bench.ocr.text import healthy_pages
+from bench.stops.plugin_cpu import long_texts, run_in_venv
 from tests.vllm_cpu.server import DEFAULT_ENGINE_NICE, VllmEndpoint, VllmServer
 from tests.vllm_cpu.streams import (
     looping_body,
@@ -48,7 +48,7 @@ from tests.vllm_cpu.streams import (
     watch_stream,
 )
 
-RESULTS = Path(__file__).resolve().parent / "results" / "engine_stops.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "engine_stops.json"
 STREAMS, CAP, STOP_AFTER, COST_TOKENS = 8, 2000, 256, 384
 COST_PAIRS = 12  # with/without pairs per run of --cost-only (about 4 minutes on 2 idle cores)
 PLUGIN = {"folio_loop_stop": 1}
@@ -191,7 +191,7 @@ def spread(values: list[float]) -> dict[str, float]:
 
 
 def plugin_cpu_in_process(server: VllmServer, engine_us_per_token: float) -> dict[str, Any]:
-    """The plugin's own CPU time per token (bench.plugin_cpu, in the vLLM venv), and its
+    """The plugin's own CPU time per token (bench.stops.plugin_cpu, in the vLLM venv), and its
     share of the engine's time per token measured on the live server without the plugin."""
     pages = [page.text for page in healthy_pages()]
     texts = long_texts(pages, STREAMS, 8 * COST_TOKENS, stride=3)

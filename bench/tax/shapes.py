@@ -17,8 +17,8 @@ from app.domain import AttemptStatus
 from app.engines.vlm_stops import REPETITION_DETECTION
 from bench.scripted import ScriptedPage
 from bench.scripted_loops import LoopShape
-from bench.tax_run import engine_for, page_image, settled_tokens, stop_of
-from bench.tax_workload import ARMS, WorkloadConfig, looping_step
+from bench.tax.run import engine_for, page_image, settled_tokens, stop_of
+from bench.tax.workload import ARMS, WorkloadConfig, looping_step
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, root_url_of
 
 

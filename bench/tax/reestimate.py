@@ -14,11 +14,11 @@ from typing import Any
 
 from app.domain import AttemptStatus
 from bench.environment import RESULTS_DIR, read_results, write_results
-from bench.tax_run import ArmRun, AttemptRun, PageRun
-from bench.tax_summary import summarize
-from bench.tax_validate import validation_report
-from bench.tax_validation_tables import markdown
-from bench.tax_workload import PageSpec
+from bench.tax.run import ArmRun, AttemptRun, PageRun
+from bench.tax.summary import summarize
+from bench.tax.validate import validation_report
+from bench.tax.validation_tables import markdown
+from bench.tax.workload import PageSpec
 
 
 def arm_runs(kept: list[dict[str, Any]]) -> list[ArmRun]:

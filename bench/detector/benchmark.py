@@ -3,15 +3,14 @@
 Run `python -m bench detector` from the repository root. Three parts read the shared corpus
 (`$FOLIO_SHARED_DIR`, default `<repo>/../shared`) and are skipped when it is absent:
 `corpus/degeneration_dev.jsonl` (real outputs from bug reports), and the built dev set
-(`bench.loop_shapes`: loop shapes made from real healthy OCR text, and those healthy texts:
+(`bench.detector.loop_shapes`: loop shapes made from real healthy OCR text, and those healthy texts:
 ground truths, olmOCR outputs, Folio's text layer and Tesseract). Speed and the dev set are
-measured side by side with the detector before issue 13 (`bench.detector_baseline`, read from
+measured side by side with the detector before issue 13 (`bench.detector.baseline`, read from
 git). Results are printed and written to `bench/results/detector.json`.
 """
 
 import argparse
 import json
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -26,40 +25,32 @@ import app.degeneration
 from app.degeneration import LoopDetector, score_output
 from app.degeneration.offline import run_online_detector
 from bench import environment
-from bench.detector_baseline import DEFAULT_REF, BaselineUnavailable, load_baseline
-from bench.detector_continued import continue_loop, evaluate_continued
-from bench.detector_corpus import (
+from bench.detector.baseline import DEFAULT_REF, BaselineUnavailable, load_baseline
+from bench.detector.continued import continue_loop, evaluate_continued
+from bench.detector.corpus import (
     evaluate_corpus_heldout,
     false_alarms,
     implied_precision,
     page_config,
     stops,
 )
-from bench.detector_heldout import evaluate_heldout, family_table, heldout_table, load_samples
-from bench.detector_shapes import evaluate_healthy, evaluate_shapes, healthy_table, shape_table
-from bench.detector_short_loops import evaluate_short_loops, short_loop_table
-from bench.detector_tradeoff import evaluate_tradeoff
-from bench.devset_sources import healthy_texts, loop_prefixes
+from bench.detector.devset_sources import healthy_texts, loop_prefixes
+from bench.detector.heldout import evaluate_heldout, family_table, heldout_table, load_samples
+from bench.detector.loop_shapes import build_samples
+from bench.detector.mixed_text import WORDS, chunks, mixed_text, prose
+from bench.detector.shapes import evaluate_healthy, evaluate_shapes, healthy_table, shape_table
+from bench.detector.short_loops import evaluate_short_loops, short_loop_table
+from bench.detector.tradeoff import evaluate_tradeoff
+from bench.environment import machine_info, shared_dir
 from bench.healthy_corpus.corpus import load_loops, load_pages
-from bench.loop_shapes import build_samples
-from bench.mixed_text import WORDS, chunks, mixed_text, prose
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results" / "detector.json"
 # The detector before issue 39 (main when it was filed): "today" in the real-data figures.
 TODAY_REF = "140ea26c49059ac42a578ba1aa1c763e57ae268c"
 # The detector before issue 32 (per-family rules), judged held out beside the current one.
 HELDOUT_REF = "cf3ba48c1b29fe15f022e20a23155e2a10e712c4"
 METHODS = ("online", "crep", "combined")
-
-
-def shared_dir() -> Path:
-    configured = os.environ.get("FOLIO_SHARED_DIR")
-    return Path(configured) if configured else REPO.parent / "shared"
-
-
-def machine_info() -> dict[str, Any]:
-    return environment.machine_info()
 
 
 def evaluate_corpus(path: Path) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from typing import Any
 
 from rich.console import Console
 
-from bench.degeneration_tax import TaxConfig, bench_server, parse_args, run_benchmark
 from bench.environment import machine_info, write_compressed, write_results
-from bench.tax_validation_tables import (
+from bench.tax.benchmark import TaxConfig, bench_server, parse_args, run_benchmark
+from bench.tax.validation_tables import (
     arm_summary,
     error_rows,
     floor_rows,

@@ -47,7 +47,7 @@ from bench.healthy_corpus.corpus import load_loops, load_pages
 from bench.healthy_corpus.sources import PRODUCER_KINDS
 from bench.healthy_corpus.unit_shapes import page_shapes
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results" / "detector_healthy.json"
 SHAPES = REPO / "bench" / "results" / "healthy_shapes.json"
 PIECE_CHARS = 4  # about one token per streamed delta

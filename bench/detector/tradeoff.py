@@ -9,7 +9,7 @@ rate (2.42%), each candidate setting is priced as
                 + false alarms x the mean healthy page (characters / 4)
 
 and the false alarms are also reported as pages whose answer is at risk. Delay is measured
-on the dev corpora's real loops continued to the cap (`bench.detector_continued`) and on the
+on the dev corpora's real loops continued to the cap (`bench.detector.continued`) and on the
 counting shapes these settings move (`COUNTING_LOOPS`); false alarms on the healthy corpus.
 """
 
@@ -18,8 +18,8 @@ import statistics
 from types import ModuleType
 from typing import Any
 
-from bench.detector_continued import CAP_CHARS, ContinuedLoop, evaluate_continued
-from bench.detector_corpus import false_alarms
+from bench.detector.continued import CAP_CHARS, ContinuedLoop, evaluate_continued
+from bench.detector.corpus import false_alarms
 
 LOOP_RATE = 0.0242
 CHARS_PER_TOKEN = 4

@@ -20,7 +20,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from bench.mixed_text import chunks
+from bench.detector.mixed_text import chunks
 
 MARGIN = 1.5
 _LETTER = re.compile(r"[^\W\d_]")

@@ -52,7 +52,7 @@ def ensure_scorer() -> Path:
 def run_scorer(data_dir: Path) -> str:
     """The scorer's console output for every candidate folder under `data_dir`."""
     python = ensure_scorer()
-    shim = REPO / "bench" / "olmocr_scorer.py"
+    shim = REPO / "bench" / "ocr" / "olmocr_scorer.py"
     done = subprocess.run(
         [str(python), str(shim), "--dir", str(data_dir)],
         capture_output=True,

@@ -12,7 +12,7 @@ network, under 5 minutes), writing its JSON after each part:
   the old scalar forms against the fills it uses now (a blocking form waits for the queue);
 - client_parse: Folio's client reading vLLM's SSE chunks and running the detector, CPU per
   token on this host (no network: the HTTP stack's share is in `bench stops --gpu-rates`);
-- train, when `bench/gpu_train.py` exists (`run(dry_run) -> dict`).
+- train, when `bench/gpu/train.py` exists (`run(dry_run) -> dict`).
 `--dry-run` runs every part at toy sizes on the CPU: the JSON's structure, for CI.
 """
 
@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import gpu_parts
+from bench.gpu import parts as gpu_parts
 
-RESULTS = Path(__file__).resolve().parent / "results" / "gpu.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "gpu.json"
 Part = Callable[..., dict[str, Any]]  # (dry_run[, progress=]) -> figures
 
 
@@ -43,9 +43,9 @@ def parts() -> list[tuple[str, Part]]:
         ("client_parse", gpu_parts.client_parse),
     ]
     try:
-        train = importlib.import_module("bench.gpu_train")
+        train = importlib.import_module("bench.gpu.train")
     except ModuleNotFoundError as exc:
-        if exc.name != "bench.gpu_train":
+        if exc.name != "bench.gpu.train":
             raise
     else:
         found.append(("train", train.run))

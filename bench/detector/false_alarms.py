@@ -5,7 +5,7 @@ These are look-alikes, not the corpus: they pin each false-alarm class the issue
 machine-readable zone, a very wide table, sparse tables, one value across a wide row, figure
 lists with counters, near-identical citations, device lines, repeated HTML header cells, badge
 lines) so that a rule change that brings one back fails a test. The held-out false-alarm
-rate is measured on the real corpus (`bench.detector_corpus`).
+rate is measured on the real corpus (`bench.detector.corpus`).
 """
 
 from collections.abc import Callable

@@ -12,8 +12,8 @@ from app.report.inflation import estimate_inflation
 from app.report.rows import AttemptRow, ServerSampleRow
 from app.report.schema import ServerTokens
 from app.report.server_tokens import endpoint_tokens
-from bench.tax_run import ArmRun, AttemptRun, PageRun
-from bench.tax_workload import ENDPOINT
+from bench.tax.run import ArmRun, AttemptRun, PageRun
+from bench.tax.workload import ENDPOINT
 
 LOOP_STEP = "greedy"
 

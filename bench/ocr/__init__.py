@@ -1,0 +1,2 @@
+"""`python -m bench ocr`: Folio's engines on the real corpus, scored by olmOCR-bench's own
+scorer."""

@@ -1,0 +1,1 @@
+"""`python -m bench stops`: the loop stop in the engine and at GPU rates (`bench/stop_rates`)."""
