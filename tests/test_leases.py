@@ -24,9 +24,9 @@ from tests.distributed_support import (
     worker_env,
     write_text_pdfs,
 )
-from tests.test_distributed import Batch, pg_url, prefix, submit
+from tests.test_distributed import Batch, pg_url, submit
 
-__all__ = ["pg_url", "prefix"]  # fixtures shared with the other distributed tests
+__all__ = ["pg_url"]  # fixtures shared with the other distributed tests
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 LEASE = {"FOLIO_PAGE_LEASE_S": "1.5", "FOLIO_VISIBILITY_TIMEOUT_S": "2"}
 

@@ -18,11 +18,11 @@ from tests.api_server import running_api
 from tests.conftest import REDIS_URL
 from tests.distributed_support import start_worker, stop_worker, worker_env, write_text_pdfs
 from tests.test_api import settings_for, submit
-from tests.test_distributed import pg_url, prefix
+from tests.test_distributed import pg_url
 from tests.webhook_receiver import running_receiver
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
-__all__ = ["pg_url", "prefix"]
+__all__ = ["pg_url"]
 ALLOWED = WebhookSettings(allow_private=True, poll_s=0.2)
 
 

@@ -22,12 +22,12 @@ from tests.api_server import running_api, wait_for_job
 from tests.conftest import REDIS_URL
 from tests.distributed_support import start_worker, stop_worker, worker_env
 from tests.test_api import settings_for, submit
-from tests.test_distributed import pg_url, prefix
+from tests.test_distributed import pg_url
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 from tests.vllm_cpu.streams import wait_until_stable
 
 pytestmark = pytest.mark.vllm
-__all__ = ["pg_url", "prefix"]
+__all__ = ["pg_url"]
 
 PAGES, CAP = 4, 1500  # the test server's context is 2,048 tokens, the page's prompt included
 # A detector that never calls a loop: every periodicity, line and run check out of reach.
