@@ -185,6 +185,12 @@ def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | N
     bucket, an expired PUT URL) is logged and the job ends without its results sent."""
     if publish is None:
         return settle_job(db, job_id)
+    with db.session() as session:
+        if session.scalar(select(Job.status).where(Job.id == job_id)) == JobStatus.DONE:
+            # A late or repeated finalize (a retry, the sweeper beside the last page's task):
+            # the results went out as the job ended; sent again, they could overwrite a newer
+            # job's in the same results prefix.
+            return True
 
     def send(job: str) -> None:
         try:

@@ -39,7 +39,7 @@ import httpx
 
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import post_sse
-from app.errors import FolioError
+from app.errors import FolioError, TransportError
 from app.servermetrics.counters import (
     ServerCounters,
     ServerMetricsUnavailable,
@@ -119,6 +119,8 @@ async def _probe(
             raise _Unverified(f"probe request refused ({response.status}): {detail}")
         received, prompt = await _read_tokens(response.texts(60.0))
         at_close = await _read(control, metrics_url)
+    except TransportError as exc:  # the server went away mid-probe: try again when idle
+        raise _Unverified(f"the probe's stream broke: {exc}") from exc
     finally:
         await response.close()
     return await _judge(control, metrics_url, before, at_close, received, prompt, cap)
