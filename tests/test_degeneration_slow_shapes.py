@@ -14,6 +14,7 @@ from app.degeneration import DetectorConfig, LoopDetector, score_output
 from app.degeneration.json_strings import JsonStringReader
 from bench.detector.false_alarms import healthy_shapes
 from bench.detector.mixed_text import chunks
+from tests.test_degeneration_families import NOTES
 
 PREFIX = (
     "Minutes of the harbour board. The board met in March and reviewed the dredging plan, the "
@@ -136,20 +137,6 @@ def test_healthy_pages_of_false_alarm_shapes_are_not_stopped(name: str) -> None:
 
 JSON_CONFIG = DetectorConfig(json_strings=1)
 NO_JSON = DetectorConfig(json_strings=0)
-NOTES = (
-    "The dredger worked the north channel for two weeks.",
-    "Pier four needs new fenders before the winter storms.",
-    "A survey found silt building up near the fish market.",
-    "The ferry company asked for a longer berth in summer.",
-    "Repairs to the lock gates were finished under budget.",
-    "The tide gauge read high water a little early in May.",
-    "Two buoys drifted after the gale and were reset.",
-    "The harbour master reported fewer groundings this year.",
-    "Lighting on the east quay was replaced with lamps that last longer.",
-    "Fishermen asked that the slipway be cleared of weed.",
-    "A school visited the pilot station on open day.",
-    "The old crane will be sold once the new one is working.",
-)
 MANIFEST = ("tea", "salt", "rice", "wool", "iron", "coal", "flax")
 
 
