@@ -7,6 +7,8 @@ import json
 import os
 import platform
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -110,3 +112,20 @@ def shared_dir() -> Path:
     """`../shared` beside the checkout (notes, corpus), or FOLIO_SHARED_DIR."""
     configured = os.environ.get("FOLIO_SHARED_DIR")
     return Path(configured) if configured else REPO.parent / "shared"
+
+
+def run_folio(args: tuple[str, ...], env: dict[str, str], cwd: Path, label: str = "") -> str:
+    """`folio ARGS` in a fresh process (the tree on `env`'s PYTHONPATH, else this one); its
+    standard output, or RuntimeError with its standard error."""
+    code = "from app.cli.main import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{label}folio {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout

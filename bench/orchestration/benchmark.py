@@ -47,7 +47,7 @@ from rich.table import Table
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from bench.environment import machine_info
+from bench.environment import machine_info, run_folio
 from tests.conftest import POSTGRES_URL, REDIS_URL
 from tests.distributed_support import stop_worker, wait_until, worker_env, write_text_pdfs
 
@@ -125,18 +125,7 @@ class Arm:
 
     def folio(self, *args: str) -> str:
         """Run this tree's `folio` CLI; its standard output."""
-        code = "from app.cli.main import main; main()"
-        done = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            env=self.env,
-            cwd=self.tree,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{self.name}: folio {' '.join(args)} failed:\n{done.stderr}")
-        return done.stdout
+        return run_folio(args, self.env, self.tree, f"{self.name}: ")
 
     def start(self, workers: int, concurrency: int) -> None:
         self.folio("db", "upgrade")

@@ -22,6 +22,7 @@ import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from bench.environment import run_folio
 from bench.orchestration.benchmark import process_cpu_s
 from tests.conftest import POSTGRES_URL, REDIS_URL
 from tests.distributed_support import stop_worker, wait_until, worker_env
@@ -128,18 +129,7 @@ class Deployment:
         return subprocess.Popen(command, cwd=REPO, env=self.env(port), stdout=log, stderr=log)
 
     def folio(self, *args: str) -> str:
-        code = "from app.cli.main import main; main()"
-        done = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            env=self.env(self.ports[0]),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"folio {' '.join(args)} failed:\n{done.stderr}")
-        return done.stdout
+        return run_folio(args, self.env(self.ports[0]), REPO)
 
     # --- a job
     def run_job(self, folder: Path, timeout_s: float) -> str:
