@@ -53,14 +53,19 @@ def scripted(vllm_endpoint: VllmEndpoint) -> VllmEndpoint:
 
 
 def test_scripted_texts_come_back_exactly_from_a_full_batch(scripted: VllmEndpoint) -> None:
-    texts = [page.text[: 200 + 90 * i] for i, page in enumerate(generated_pages(8))]
+    pages = [page.text for page in generated_pages(12)]
+    latin = [text for text in pages if max(map(ord, text)) < 0x3000]
+    cjk = next(text for text in pages if max(map(ord, text)) >= 0x3000)[-150:]
+    texts = [text[: 200 + 90 * i] for i, text in enumerate(latin[:7])] + [cjk]
     with ThreadPoolExecutor(8) as pool:
         replies = list(pool.map(lambda text: chat(scripted, text, max_tokens=1000), texts))
 
     for text, reply in zip(texts, replies, strict=True):
         assert reply["choices"][0]["message"]["content"] == text
         assert reply["choices"][0]["finish_reason"] == "stop"  # EOS after the script
-        assert reply["usage"]["completion_tokens"] < len(text)  # several characters a token
+    tokens = [reply["usage"]["completion_tokens"] for reply in replies]
+    assert all(count < len(text) for count, text in zip(tokens[:-1], texts, strict=False))
+    assert tokens[-1] > len(cjk)  # a Han character takes several byte tokens
 
 
 def test_unflagged_requests_decode_as_before(scripted: VllmEndpoint) -> None:
