@@ -20,7 +20,7 @@ from PIL import Image
 from rich.console import Console
 from rich.table import Table
 
-from app import samples
+from app.pdf import samples
 from bench.environment import describe, machine_info, shared_dir, write_results
 
 DPIS = (150, 200)

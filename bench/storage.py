@@ -35,7 +35,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from app import samples
+from app.pdf import samples
 from app.pdf.render import render_page
 from app.storage import DocumentCache, StoredObject, Stores
 from app.storage.folder import FolderStore

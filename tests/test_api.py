@@ -15,7 +15,7 @@ from app.api.runner import LocalJobRunner
 from app.cli.main import app as cli
 from app.db.engine import Database
 from app.db.models import Job
-from app.samples import born_digital_pdf, page_text
+from app.pdf.samples import born_digital_pdf, page_text
 from app.settings import Settings
 from tests.api_server import Api, running_api, wait_for_job
 

@@ -16,13 +16,13 @@ from rich.console import Console
 from sqlalchemy import select
 from typer.testing import CliRunner, Result
 
-from app import samples
 from app.cli.main import app
 from app.cli.views import page_progress
 from app.db.engine import Database
 from app.db.models import Job
 from app.domain import PageStatus
 from app.jobs import JobRequest, create_job_from_folder
+from app.pdf import samples
 from app.settings import Settings
 from tests.conftest import REDIS_URL, unavailable
 from tests.report_scenario import insert_job

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli import exit_codes
 from app.cli.main import app
 from app.db.engine import dispose_engines
+from app.pdf import samples
 
 runner = CliRunner()
 

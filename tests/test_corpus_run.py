@@ -14,7 +14,7 @@ from app.db.engine import Database
 from app.db.models import Page
 from app.domain import PageStatus
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.results import load_results
+from app.jobs.results import load_results
 from app.settings import Settings
 from tests.conftest import SHARED
 from tests.textmetrics import cer

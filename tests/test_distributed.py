@@ -20,11 +20,11 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page
 from app.distributed import queue_job, recover
+from app.distributed.lost_tasks import LostTaskSweeper
+from app.distributed.queue import PROCESS_PAGE, PROCESS_PAGES, Enqueuer
+from app.distributed.queue_view import QueueView, task_ids
 from app.domain import JobStatus
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.lost_tasks import LostTaskSweeper
-from app.queue import PROCESS_PAGE, PROCESS_PAGES, Enqueuer
-from app.queue_view import QueueView, task_ids
 from app.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.distributed_support import (

@@ -10,13 +10,13 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli.main import app
 from app.db.engine import Database
 from app.degeneration import score_output
-from app.dpo import ExportOptions, export_preferences, truncate_rejected
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.pdf import samples
 from app.settings import PlanStep, Settings, VlmEndpoint
+from app.train.dpo import ExportOptions, export_preferences, truncate_rejected
 from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 

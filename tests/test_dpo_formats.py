@@ -12,14 +12,14 @@ from typing import Any
 from PIL import Image
 from sqlalchemy import select
 
-from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt, Page
-from app.dpo import ExportOptions, export_preferences
 from app.jobs import JobRequest, create_job_from_folder
+from app.pdf import samples
 from app.profiles import BUILTIN
 from app.profiles.parsers import parse_answer
 from app.settings import PlanStep, Settings, VlmEndpoint
+from app.train.dpo import ExportOptions, export_preferences
 
 OLMOCR = BUILTIN["olmocr2"]
 LOOP = "Intro. " + "the same words again " * 60

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli.main import app
 from app.db.engine import Database
 from app.errors import ConfigError
 from app.evaluate.arms import parse_arm, settings_with_arms
 from app.evaluate.quality import cer, find_truth
+from app.pdf import samples
 from app.report.load import load_job_rows
 from app.settings import Settings
 

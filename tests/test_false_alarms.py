@@ -18,18 +18,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app import samples
 from app.db import page_path, repo
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptRole, AttemptStatus, EngineResult, Verdict
-from app.dpo import ExportOptions, export_preferences
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.metrics import FolioMetrics, make_metrics
-from app.plan import Limits, NextAttempt, PageFacts, next_attempt
+from app.jobs.results import load_results
+from app.pdf import samples
 from app.report.build import build_report
-from app.results import load_results
+from app.report.metrics import FolioMetrics, make_metrics
+from app.retry.plan import Limits, NextAttempt, PageFacts, next_attempt
 from app.settings import PlanStep, Settings, VlmEndpoint
+from app.train.dpo import ExportOptions, export_preferences
 from bench.false_alarms.pages import PASSPORT, drifting_loop, healthy, same_loop
 from bench.false_alarms.standin import AnswerFor, StandIn, pieces, serving
 from tests.api_server import running_api, wait_for_job

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import update
 from typer.testing import CliRunner
 
-from app import samples
 from app.api.runner import LocalJobRunner
 from app.cli.main import app as cli
 from app.db.engine import Database
 from app.db.models import Page
+from app.pdf import samples
 from app.progress.eta import eta_seconds
 from app.progress.feed import JobFeed, job_end_kind
 from tests.api_server import Api, running_api

@@ -12,12 +12,12 @@ from PIL import Image
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli.main import app
 from app.db.engine import Database
 from app.db.models import Attempt
 from app.domain import PageInput
 from app.engines.vlm import VlmEngine
+from app.pdf import samples
 from app.report.load import load_job_rows
 from app.settings import PlanStep, VlmEndpoint
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG, behaviours_for

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptStatus, EngineResult, Outcome, PageInput, Verdict, page_outcome
 from app.engines.registry import EngineSet
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.results import load_results, summary_of
+from app.jobs.results import load_results, summary_of
+from app.pdf import samples
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.api_server import Api, running_api, wait_for_job
 from tests.test_api import settings_for, submit

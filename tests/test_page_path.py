@@ -23,12 +23,12 @@ from app.db.engine import Database
 from app.db.models import Attempt, Job, Page
 from app.db.page_path import PageClose
 from app.distributed import FinalizeSweeper, job_to_finalize
+from app.distributed.queue import Enqueuer
 from app.domain import EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.engines.textlayer import TextLayerEngine
 from app.jobs import JobRequest, create_job_from_folder, release_dead_leases, worker_id
 from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
-from app.queue import Enqueuer
 from app.settings import PlanStep, Settings
 from tests.distributed_support import page_text, wait_until, write_text_pdfs
 

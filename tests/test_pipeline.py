@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from app import samples
 from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.results import load_results, summary_of, write_outputs
+from app.jobs.results import load_results, summary_of, write_outputs
+from app.pdf import samples
 from app.settings import PlanStep, Settings
 from tests.textmetrics import cer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain import AttemptStatus as S
-from app.plan import (
+from app.retry.plan import (
     Limits,
     LoopStop,
     NextAttempt,

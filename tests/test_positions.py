@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app import samples
+from app.pdf import samples
 from tests.api_server import Api, running_api, wait_for_job
 from tests.test_api import settings_for, submit
 

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pytest
 
 from app.degeneration import LoopDetector
+from app.pdf.samples import page_text
 from app.profiles import BUILTIN
 from app.profiles.parsers import parse_answer
-from app.samples import page_text
 
 WORDS = page_text(7).split()
 

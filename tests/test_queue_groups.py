@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.queue import MIN_TASKS_PER_BATCH, page_groups
+from app.distributed.queue import MIN_TASKS_PER_BATCH, page_groups
 
 
 @pytest.mark.parametrize("pages", [1, 3, 8, 9, 20, 50, 500, 1001])

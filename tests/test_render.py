@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app import samples
 from app.errors import DocumentError
+from app.pdf import samples
 from app.pdf.render import DocumentLimits, close_documents, inspect_document, render_page
 from app.pdf.textlayer import text_layer_is_usable
 from tests.textlayer_pdfs import running_head_pdf

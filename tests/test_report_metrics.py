@@ -8,11 +8,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from app import samples
 from app.db.engine import Database
 from app.domain import AttemptStatus, EngineResult
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.metrics import FolioMetrics, make_asgi_app, make_metrics, start_metrics_server
+from app.pdf import samples
+from app.report.metrics import FolioMetrics, make_asgi_app, make_metrics, start_metrics_server
 from app.settings import Settings
 from tests.report_scenario import PRICING, T0
 

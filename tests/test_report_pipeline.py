@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli import exit_codes
 from app.cli.main import app
+from app.pdf import samples
 
 runner = CliRunner()
 

@@ -17,9 +17,9 @@ from app.cli.main import app
 from app.db.engine import Database
 from app.db.models import Job, Page
 from app.jobs import document_limits
+from app.jobs.results import load_results
+from app.jobs.retention import purge
 from app.pipeline.ingest import ingest
-from app.results import load_results
-from app.retention import purge
 from app.settings import Settings
 from tests.api_server import running_api
 from tests.distributed_support import wait_until, write_text_pdfs

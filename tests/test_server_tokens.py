@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from app.db.engine import Database
 from app.db.models import ServerSample
-from app.metrics import FolioMetrics
 from app.report.build import build_report
+from app.report.metrics import FolioMetrics
 from app.report.rows import ServerSampleRow
 from app.report.server_tokens import server_tokens
 from app.servermetrics.counters import (

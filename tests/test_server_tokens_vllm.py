@@ -11,13 +11,13 @@ import pytest
 from prometheus_client import generate_latest
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli.main import app as cli
 from app.db.engine import Database
 from app.domain import PageStatus
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.metrics import FolioMetrics
+from app.pdf import samples
 from app.report.build import build_report
+from app.report.metrics import FolioMetrics
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint

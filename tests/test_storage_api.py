@@ -9,7 +9,7 @@ from typing import Any
 
 from app.db.engine import Database
 from app.db.models import Document
-from app.samples import born_digital_pdf, page_text
+from app.pdf.samples import born_digital_pdf, page_text
 from tests.api_server import running_api, wait_for_job
 from tests.test_api import assert_problem, settings_for
 

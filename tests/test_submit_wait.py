@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli.main import app
+from app.pdf import samples
 from app.settings import WebhookSettings
 from app.webhooks.signing import HEADER, verify
 from tests.api_server import running_api

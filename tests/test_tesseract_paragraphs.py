@@ -6,9 +6,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from app import samples
 from app.domain import AttemptStatus, PageInput
 from app.engines.tesseract import TesseractEngine
+from app.pdf import samples
 from app.pdf.render import render_page
 from app.settings import PlanStep
 

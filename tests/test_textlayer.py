@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.results import DocumentResult, load_results
+from app.jobs.results import DocumentResult, load_results
+from app.pdf import samples
 from app.settings import Settings
 from app.textlayer import GateConfig, page_markdown, rejection
 from app.textlayer.model import Box, PageLayout, TextLine

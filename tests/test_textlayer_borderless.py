@@ -6,7 +6,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from app import samples
+from app.pdf import samples
 from app.pdf.layout import read_layout
 from app.textlayer import page_markdown
 from tests.textlayer_pdfs import borderless_pdf

@@ -16,7 +16,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from app import samples
+from app.pdf import samples
 from app.pdf.layout import read_layout
 from app.textlayer import GateConfig, rejection
 from app.textlayer.model import Box, PageLayout, TextLine

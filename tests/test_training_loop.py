@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app import samples
 from app.cli.main import app
 from app.db.engine import Database
-from app.dpo import ExportOptions, export_preferences
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.pdf import samples
 from app.report.load import load_job_rows
 from app.settings import PlanStep, Settings, VlmEndpoint
+from app.train.dpo import ExportOptions, export_preferences
 from tests.test_train_dpo import train_extra_or_skip
 from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
 from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, VllmServer, default_model_dir

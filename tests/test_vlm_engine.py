@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptStatus, PageInput
 from app.engines.vlm import VlmEngine
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.pdf import samples
 from app.pdf.render import render_page
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES

@@ -18,9 +18,9 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Job, Page
 from app.jobs import run_job_locally
-from app.samples import born_digital_pdf, page_text
+from app.jobs.watch import StableFiles, Watcher, _move, inbox_lock
+from app.pdf.samples import born_digital_pdf, page_text
 from app.settings import Settings
-from app.watch import StableFiles, Watcher, _move, inbox_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 

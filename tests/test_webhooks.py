@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app import samples
+from app.pdf import samples
 from app.settings import Settings
 from app.webhooks.outbox import backoff_s
 from app.webhooks.signing import HEADER, BadSignature, sign, verify

@@ -1,4 +1,4 @@
-"""An `export-dpo` folder written the way `app.dpo` writes it, for tests of the training side."""
+"""An `export-dpo` folder written as `app.train.dpo` writes it, for tests of the training side."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from app.dpo import IMAGE_PLACEHOLDER
+from app.train.dpo import IMAGE_PLACEHOLDER
 
 
 def write_pairs_folder(folder: Path, pages: int, *, job_id: str = "job-a") -> Path:

@@ -1,4 +1,4 @@
-"""The worker-side Celery app: `make_celery` from `app.queue`, plus Folio's tasks.
+"""The worker-side Celery app: `make_celery` from `app.distributed.queue`, plus Folio's tasks.
 
 `celery -A workers.app:create_app worker ...` works too; `folio worker` runs exactly that.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import Celery
 from celery.signals import worker_process_shutdown, worker_shutdown
 
-from app.queue import Enqueuer, make_celery
+from app.distributed.queue import Enqueuer, make_celery
 from app.settings import Settings
 from workers.runtime import RuntimeHolder
 from workers.tasks import register_tasks

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from app.db.engine import Database
 from app.distributed import FinalizeSweeper
+from app.distributed.lost_tasks import LostTaskSweeper
+from app.distributed.queue import Enqueuer
+from app.distributed.queue_view import QueueView
 from app.engines.registry import EngineSet
 from app.jobs import worker_id
-from app.lost_tasks import LostTaskSweeper
 from app.pipeline.process_page import PageProcessor
-from app.queue import Enqueuer
-from app.queue_view import QueueView
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 from app.webhooks.dispatcher import WebhookDispatcher

@@ -15,10 +15,10 @@ from typing import Any
 from celery import Celery, Task
 
 from app import distributed
+from app.distributed.queue import FINALIZE_JOB, PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT
 from app.errors import StoreUnavailable
 from app.jobs import publish_job
 from app.pipeline.process_page import PageBusy, PageOutcome
-from app.queue import FINALIZE_JOB, PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT
 from workers.runtime import RuntimeHolder, WorkerRuntime
 
 log = logging.getLogger(__name__)

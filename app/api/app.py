@@ -15,8 +15,8 @@ from app.api.problems import install_problem_handlers
 from app.api.routes import metrics_router, router
 from app.api.runner import JobRunner, make_runner
 from app.db.engine import Database
-from app.metrics import make_metrics
-from app.retention import RetentionTimer
+from app.jobs.retention import RetentionTimer
+from app.report.metrics import make_metrics
 from app.settings import Settings
 from app.webhooks.dispatcher import WebhookDispatcher
 

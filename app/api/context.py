@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.api.runner import JobRunner
 from app.db import keys
 from app.db.engine import Database
-from app.metrics import FolioMetrics
+from app.report.metrics import FolioMetrics
 from app.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `folio apikey create`.")

@@ -30,8 +30,8 @@ from app.db.models import Job
 from app.domain import JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
+from app.jobs.results import load_results, write_outputs
 from app.pipeline.ingest_store import TooManyObjects
-from app.results import load_results, write_outputs
 from app.webhooks.urls import UrlRefused, check_url
 
 

@@ -16,8 +16,9 @@ from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import events, jobs_service, schemas, webhook_schemas, webhooks_service
+from app.api import events, jobs_service, schemas, webhooks_service
 from app.api.context import Ctx, KeyId
+from app.api.problems import Problem
 from app.api.schemas import FolderJob, JobOptionsIn, ObjectJob
 from app.domain import JobStatus, PageStatus
 from app.progress.feed import JobFeed
@@ -26,9 +27,7 @@ from app.report.render import ReportFormat, render_report
 
 router = APIRouter(prefix="/v1")
 MAX_WAIT_S = 300
-_PROBLEM = {
-    "content": {"application/problem+json": {"schema": schemas.Problem.model_json_schema()}}
-}
+_PROBLEM = {"content": {"application/problem+json": {"schema": Problem.model_json_schema()}}}
 PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: {"description": text, **_PROBLEM}
     for code, text in {
@@ -284,21 +283,19 @@ def cancel_job(ctx: Ctx, key: KeyId, job_id: str) -> schemas.JobOut:
 
 
 @router.get("/jobs/{job_id}/deliveries", responses=PROBLEMS)
-def list_deliveries(ctx: Ctx, key: KeyId, job_id: str) -> list[webhook_schemas.DeliveryOut]:
+def list_deliveries(ctx: Ctx, key: KeyId, job_id: str) -> list[schemas.DeliveryOut]:
     """Every webhook of the job, each with its HTTP attempts (status code, latency)."""
     return webhooks_service.deliveries(ctx, key, job_id)
 
 
 @router.get("/webhook", responses=KEY_PROBLEMS)
-def get_webhook(ctx: Ctx, key: KeyId) -> webhook_schemas.WebhookOut:
+def get_webhook(ctx: Ctx, key: KeyId) -> schemas.WebhookOut:
     """Your key's default webhook and the secret that signs all your webhooks."""
     return webhooks_service.get_webhook(ctx, key)
 
 
 @router.put("/webhook", responses=KEY_PROBLEMS)
-def put_webhook(
-    ctx: Ctx, key: KeyId, request: webhook_schemas.WebhookIn
-) -> webhook_schemas.WebhookOut:
+def put_webhook(ctx: Ctx, key: KeyId, request: schemas.WebhookIn) -> schemas.WebhookOut:
     """Set (or, with a null url, clear) your key's default webhook."""
     return webhooks_service.set_webhook(ctx, key, request)
 

@@ -22,8 +22,8 @@ from app.jobs import (
     release_dead_leases,
     run_job_locally,
 )
-from app.metrics import FolioMetrics
 from app.pipeline.cancel import CancelWatch
+from app.report.metrics import FolioMetrics
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,9 @@ class CeleryJobRunner:
     """Jobs queued for `folio worker`s through the broker; the database holds their state."""
 
     def __init__(self, settings: Settings, db: Database) -> None:
-        from app.queue import Enqueuer  # Celery is only imported where a broker is configured
+        from app.distributed.queue import (
+            Enqueuer,  # Celery is only imported where a broker is configured
+        )
 
         self.db = db
         self.enqueuer = Enqueuer(settings)

@@ -6,27 +6,23 @@ from fastapi import HTTPException
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from app.api import webhook_schemas
+from app.api import schemas
 from app.api.context import ApiContext
 from app.db import job_views, keys
 from app.db.models import WebhookDelivery
 from app.webhooks.urls import UrlRefused, check_url
 
 
-def _out(config: keys.WebhookConfig) -> webhook_schemas.WebhookOut:
-    return webhook_schemas.WebhookOut(
-        url=config.url, page_events=config.page_events, secret=config.secret
-    )
+def _out(config: keys.WebhookConfig) -> schemas.WebhookOut:
+    return schemas.WebhookOut(url=config.url, page_events=config.page_events, secret=config.secret)
 
 
-def get_webhook(ctx: ApiContext, key: int) -> webhook_schemas.WebhookOut:
+def get_webhook(ctx: ApiContext, key: int) -> schemas.WebhookOut:
     with ctx.db.session() as session:
         return _out(keys.webhook_of(session, key))
 
 
-def set_webhook(
-    ctx: ApiContext, key: int, request: webhook_schemas.WebhookIn
-) -> webhook_schemas.WebhookOut:
+def set_webhook(ctx: ApiContext, key: int, request: schemas.WebhookIn) -> schemas.WebhookOut:
     if request.url is not None:
         try:
             check_url(request.url, ctx.settings.webhooks.allow_private)
@@ -36,7 +32,7 @@ def set_webhook(
         return _out(keys.set_webhook(session, key, request.url, request.page_events))
 
 
-def deliveries(ctx: ApiContext, key: int, job_id: str) -> list[webhook_schemas.DeliveryOut]:
+def deliveries(ctx: ApiContext, key: int, job_id: str) -> list[schemas.DeliveryOut]:
     with ctx.db.session() as session:
         if job_views.owned_job(session, job_id, key) is None:
             raise HTTPException(404, f"no job {job_id!r}")
@@ -46,4 +42,4 @@ def deliveries(ctx: ApiContext, key: int, job_id: str) -> list[webhook_schemas.D
             .order_by(WebhookDelivery.id)
             .options(selectinload(WebhookDelivery.tries))
         )
-        return [webhook_schemas.DeliveryOut.of(d) for d in rows]
+        return [schemas.DeliveryOut.of(d) for d in rows]

@@ -19,11 +19,11 @@ from app.cli import exit_codes
 from app.cli.options import BrokerUrl, DatabaseUrl, JobId, console, load_settings
 from app.cli.views import STATUS_STYLE
 from app.db.engine import Database
+from app.distributed.queue import BrokerUnavailable, Enqueuer, check_broker
 from app.errors import ConfigError, ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, cancel_job
 from app.pipeline.ingest_store import is_stored_source
 from app.progress.feed import JobFeed
-from app.queue import BrokerUnavailable, Enqueuer, check_broker
 from app.report.fit import FittedTable
 from app.settings import Settings
 

@@ -11,8 +11,8 @@ from rich.table import Table
 
 from app.cli.options import DatabaseUrl, load_settings
 from app.db.engine import Database
-from app.dpo import ExportOptions, export_preferences
 from app.report.fit import FittedTable
+from app.train.dpo import ExportOptions, export_preferences
 
 
 def export_dpo(

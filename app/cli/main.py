@@ -24,12 +24,12 @@ from app.cli.watch import watch
 from app.db.engine import Database, upgrade
 from app.errors import ConfigError, FolioError, ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, publish_job, run_job_locally, settle_job, start_job
+from app.jobs.results import JobResults, load_results, summary_of, write_outputs
+from app.pdf.samples import write_samples
 from app.pipeline.ingest_store import is_stored_source
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
 from app.report.render_table import report_tables
-from app.results import JobResults, load_results, summary_of, write_outputs
-from app.samples import write_samples
 from app.settings import Settings
 from app.storage import Stores, is_store_uri
 from app.storage.targets import result_target

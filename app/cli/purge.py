@@ -9,7 +9,7 @@ from rich.console import Console
 
 from app.cli.options import DatabaseUrl, console, load_settings
 from app.db.engine import Database
-from app.retention import purge as purge_files
+from app.jobs.retention import purge as purge_files
 
 
 def purge(

@@ -1,4 +1,4 @@
-"""`folio scan`: parse the arguments, delegate to `app.scan`, print the verdicts."""
+"""`folio scan`: parse the arguments, delegate to `app.evaluate.scan`, print the verdicts."""
 
 import json
 from pathlib import Path
@@ -7,8 +7,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from app.evaluate.scan import (
+    ScanInputError,
+    ScanRecord,
+    degeneration_rate,
+    record_as_json,
+    scan_paths,
+)
 from app.report.fit import FittedTable
-from app.scan import ScanInputError, ScanRecord, degeneration_rate, record_as_json, scan_paths
 
 
 def scan(

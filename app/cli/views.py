@@ -20,9 +20,9 @@ from rich.progress import (
 from rich.table import Table
 
 from app.domain import PageStatus
+from app.jobs.results import JobResults
 from app.pipeline.local import PageCallback
 from app.report.fit import FittedTable
-from app.results import JobResults
 
 STATUS_STYLE = {
     "done": "green",

@@ -14,8 +14,8 @@ from app.cli import exit_codes
 from app.cli.options import DatabaseUrl, console, load_settings
 from app.cli.views import page_progress
 from app.db.engine import Database
+from app.jobs.watch import BatchOutcome, InboxBusy, Watcher, inbox_lock
 from app.report.fit import FittedTable
-from app.watch import BatchOutcome, InboxBusy, Watcher, inbox_lock
 
 
 def watch(

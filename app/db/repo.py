@@ -20,7 +20,7 @@ from app.domain import (
     JobStatus,
     PageStatus,
 )
-from app.plan import PastAttempt, loop_stop
+from app.retry.plan import PastAttempt, loop_stop
 from app.settings import PlanStep
 
 if TYPE_CHECKING:  # a plain dataclass; the reader's HTTP stays out of the data layer

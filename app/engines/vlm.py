@@ -5,6 +5,7 @@ the endpoint offers (probed once, `vlm_stops`): Folio's vLLM plugin ends it insi
 step, vLLM's repetition_detection on exact repeats, an abort call by request id, or, always,
 closing the stream. After a verdict the stream is read on briefly when the server will end
 the request itself, so its final usage tells how many tokens it generated after the verdict.
+What a stream comes to (its status, verdict and the profile's judgement) is `vlm_judge`'s.
 """
 
 from __future__ import annotations
@@ -17,19 +18,18 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import aclosing
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
 
-from app.degeneration import LoopDetector, score_output
-from app.domain import CLOSE_PROBE_TOKENS, AttemptStatus, EngineResult, PageInput, Verdict
+from app.degeneration import LoopDetector
+from app.domain import CLOSE_PROBE_TOKENS, EngineResult, PageInput
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
 from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
 from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_image import encode_image, model_image
-from app.engines.vlm_positions import vlm_positions
+from app.engines.vlm_judge import VlmJudge
 from app.engines.vlm_stops import (
     REPETITION_DETECTION,
     EndpointStops,
@@ -37,7 +37,6 @@ from app.engines.vlm_stops import (
     loop_stop_params,
     probe_stops,
     send_abort,
-    stop_record,
 )
 from app.engines.vlm_stream import (
     LoopDetecting,
@@ -45,11 +44,9 @@ from app.engines.vlm_stream import (
     absorb_chunk,
     absorb_ending,
     check_end,
-    finish_reason_of,
 )
 from app.errors import EngineError, TransportError
 from app.profiles import Profile, resolve_profile
-from app.profiles.judge import TRUNCATED, Judgement, judge_answer
 from app.profiles.request import messages, request_fields
 from app.settings import PlanStep, VlmEndpoint, metrics_url_of
 from app.vllm_plugin.behaviours import LOOP_STOP_ARG
@@ -57,15 +54,6 @@ from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "presence_penalty", "frequency_penalty", "seed")
-_REQUEST_KEYS = (
-    "repetition_penalty",
-    "max_tokens",
-    "stop",
-    "repetition_detection",
-    "vllm_xargs",
-    "stream_interval",
-)
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
 _DRAIN_TOKENS = 64
 _DRAIN_S = 10.0
@@ -115,6 +103,7 @@ class VlmEngine:
         self.endpoint = endpoint
         self.profile = profile or resolve_profile(endpoint.profile, endpoint.model)
         self.detector_factory = detector_factory
+        self._judge = VlmJudge(endpoint_name, endpoint, self.profile)
         self._io = _LoopThread()
         self._slots: asyncio.Semaphore | None = None
         self._stops: EndpointStops | None = None
@@ -243,11 +232,14 @@ class VlmEngine:
                 except TransportError as exc:
                     retries += 1
                     if time.monotonic() >= deadline:
-                        return self._transport_failure(body, exc, retries, probed)
+                        return self._judge.transport_failure(body, exc, retries, probed)
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
-        result = self._result(page, body, outcome, retries, used, probed, step.loop_stop)
+        close = self._close.params()
+        result = self._judge.result(
+            page, body, outcome, retries, used, probed, close, step.loop_stop
+        )
         result.params |= loop_stop_params(stops)  # the endpoint's stop, not this attempt's
         if not step.loop_stop:
             result.params["loop_stop_off"] = True
@@ -314,113 +306,6 @@ class VlmEngine:
                     absorb_ending(chunk, outcome)
                     if (outcome.completion_tokens or 0) > limit:
                         return  # the server did not stop: close the stream
-
-    def _result(
-        self,
-        page: PageInput,
-        body: dict[str, Any],
-        outcome: StreamOutcome,
-        retries: int,
-        stops: EndpointStops,
-        probed: dict[str, Any],
-        loop_stop: bool = True,
-    ) -> EngineResult:
-        max_tokens = int(body["max_tokens"])
-        estimated = outcome.completion_tokens is None
-        tokens = outcome.content_chunks if estimated else outcome.completion_tokens
-        status, verdict = self._judge(outcome, tokens, max_tokens)
-        judgement = Judgement(None)
-        if status is AttemptStatus.OK:
-            judgement = self._judge_answer(outcome, loop_stop)
-            status = AttemptStatus.INVALID if judgement.invalid else status
-        parsed = judgement.parsed if status is AttemptStatus.OK else None
-        text = parsed.markdown if parsed else outcome.text.strip()
-        stop = stop_record(
-            verdict=outcome.verdict is not None or outcome.cancelled,
-            finish_reason=outcome.finish_reason,
-            stops=stops,
-            abort_sent=outcome.abort_sent,
-            final_tokens=outcome.completion_tokens,
-            tokens_at_verdict=outcome.tokens_at_verdict,
-        )
-        return EngineResult(
-            text=text,
-            status=status,
-            started_at=outcome.started_at,
-            ended_at=datetime.now(UTC),
-            model=self.endpoint.model,
-            endpoint=self.endpoint_name,
-            params=self._params(body, retries) | self._close.params() | probed,
-            prompt_version=self.profile.tag,
-            finish_reason=finish_reason_of(outcome),
-            prompt_tokens=outcome.prompt_tokens,
-            completion_tokens=tokens,
-            tokens_estimated=estimated,
-            max_tokens=max_tokens,
-            ttft_s=outcome.ttft_s,
-            verdict=verdict,
-            aborted=outcome.aborted,
-            stop_mechanism=stop.mechanism,
-            tokens_after_verdict=stop.tokens_after_verdict,
-            tokens_after_verdict_note=stop.note,
-            invalid_reason=judgement.invalid,
-            answer_fields=judgement.parsed.fields if judgement.parsed else {},
-            positions=vlm_positions(page, self.profile, parsed, self.endpoint.max_image_side),
-            error=(
-                "the job was cancelled: the request was stopped"
-                if outcome.cancelled
-                else judgement.detail or None
-            ),
-        )
-
-    def _judge(
-        self, outcome: StreamOutcome, tokens: int | None, max_tokens: int
-    ) -> tuple[AttemptStatus, Verdict | None]:
-        if outcome.cancelled:  # stopped by a cancel: its text is cut off, not an answer
-            return AttemptStatus.ERROR, None
-        if outcome.verdict is not None:
-            return AttemptStatus.DEGENERATE, outcome.verdict
-        if outcome.finish_reason in ("repetition", "length"):
-            score = score_output(outcome.text, outcome.finish_reason, tokens, max_tokens)
-            server_stop = outcome.finish_reason == "repetition"
-            if score.degenerate or server_stop:
-                kind = score.kind or "server"
-                return AttemptStatus.DEGENERATE, Verdict(kind, score.period or 0, score.onset or 0)
-        if not outcome.text.strip():
-            return AttemptStatus.EMPTY, None
-        return AttemptStatus.OK, None
-
-    def _judge_answer(self, outcome: StreamOutcome, loop_stop: bool) -> Judgement:
-        """The profile's judgement; without the loop stop an answer must also end before
-        its cap: one that runs to it is no evidence the page is healthy."""
-        if not loop_stop and outcome.finish_reason != "stop":
-            detail = f"finish_reason {outcome.finish_reason}, with the loop stop off"
-            return Judgement(TRUNCATED, detail=detail)
-        return judge_answer(self.profile.response, outcome.finish_reason, outcome.text)
-
-    def _params(self, body: dict[str, Any], retries: int) -> dict[str, Any]:
-        keys = (*_SAMPLING_KEYS, *_REQUEST_KEYS)
-        params = {k: body[k] for k in keys if k in body}
-        if retries:
-            params["transport_retries"] = retries
-        return params
-
-    def _transport_failure(
-        self, body: dict[str, Any], exc: TransportError, retries: int, probed: dict[str, Any]
-    ) -> EngineResult:
-        now = datetime.now(UTC)
-        return EngineResult(
-            text="",
-            status=AttemptStatus.TRANSPORT_ERROR,
-            started_at=now,
-            ended_at=now,
-            model=self.endpoint.model,
-            endpoint=self.endpoint_name,
-            params=self._params(body, retries) | probed,
-            prompt_version=self.profile.tag,
-            max_tokens=int(body["max_tokens"]),
-            error=f"endpoint unreachable after {retries} tries: {exc}",
-        )
 
     def close(self) -> None:
         if self._control is not None:

@@ -13,9 +13,9 @@ from app.evaluate.arms import Arm, settings_with_arms
 from app.evaluate.pages import PageSet, select_pages
 from app.evaluate.quality import find_truth, page_quality
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs.results import JobResults, load_results
 from app.report.build import build_report
 from app.report.schema import Report
-from app.results import JobResults, load_results
 from app.settings import Settings
 
 ArmCallback = Callable[[Arm, int], None]

@@ -16,13 +16,15 @@ from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
 from app.domain import AttemptRole, AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, ObjectRefused, RenderError, StoreUnavailable
-from app.metrics import FolioMetrics
 from app.pdf.render import rasterize, render_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
 from app.pipeline.text_layer import LayerVerdict, judge_layer
-from app.plan import (
+from app.positions import PageGeometry
+from app.profiles.judge import ROTATED, rotation_after
+from app.report.metrics import FolioMetrics
+from app.retry.plan import (
     Limits,
     PageFacts,
     PastAttempt,
@@ -32,8 +34,6 @@ from app.plan import (
     next_attempt,
     repeated_loops,
 )
-from app.positions import PageGeometry
-from app.profiles.judge import ROTATED, rotation_after
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.storage import DocumentCache, StoredObject

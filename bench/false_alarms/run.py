@@ -29,11 +29,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from app import samples
 from app.db.engine import Database, dispose_engines
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs.results import load_results
+from app.pdf import samples
 from app.report.build import build_report
-from app.results import load_results
 from app.settings import Settings, VlmEndpoint
 from bench.environment import machine_info, write_results
 from bench.false_alarms.pages import PASSPORT, drifting_loop, healthy, same_loop

@@ -24,7 +24,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from app import samples
+from app.pdf import samples
 from app.profiles.request import IMAGE_PLACEHOLDER
 from app.train.options import TrainOptions
 from tests.vllm_cpu.server import default_model_dir

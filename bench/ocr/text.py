@@ -3,7 +3,7 @@
 From `$FOLIO_SHARED_DIR/corpus` (default `<repo>/../shared`) when present: olmOCR's own page
 transcriptions (`olmocr_bench_sample/olmocr_pipeline/*.md`) and the healthy and degenerate
 outputs of `degeneration_dev.jsonl`. Without it, pages Folio generates itself
-(`app.samples.page_text` and `bench.detector.mixed_text`), so the benchmark still runs on a
+(`app.pdf.samples.page_text` and `bench.detector.mixed_text`), so the benchmark still runs on a
 clean clone.
 """
 
@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.samples import page_text
+from app.pdf.samples import page_text
 from bench.detector import mixed_text
 
 REPO = Path(__file__).resolve().parents[2]

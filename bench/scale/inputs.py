@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pymupdf
 
-from app.samples import born_digital_pdf, page_text
+from app.pdf.samples import born_digital_pdf, page_text
 from bench.ocr.text import shared_dir
 
 

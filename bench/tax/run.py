@@ -14,7 +14,7 @@ from app.degeneration import LoopDetector
 from app.domain import AttemptStatus, EngineResult, PageInput
 from app.engines.vlm import LoopDetecting, VlmEngine
 from app.engines.vlm_stops import REPETITION_DETECTION
-from app.plan import Limits, PageFacts, PastAttempt, next_step
+from app.retry.plan import Limits, PageFacts, PastAttempt, next_step
 from app.settings import VlmEndpoint
 from bench.ocr.text import OcrText, degenerate_tails, healthy_pages
 from bench.scripted import (
@@ -152,7 +152,7 @@ def stop_of(result: EngineResult) -> str:
 def run_page(
     engine: VlmEngine, image: PageInput, page: PageSpec, arm: Arm, config: WorkloadConfig
 ) -> PageRun:
-    """Attempts for one page, chosen by Folio's retry ladder (`app.plan.next_step`)."""
+    """Attempts for one page, chosen by Folio's retry ladder (`app.retry.plan.next_step`)."""
     plan = plan_for(page, arm, config)
     limits = Limits(max_attempts=len(plan), token_budget=10 * config.max_tokens)
     run = PageRun(page)

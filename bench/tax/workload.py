@@ -170,7 +170,7 @@ def looping_step(config: WorkloadConfig) -> PlanStep:
 
 
 def plan_for(page: PageSpec, arm: Arm, config: WorkloadConfig) -> list[PlanStep]:
-    """The attempt plan of one page under one arm (`app.plan.next_step` walks it)."""
+    """The attempt plan of one page under one arm (`app.retry.plan.next_step` walks it)."""
     if arm.counterfactual or not page.degenerate:
         first = healthy_step(config, page)
     else:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt, Page
+from app.pdf import samples
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.api_server import running_api, wait_for_job
 from tests.conftest import REDIS_URL

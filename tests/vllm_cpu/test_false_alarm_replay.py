@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 import pytest
 from sqlalchemy import select
 
-from app import samples
 from app.db.engine import Database
 from app.db.models import Attempt
 from app.degeneration import DetectorConfig, LoopDetector
@@ -25,7 +24,8 @@ from app.domain import PageInput
 from app.engines.registry import EngineSet
 from app.engines.vlm_stops import EndpointStops
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
-from app.results import load_results
+from app.jobs.results import load_results
+from app.pdf import samples
 from app.settings import PlanStep, Settings, VlmEndpoint
 from bench.false_alarms.pages import LEDGER, PASSPORT
 from bench.scripted import ScriptedVlmEngine, require_scripted_server, with_script

@@ -15,7 +15,6 @@ from PIL import Image
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from app import samples
 from app.api.schemas import PageDetail
 from app.cli.main import app
 from app.db.engine import Database
@@ -26,11 +25,12 @@ from app.engines.vlm_doctor import check_endpoint
 from app.engines.vlm_stops import EndpointStops
 from app.errors import EngineError
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs.results import load_results
+from app.pdf import samples
+from app.pdf.samples import PARAGRAPHS
 from app.profiles import BUILTIN, Profile
 from app.profiles.prompts import DEEPSEEK_EOS
 from app.report.build import build_report
-from app.results import load_results
-from app.samples import PARAGRAPHS
 from app.settings import PlanStep, Settings, VlmEndpoint
 from bench.scripted import ScriptedPage, ScriptedVlmEngine, with_script
 from tests.vllm_cpu.server import VllmEndpoint

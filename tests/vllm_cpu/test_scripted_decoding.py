@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from app.domain import AttemptStatus
-from app.samples import PARAGRAPHS
+from app.pdf.samples import PARAGRAPHS
 from app.settings import PlanStep, VlmEndpoint
 from bench.ocr.text import generated_pages
 from bench.scripted import SCRIPT_ARG, ScriptedPage, ScriptedVlmEngine

@@ -22,11 +22,11 @@ from app.db import repo
 from app.db.engine import Database
 from app.domain import DocumentStatus
 from app.jobs import document_limits, run_job_locally, settle_job
+from app.jobs.results import JobResults, load_results, write_outputs
 from app.pipeline.ingest import ingest
 from app.pipeline.local import PageCallback
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
-from app.results import JobResults, load_results, write_outputs
 from app.settings import Settings
 
 PARTIAL_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial")

@@ -1,4 +1,6 @@
 """Distributed mode's facade: submit a job to the queue, run one queued page, recover, settle.
+Its parts: the Celery client and messages (`queue.py`), a read-only look at Redis
+(`queue_view.py`), lost tasks found and queued again (`lost_tasks.py`).
 
 The Celery tasks in `workers/` and the CLI call these; the database holds every state.
 """
@@ -16,6 +18,7 @@ from sqlalchemy import and_, func, select
 from app.db import page_path, repo
 from app.db.engine import DATABASE_DOWN, Database
 from app.db.models import Document, Job, Page
+from app.distributed.queue import BrokerUnavailable, Enqueuer
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
@@ -23,7 +26,6 @@ from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
 from app.pipeline.periodic import PeriodicThread
 from app.pipeline.process_page import BatchOutcome, PageBusy, PageOutcome, PageProcessor
-from app.queue import BrokerUnavailable, Enqueuer
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

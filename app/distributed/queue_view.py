@@ -4,7 +4,7 @@ Kombu's Redis transport takes a message off its list with BRPOP and records it a
 (the hash that `visibility_timeout` restores from) with a second command only after the worker
 has read the reply. A worker killed between the two (the reply still in its socket buffer)
 takes the message with it: it is in no list and in no unacked hash, and no timeout brings it
-back (celery/celery#4354, #7950). `app.lost_tasks` uses this view to find such pages.
+back (celery/celery#4354, #7950). `app.distributed.lost_tasks` uses this view to find such pages.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import redis
 
-from app.queue import PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT, queue_name
+from app.distributed.queue import PROCESS_PAGE, PROCESS_PAGES, SPLIT_DOCUMENT, queue_name
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

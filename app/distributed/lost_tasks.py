@@ -1,7 +1,7 @@
 """Tasks the broker lost with a killed worker, found and queued again.
 
 A worker killed with SIGKILL can take a message that Redis has already handed it but that it
-had not yet recorded as unacked (see `app.queue_view`): that page stays `pending` forever, since
+had not yet recorded as unacked (see `queue_view.py`): that page stays `pending` forever, since
 `visibility_timeout` only restores unacked messages. Every `lost_task_check_s` one worker (a
 Redis lead key) looks, when Folio's queues are drained, for open pages of running jobs that no
 live worker leases and that no unacked task names. A page seen so on two checks in a row is
@@ -28,10 +28,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.db import page_path
 from app.db.engine import Database
 from app.db.page_path import UnleasedPage
+from app.distributed.queue import BrokerUnavailable, Enqueuer
+from app.distributed.queue_view import QueueView
 from app.jobs import job_priority
 from app.pipeline.periodic import PeriodicThread
-from app.queue import BrokerUnavailable, Enqueuer
-from app.queue_view import QueueView
 
 log = logging.getLogger(__name__)
 MAX_PAGES_PER_CHECK = 10_000

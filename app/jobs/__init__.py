@@ -1,4 +1,7 @@
-"""The job facade: create a job from files, run it in-process, settle it. CLI and API call this."""
+"""The job facade: create a job from files, run it in-process, settle it. CLI and API call this.
+
+What follows a job sits beside it: its results (`results.py`), the watched upload folder that
+makes jobs (`watch.py`) and the retention of old jobs' files (`retention.py`)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from app.db.models import Document, Job, Page
 from app.domain import DocumentStatus, Executor, JobStatus, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import ConfigError
-from app.metrics import FolioMetrics
+from app.jobs.results import load_results, publish
 from app.pdf.render import DocumentLimits
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest, sha256_of
@@ -25,8 +28,8 @@ from app.pipeline.ingest_store import ingest_stored, is_stored_source, listed_pa
 from app.pipeline.local import PageCallback, run_pages
 from app.pipeline.process_page import PageProcessor
 from app.report.build import build_report, job_server_tokens
+from app.report.metrics import FolioMetrics
 from app.report.render import ReportFormat, render_report
-from app.results import load_results, publish
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 from app.storage import DocumentCache, Stores, is_store_uri

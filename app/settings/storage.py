@@ -1,0 +1,73 @@
+"""Where documents and uploads are stored: the upload folder or bucket, the S3-compatible store
+and a worker's local cache of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class StorageFields(BaseModel):
+    """Uploads, the object store and the local cache."""
+
+    upload_dir: Path = Field(
+        default_factory=lambda data: data["data_dir"] / "uploads",
+        description="Where the API stores uploaded files, one folder a job; data_dir/uploads "
+        "by default.",
+    )
+    upload_uri: str | None = Field(
+        default=None,
+        pattern=r"^s3://[^/]+(/.*)?$",
+        description="An s3:// prefix the API stores uploaded files under (one folder a job), "
+        "so that workers on other machines read them from there; unset: upload_dir.",
+    )
+    s3_endpoint_url: str | None = Field(
+        default=None,
+        description="Endpoint of an S3-compatible store (MinIO, Ceph, moto); unset: "
+        "AWS_ENDPOINT_URL or the AWS configuration chain. Credentials always come from that "
+        "chain (AWS_ACCESS_KEY_ID, ~/.aws, an instance role), never from Folio's settings.",
+    )
+    s3_region: str | None = Field(
+        default=None, description="The store's region; unset: AWS_REGION or ~/.aws/config."
+    )
+    s3_addressing_style: Literal["auto", "path", "virtual"] = Field(
+        default="auto",
+        description="Bucket in the path (MinIO and most self-hosted stores) or in the host name.",
+    )
+    storage_timeout_s: float = Field(
+        default=30.0, gt=0, description="Connect and read timeout of one object store request."
+    )
+    storage_retries: int = Field(
+        default=4,
+        ge=0,
+        description="Times a fetch from the object store is retried, with backoff, before the "
+        "page's task is retried later (the page stays open; see db_retry_limit).",
+    )
+    storage_retry_max_delay_s: float = Field(
+        default=8.0, gt=0, description="Longest wait between two tries of one fetch."
+    )
+    storage_cache_dir: Path = Field(
+        default_factory=lambda data: data["data_dir"] / "cache",
+        description="Where a worker keeps its local copies of stored documents; "
+        "data_dir/cache by default.",
+    )
+    storage_cache_mb: float = Field(
+        default=2048.0,
+        gt=0,
+        description="Cap on the local copies' total size; the least recently used go first. "
+        "Keep it above the copies in use at once (storage_ingest_threads or a worker's "
+        "threads, times max_file_mb).",
+    )
+    storage_list_page_size: int = Field(
+        default=1000,
+        ge=1,
+        le=1000,
+        description="Objects listed per request; a prefix is ingested one such page at a time.",
+    )
+    storage_ingest_threads: int = Field(
+        default=8,
+        ge=1,
+        description="Objects a submit reads at once from the store to count their pages.",
+    )

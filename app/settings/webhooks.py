@@ -1,0 +1,35 @@
+"""Job callbacks (`webhooks`): where they may go, how long they are retried."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from app.settings.section import Section
+
+
+class WebhookSettings(Section):
+    """Job callbacks: where they may go, how long they are retried."""
+
+    allow_private: bool = Field(
+        default=False,
+        description="Deliver to loopback, private, link-local and other non-global addresses "
+        "(off: a key could make the server call its own or its network's admin routes).",
+    )
+    timeout_s: float = Field(default=10.0, gt=0, description="Seconds one delivery may take.")
+    first_retry_s: float = Field(
+        default=10.0, gt=0, description="Wait before the first retry; doubles each time, up to 1 h."
+    )
+    retry_for_h: float = Field(
+        default=24.0, gt=0, description="Hours a delivery is retried before it is given up."
+    )
+    poll_s: float = Field(
+        default=1.0, gt=0, description="Seconds between a dispatcher's looks for due deliveries."
+    )
+
+
+class WebhookFields(BaseModel):
+    """The `webhooks` section."""
+
+    webhooks: WebhookSettings = Field(
+        default_factory=WebhookSettings, description="Job callbacks (see docs/integrations.md)."
+    )
