@@ -187,6 +187,7 @@ class Deployment:
             - stages["stream"],
             "gpu_workers": stages["process"],
             "gpu_workers_system": stages["process_system"],
+            "rasters": stages["rasters"],
             "cpu_worker": process_cpu_s(self.cpu_worker.pid),
             "postgres": sum(self.backend_cpu.values()),
             "standins": sum(process_cpu_s(p.pid) for p in self.standins),
@@ -208,7 +209,7 @@ class Deployment:
                 dict(row._mapping)
                 for row in conn.execute(
                     text(
-                        "SELECT status, finish_reason, stop_mechanism, completion_tokens,"
+                        "SELECT status, engine, finish_reason, stop_mechanism, completion_tokens,"
                         " max_tokens, tokens_after_verdict FROM attempts WHERE job_id = :j"
                     ),
                     {"j": job_id},

@@ -88,6 +88,9 @@ def arm_figures(
         "finish_reasons": dict(Counter(a["finish_reason"] or "none" for a in attempts)),
         "server_aborted": server["aborted"],
         "tokens_after_close": _spread(after),
+        # rasterisings a page: 1 where each page a model reads is rendered once
+        "rasters_per_page": round(cpu["rasters"] / pages, 3),
+        "engines": dict(Counter(a["engine"] for a in attempts)),
         "cpu_ms_per_page": per_page,
         "cpu_ms_per_page_folio": round(sum(per_page.values()), 1),
         "cpu_ms_per_page_standins": round(1000 * cpu["standins"] / pages, 1),

@@ -3,10 +3,13 @@
     python bench/scale/stage_worker.py STATS_FILE worker -Q ... -P threads -c 256
 
 The same worker as `folio worker` (`workers.app`), with Folio's own functions wrapped to add
-each call's CPU time (`time.thread_time`, so threads running at once are told apart):
-- render: `render_page` (the page at FOLIO_DPI, its text layer) and `model_image` (the page
-  rendered again at the profile's size and resized);
-- textlayer: `judge_layer` (the text-layer gate, on pages with a text layer);
+each call's CPU time (`time.thread_time`, so threads running at once are told apart; a call
+inside another timed call counts in the outer one only):
+- render: `read_page` (the page's text layer and sizes), `model_image` (the page rasterised at
+  the profile's size and resized) and any other rasterising (`app.pdf.render._pixels`: the page
+  at FOLIO_DPI where an engine asks for it); `rasters` counts the rasterisings, so a page
+  rendered twice shows;
+- textlayer: `judge_layer` (the text-layer gate, when a text-layer step runs);
 - encode: `encode_image` (PNG and base64);
 - stream and detect: the CPU time of the engine's I/O thread (`vlm-io`: the SSE client, JSON,
   the loop detector), read from /proc;
@@ -31,19 +34,30 @@ from pathlib import Path
 from typing import Any
 
 CPU: defaultdict[str, float] = defaultdict(float)
+CALLS: defaultdict[str, int] = defaultdict(int)
 IO_THREADS: list[int] = []
 _LOCK = threading.Lock()
+_INSIDE = threading.local()  # whether this thread is in a timed call already
 
 
-def timed(stage: str, function: Callable[..., Any]) -> Callable[..., Any]:
+def timed(stage: str, function: Callable[..., Any], calls: str | None = None) -> Callable[..., Any]:
+    """`function`, adding its CPU time to `stage` (outermost timed calls only) and its calls
+    to `calls`."""
+
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        outer = not getattr(_INSIDE, "active", False)
+        _INSIDE.active = True
         started = time.thread_time()
         try:
             return function(*args, **kwargs)
         finally:
             spent = time.thread_time() - started
+            _INSIDE.active = not outer
             with _LOCK:
-                CPU[stage] += spent
+                if outer:
+                    CPU[stage] += spent
+                if calls:
+                    CALLS[calls] += 1
 
     return wrapper
 
@@ -61,9 +75,11 @@ class NeverLoops:
 def install() -> None:
     import app.degeneration
     import app.engines.vlm as vlm
+    import app.pdf.render as render
     import app.pipeline.process_page as process_page
 
-    process_page.render_page = timed("render", process_page.render_page)
+    process_page.read_page = timed("render", process_page.read_page)
+    render._pixels = timed("render", render._pixels, "rasters")
     process_page.judge_layer = timed("textlayer", process_page.judge_layer)
     vlm.model_image = timed("render", vlm.model_image)
     vlm.encode_image = timed("encode", vlm.encode_image)
@@ -93,7 +109,7 @@ def thread_cpu_s(tid: int) -> float:
 
 def snapshot() -> dict[str, float]:
     with _LOCK:
-        found: dict[str, float] = dict(CPU)
+        found: dict[str, float] = {**CPU, **CALLS}
     found["stream"] = sum(thread_cpu_s(tid) for tid in IO_THREADS)
     times = os.times()
     found["process"] = times.user + times.system
