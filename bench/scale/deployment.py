@@ -133,12 +133,22 @@ class Deployment:
 
     # --- a job
     def run_job(self, folder: Path, timeout_s: float) -> str:
+        """Submit the folder and wait for its job; `drained` is then when no page of it was
+        left in Folio's queue (the last one claimed) and the stand-ins' figures then."""
+        self.submitted_at = time.time()
+        self.drained: tuple[float, list[dict[str, Any]]] | None = None
         job_id = self.folio("submit", str(folder), "--engine", "vlm").strip().splitlines()[-1]
 
         def done() -> bool:
             self._note_backends()
             with self.engine.connect() as conn:
                 status = conn.scalar(text("SELECT status FROM jobs WHERE id = :j"), {"j": job_id})
+                queued = conn.scalar(
+                    text("SELECT count(*) FROM pages WHERE job_id = :j AND status = 'pending'"),
+                    {"j": job_id},
+                )
+            if self.drained is None and status is not None and queued == 0:
+                self.drained = (time.time(), self.standin_stats())
             return status == "done"
 
         wait_until(done, timeout_s, f"the {self.arm.key} job", lambda: self._progress(job_id))
@@ -178,16 +188,15 @@ class Deployment:
         return {
             "render": stages["render"],
             "textlayer": stages["textlayer"],
+            "tesseract": stages["tesseract"],
             "encode": stages["encode"],
             "stream_detect": stages["stream"],
             "gpu_worker_rest": stages["process"]
-            - stages["render"]
-            - stages["textlayer"]
-            - stages["encode"]
-            - stages["stream"],
+            - sum(stages[s] for s in ("render", "textlayer", "tesseract", "encode", "stream")),
             "gpu_workers": stages["process"],
             "gpu_workers_system": stages["process_system"],
             "rasters": stages["rasters"],
+            "gpu_workers_max_rss_mb": stages["max_rss_mb"],
             "cpu_worker": process_cpu_s(self.cpu_worker.pid),
             "postgres": sum(self.backend_cpu.values()),
             "standins": sum(process_cpu_s(p.pid) for p in self.standins),

@@ -63,10 +63,18 @@ def measure(
         server_before, cpu_before = deployment.standin_stats(), deployment.cpu_seconds()
         job_id = deployment.run_job(pages_dir, timeout_s)
         server_after, cpu_after = deployment.standin_stats(), deployment.cpu_seconds()
+        assert deployment.drained is not None
+        drained_at, server_drained = deployment.drained
         raw = {
             "job": deployment.job_rows(job_id),
             "standin": standin_delta(server_after, server_before),
+            # while pages waited in Folio's queue: from the submit to the last page's claim
+            "queued": {
+                "wall_s": drained_at - deployment.submitted_at,
+                **standin_delta(server_drained, server_before),
+            },
             "cpu": {k: cpu_after[k] - cpu_before[k] for k in cpu_after},
+            "max_rss_mb": cpu_after["gpu_workers_max_rss_mb"],
         }
     finally:
         deployment.stop()
@@ -149,6 +157,11 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         ("slots busy while queued", lambda a: a["slots_busy_while_queued"]),
         ("slots busy (mean over GPU time)", lambda a: a["slots_busy_mean"]),
         ("slots asked for by Folio (running + waiting)", lambda a: a["slots_asked_mean"]),
+        ("while pages queued in Folio (GPU s):", lambda a: a["while_pages_queued"]["gpu_s"]),
+        *[
+            (f"  slots {part}", lambda a, p=part: a["while_pages_queued"][p])
+            for part in ("busy", "empty_server_prefill", "empty_folio_short", "empty_gpu_idle")
+        ],
         ("GPU busy", lambda a: a["gpu_busy"]),
         ("wall over floor", lambda a: _pct(a.get("over_floor", {}).get("wall"))),
         ("GPU tokens over floor", lambda a: _pct(a.get("over_floor", {}).get("gpu_tokens"))),
@@ -158,6 +171,8 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         ),
         ("degenerate attempts at the cap", lambda a: a["degenerate_at_cap"]),
         ("tokens after close (median, max)", lambda a: _after(a["tokens_after_close"])),
+        ("rasterisings a page", lambda a: a["rasters_per_page"]),
+        ("GPU workers' peak memory (MB)", lambda a: a["max_rss_mb"]),
         ("Folio CPU ms/page", lambda a: a["cpu_ms_per_page_folio"]),
         *[
             (f"  {stage}", lambda a, s=stage: a["cpu_ms_per_page"][s])

@@ -10,6 +10,7 @@ inside another timed call counts in the outer one only):
   at FOLIO_DPI where an engine asks for it); `rasters` counts the rasterisings, so a page
   rendered twice shows;
 - textlayer: `judge_layer` (the text-layer gate, when a text-layer step runs);
+- tesseract: the Tesseract engine's calls (the plan's OCR fallback, where a step falls to it);
 - encode: `encode_image` (PNG and base64);
 - stream and detect: the CPU time of the engine's I/O thread (`vlm-io`: the SSE client, JSON,
   the loop detector), read from /proc;
@@ -17,14 +18,18 @@ inside another timed call counts in the outer one only):
   process used beyond those.
 With FOLIO_BENCH_CLIENT_DETECTOR=off the engine's loop detector never fires (the benchmark's
 no-stop and server-stop arms: a pipeline that relies on the server alone).
-Written to STATS_FILE every 0.5 s.
+Written to STATS_FILE every 0.5 s. With BENCH_SCALE_PROFILE=FILE, each page's own thread is
+also profiled in CPU time (cProfile with `time.thread_time`), all pages added into FILE.
 """
 
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import json
 import os
+import pstats
+import resource
 import sys
 import threading
 import time
@@ -62,6 +67,26 @@ def timed(stage: str, function: Callable[..., Any], calls: str | None = None) ->
     return wrapper
 
 
+_PROFILES: list[pstats.Stats] = []
+
+
+def profiled(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` under cProfile in CPU time, its profile added to the others."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        profile = cProfile.Profile(time.thread_time)
+        try:
+            return profile.runcall(function, *args, **kwargs)
+        finally:
+            with _LOCK:
+                if _PROFILES:
+                    _PROFILES[0].add(profile)
+                else:
+                    _PROFILES.append(pstats.Stats(profile))
+
+    return wrapper
+
+
 class NeverLoops:
     """A detector that sees nothing: the stop is left to the server."""
 
@@ -74,6 +99,7 @@ class NeverLoops:
 
 def install() -> None:
     import app.degeneration
+    import app.engines.tesseract as tesseract
     import app.engines.vlm as vlm
     import app.pdf.render as render
     import app.pipeline.process_page as process_page
@@ -81,8 +107,15 @@ def install() -> None:
     process_page.read_page = timed("render", process_page.read_page)
     render._pixels = timed("render", render._pixels, "rasters")
     process_page.judge_layer = timed("textlayer", process_page.judge_layer)
+    tesseract.TesseractEngine.transcribe = timed(  # type: ignore[method-assign]
+        "tesseract", tesseract.TesseractEngine.transcribe
+    )
     vlm.model_image = timed("render", vlm.model_image)
     vlm.encode_image = timed("encode", vlm.encode_image)
+    if os.environ.get("BENCH_SCALE_PROFILE"):
+        import app.distributed as distributed
+
+        distributed.run_queued_page = profiled(distributed.run_queued_page)
     if os.environ.get("FOLIO_BENCH_CLIENT_DETECTOR") == "off":
         app.degeneration.LoopDetector = NeverLoops  # type: ignore[misc,assignment]
     original = vlm._LoopThread.__init__
@@ -107,6 +140,17 @@ def thread_cpu_s(tid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def threads_cpu_s() -> dict[str, float]:
+    """CPU seconds of the live threads by name, numbers left out (the page threads together):
+    where the process's CPU beyond the stages goes."""
+    found: defaultdict[str, float] = defaultdict(float)
+    for thread in threading.enumerate():
+        if thread.native_id is not None:
+            name = thread.name.rstrip("0123456789_-").split("-")[0] or "thread"
+            found[name] += thread_cpu_s(thread.native_id)
+    return dict(found)
+
+
 def snapshot() -> dict[str, float]:
     with _LOCK:
         found: dict[str, float] = {**CPU, **CALLS}
@@ -114,6 +158,9 @@ def snapshot() -> dict[str, float]:
     times = os.times()
     found["process"] = times.user + times.system
     found["process_system"] = times.system
+    found["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    for name, spent in threads_cpu_s().items():
+        found[f"thread:{name}"] = spent
     return found
 
 
@@ -123,6 +170,9 @@ def write_periodically(path: Path) -> None:
         temporary = path.with_suffix(".tmp")
         temporary.write_text(json.dumps(snapshot()), encoding="utf-8")
         temporary.replace(path)
+        if _PROFILES and (profile_file := os.environ.get("BENCH_SCALE_PROFILE")):
+            with _LOCK:
+                _PROFILES[0].dump_stats(profile_file)
 
 
 def main() -> None:
