@@ -50,6 +50,7 @@ class Setup:
     threads_per_gpu: int = 320  # pages a GPU worker has in flight: more than the 256 slots
     max_num_seqs: int = 256
     max_tokens: int | None = None  # the endpoint's token cap; None: the profile's (8,000)
+    warm: bool = True  # a small job first, so the measured one finds the processes warm
 
 
 def free_port() -> int:
@@ -58,9 +59,32 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def migrated_template() -> str:
+    """A database migrated once (`folio db upgrade`), which each arm's database copies."""
+    name = f"folio_scale_template_{uuid.uuid4().hex[:8]}"
+    _admin(f'CREATE DATABASE "{name}"')
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    env = worker_env(url, REDIS_URL, "folio-scale-template")
+    env["PYTHONPATH"] = str(REPO)
+    run_folio(("db", "upgrade"), env, REPO)
+    return name
+
+
+def drop_database(name: str) -> None:
+    _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _admin(statement: str) -> None:
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(statement))
+    admin.dispose()
+
+
 class Deployment:
-    def __init__(self, arm: Arm, setup: Setup, scratch: Path) -> None:
+    def __init__(self, arm: Arm, setup: Setup, scratch: Path, template: str | None = None) -> None:
         self.arm, self.setup, self.scratch = arm, setup, scratch
+        self.template = template  # a migrated database to copy, else migrated here
         self.database = f"folio_scale_{uuid.uuid4().hex[:10]}"
         self.prefix = f"folio-scale-{uuid.uuid4().hex[:8]}"
         self.url = make_url(POSTGRES_URL).set(database=self.database)
@@ -96,11 +120,11 @@ class Deployment:
         return env
 
     def start(self) -> None:
-        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{self.database}"'))
-        admin.dispose()
-        self.folio("db", "upgrade")
+        if self.template:
+            _admin(f'CREATE DATABASE "{self.database}" TEMPLATE "{self.template}"')
+        else:
+            _admin(f'CREATE DATABASE "{self.database}"')
+            self.folio("db", "upgrade")
         for port in self.ports:
             self.standins.append(self._standin(port))
         for port, stats in zip(self.ports, self.stats_files, strict=True):
@@ -237,10 +261,7 @@ class Deployment:
         keys = list(client.scan_iter(f"{self.prefix}:*"))
         if keys:
             client.delete(*keys)
-        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)'))
-        admin.dispose()
+        drop_database(self.database)
 
 
 def _healthy(port: int) -> bool:
