@@ -105,9 +105,14 @@ class AttemptRole(StrEnum):
 
 @dataclass(frozen=True)
 class PageInput:
-    """What an engine gets: the rendered page and the PDF's own text for it."""
+    """What an engine gets: the rendered page and the PDF's own text for it.
 
-    image: Image.Image
+    `raster` is the page at Folio's DPI, or what renders it when an engine first asks for
+    `image` (it must render once however often it is called): a page a model reads at its own
+    size never needs it, and rasterising is most of a page's CPU in Folio.
+    """
+
+    raster: Image.Image | Callable[[], Image.Image]
     text_layer: str
     text_layer_usable: bool
     text_layer_markdown: str | None = None  # the layer as structured Markdown
@@ -122,10 +127,15 @@ class PageInput:
     points: tuple[float, float] | None = None
     render_at: Callable[[float], Image.Image] | None = None
     rotation: int = 0  # degrees a model asked the page to be turned by (olmOCR's feedback)
+    pixels: tuple[int, int] | None = None  # `image`'s size, known without rendering it
+
+    @property
+    def image(self) -> Image.Image:
+        return self.raster if isinstance(self.raster, Image.Image) else self.raster()
 
     @property
     def size(self) -> tuple[int, int]:
-        return self.image.size
+        return self.pixels or self.image.size
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,11 @@ def model_image(page: PageInput, rule: ImageRule, max_side: int | None = None) -
     (a PDF page), else resized from the render at hand; `max_side` overrides the rule."""
     if max_side is not None:
         return turned(fit_image(page.image, max_side), page.rotation)
-    image = page.image
     if page.render_at is not None and page.points is not None:
         dpi = render_dpi(rule, *page.points)
-        if rendered_size(*page.points, dpi) != image.size:  # else the render at hand is it
-            image = page.render_at(dpi)
-    return turned(sized_image(image, rule), page.rotation)
+        if rendered_size(*page.points, dpi) != page.size:  # else the render at hand is it
+            return turned(sized_image(page.render_at(dpi), rule), page.rotation)
+    return turned(sized_image(page.image, rule), page.rotation)
 
 
 def model_image_size(
@@ -50,11 +49,11 @@ def model_image_size(
 ) -> tuple[int, int]:
     """The size of `model_image(page, rule, max_side)`, by arithmetic alone (no render)."""
     if max_side is not None:
-        size = fitted_size(*page.image.size, max_side)
+        size = fitted_size(*page.size, max_side)
     elif page.render_at is not None and page.points is not None:
         size = target_size(rule, *rendered_size(*page.points, render_dpi(rule, *page.points)))
     else:
-        size = target_size(rule, *page.image.size)
+        size = target_size(rule, *page.size)
     return (size[1], size[0]) if page.rotation in (90, 270) else size
 
 
@@ -76,6 +75,8 @@ def encode_image(image: Image.Image, image_format: str = "png") -> str:
     if image_format == "jpeg":
         image.convert("RGB").save(buffer, format="JPEG", quality=95)
     else:
-        image.save(buffer, format="PNG", optimize=False)
+        # zlib level 1, not PIL's 6: the same pixels (PNG is lossless) in 29 ms of CPU a
+        # 1288-px page instead of 70, and no bigger (371 KiB against 374 on the corpus's pages)
+        image.save(buffer, format="PNG", compress_level=1)
     mime = "image/jpeg" if image_format == "jpeg" else "image/png"
     return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

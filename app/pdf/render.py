@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 _MUPDF_LOCK = threading.Lock()
 _MAX_OPEN_DOCS = 8
 _SNIFF_BYTES = 1024
+# A text layer's words: (x0, y0, x1, y1) in points, the word, its line's number on the page.
+PageWords = tuple[tuple[float, float, float, float, str, int], ...]
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,7 @@ class RenderedPage:
     text_layer: str
     layout: PageLayout | None = None  # read when the page has a text layer
     size_pt: tuple[float, float] = (0.0, 0.0)  # the page's size in PDF points
-    # The text layer's words: (x0, y0, x1, y1) in points, the word, its line's number.
-    words: tuple[tuple[float, float, float, float, str, int], ...] = ()
+    words: PageWords = ()
     points: tuple[float, float] | None = None  # the page's size in PDF points
 
 
@@ -107,18 +108,38 @@ class _OpenDocument:
 _OPEN_DOCS: OrderedDict[str, _OpenDocument] = OrderedDict()
 
 
+@dataclass(frozen=True)
+class PageOutline:
+    """A page read without rasterising it: its text layer, its size in PDF points, and the
+    pixels a render at Folio's DPI will have (MuPDF's own rounding, so they match)."""
+
+    text_layer: str
+    size_pt: tuple[float, float]
+    pixels: tuple[int, int]
+
+
+def read_page(path: Path, number: int, dpi: int, max_side: int) -> PageOutline:
+    """Page `number` (1-based): its text layer and sizes. Rasterising costs more than the rest
+    of a page's CPU in Folio; a page a model reads is rasterised at the model's own size, so the
+    render at `dpi` waits for an engine that asks for it (`rasterize_fitted`)."""
+    with _MUPDF_LOCK:
+        try:
+            page = _open(path).doc[number - 1]
+            box = page.rect * _fitted_matrix(page, dpi, max_side)
+            pixels = (box.irect.width, box.irect.height)
+            size = (float(page.rect.width), float(page.rect.height))
+            return PageOutline(page.get_text(), size, pixels)
+        except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
+            raise RenderError(f"page {number} failed to render: {exc}") from exc
+
+
 def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPage:
     """Rasterise page `number` (1-based) at `dpi`, shrunk so its longest side fits `max_side`."""
     with _MUPDF_LOCK:
         try:
             opened = _open(path)
             page = opened.doc[number - 1]
-            zoom = dpi / 72
-            longest = max(page.rect.width, page.rect.height) * zoom
-            if longest > max_side:
-                zoom *= max_side / longest
-            pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-            image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+            image = _pixels(page, _fitted_matrix(page, dpi, max_side))
             text = page.get_text()
             layout = _layout_or_none(opened, number) if text.strip() else None
             words = _words(page) if text.strip() else ()
@@ -130,7 +151,50 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
     )
 
 
-def _words(page: pymupdf.Page) -> tuple[tuple[float, float, float, float, str, int], ...]:
+def rasterize_fitted(path: Path, number: int, dpi: int, max_side: int) -> Image.Image:
+    """Page `number` (1-based) as `render_page` rasterises it, without its text."""
+    with _MUPDF_LOCK:
+        try:
+            page = _open(path).doc[number - 1]
+            return _pixels(page, _fitted_matrix(page, dpi, max_side))
+        except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
+            raise RenderError(f"page {number} failed to render: {exc}") from exc
+
+
+def _fitted_matrix(page: pymupdf.Page, dpi: float, max_side: int) -> pymupdf.Matrix:
+    zoom = dpi / 72
+    longest = max(page.rect.width, page.rect.height) * zoom
+    if longest > max_side:
+        zoom *= max_side / longest
+    return pymupdf.Matrix(zoom, zoom)
+
+
+def _pixels(page: pymupdf.Page, matrix: pymupdf.Matrix) -> Image.Image:
+    pixmap = page.get_pixmap(matrix=matrix, alpha=False)
+    return Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+
+
+def read_page_layout(path: Path, number: int) -> PageLayout | None:
+    """The layout of page `number` (1-based) for the text-layer gate; None without text."""
+    with _MUPDF_LOCK:
+        try:
+            opened = _open(path)
+            has_text = bool(opened.doc[number - 1].get_text().strip())
+        except Exception as exc:
+            raise RenderError(f"page {number} text layer unreadable: {exc}") from exc
+        return _layout_or_none(opened, number) if has_text else None
+
+
+def read_page_words(path: Path, number: int) -> PageWords:
+    """The words of page `number` (1-based) with their boxes, for the text layer's positions."""
+    with _MUPDF_LOCK:
+        try:
+            return _words(_open(path).doc[number - 1])
+        except Exception as exc:
+            raise RenderError(f"page {number} text layer unreadable: {exc}") from exc
+
+
+def _words(page: pymupdf.Page) -> PageWords:
     """The page's words in reading order, each with its line numbered across the page."""
     lines: dict[tuple[int, int], int] = {}
     words = []
@@ -150,8 +214,7 @@ def rasterize(path: Path, number: int, dpi: float) -> Image.Image:
         try:
             page = _open(path).doc[number - 1]
             zoom = min(dpi / 72, _MAX_RASTER_SIDE / max(page.rect.width, page.rect.height))
-            pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-            return Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+            return _pixels(page, pymupdf.Matrix(zoom, zoom))
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render at {dpi:.0f} DPI: {exc}") from exc
 

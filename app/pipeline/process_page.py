@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 from app.db import page_path, repo
@@ -16,7 +16,7 @@ from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
 from app.domain import AttemptRole, AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, ObjectRefused, RenderError, StoreUnavailable
-from app.pdf.render import rasterize, render_page
+from app.pdf.render import rasterize, rasterize_fitted, read_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
@@ -242,28 +242,30 @@ class PageProcessor:
                 self.sampler.after_page(work.job_id, endpoints)
 
     def _render(self, work: repo.PageWork) -> tuple[PageInput, RenderFacts, LayerJudge | None]:
-        """The page rendered, and, where it has a usable text layer, the gate's judgement of
-        it to take when a text-layer step runs: the gate and its table finder cost ~60 ms a
-        page (`python -m bench scale`), which a page the VLM answers never needs."""
+        """The page read (its text layer and sizes) and how to rasterise it when an engine
+        asks: a model that renders the page at its own size, as every VLM profile does, gets
+        the page rasterised once, not also at Folio's DPI. Where the page has a usable text
+        layer, the gate's judgement of it, to take when a text-layer step runs (the layout and
+        the table finder cost ~60 ms a page, which a page the VLM answers never needs)."""
         started = time.perf_counter()
         dpi = int(work.options.get("dpi") or self.settings.dpi)
         path = self._local_copy(work)
-        rendered = render_page(path, work.number, dpi, self.settings.max_image_side)
-        usable = text_layer_is_usable(rendered.text_layer, self.settings.textlayer_min_chars)
+        max_side = self.settings.max_image_side
+        outline = read_page(path, work.number, dpi, max_side)
+        usable = text_layer_is_usable(outline.text_layer, self.settings.textlayer_min_chars)
         judge = None
         if usable:
             enforce = self.settings.textlayer_gate
-            judge = partial(judge_layer, path, work.number, rendered, self.gate, enforce)
-        facts = RenderFacts(rendered.image.size, usable, time.perf_counter() - started)
-        geometry = PageGeometry(*rendered.size_pt, *rendered.image.size)
+            judge = partial(judge_layer, path, work.number, self.gate, enforce)
+        facts = RenderFacts(outline.pixels, usable, time.perf_counter() - started)
         page = PageInput(
-            rendered.image,
-            rendered.text_layer,
+            cache(partial(rasterize_fitted, path, work.number, dpi, max_side)),
+            outline.text_layer,
             usable,
-            geometry=geometry,
-            text_layer_words=rendered.words,
-            points=rendered.points,
-            render_at=partial(rasterize, path, work.number),
+            geometry=PageGeometry(*outline.size_pt, *outline.pixels),
+            points=outline.size_pt,
+            render_at=cache(partial(rasterize, path, work.number)),  # once for all retries
+            pixels=outline.pixels,
         )
         return page, facts, judge
 
@@ -382,7 +384,12 @@ def _judged(page: PageInput, judge: LayerJudge) -> PageInput:
         layer = judge()
     except RenderError as exc:
         layer = LayerVerdict(rejection=f"unreadable: {exc}")
-    return replace(page, text_layer_markdown=layer.markdown, text_layer_rejection=layer.rejection)
+    return replace(
+        page,
+        text_layer_markdown=layer.markdown,
+        text_layer_rejection=layer.rejection,
+        text_layer_words=layer.words,
+    )
 
 
 def past_attempt(index: int, result: EngineResult) -> PastAttempt:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
+from functools import cache
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -40,7 +42,10 @@ def parse_counters(text: str) -> ServerCounters:
     """The token and request counters and the batch gauges of a Prometheus text page, summed
     over labels (engines, models, finish reasons)."""
     totals: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    # vLLM's page is mostly histograms (~1,400 lines, 127 KiB): parsing only the lines read
+    # takes 0.35 ms of CPU instead of 24, and the workers read it after every page
+    read = "\n".join(line for line in text.splitlines() if line.startswith(_READ))
+    for family in text_string_to_metric_families(read + "\n"):
         for sample in family.samples:
             if sample.name in _READ:
                 totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
@@ -68,10 +73,17 @@ async def read_counters_async(
     return _counters_of(url, response.text)
 
 
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default context, made once: making it loads the CA bundle, ~21 ms of CPU, which
+    a reading after every page paid each time (`python -m bench scale`)."""
+    return httpx.create_ssl_context()
+
+
 def read_counters(url: str, timeout_s: float = 5.0) -> ServerCounters:
     """The counters at `url` (a /metrics address)."""
     try:
-        response = httpx.get(url, timeout=timeout_s)
+        response = httpx.get(url, timeout=timeout_s, verify=_tls_context())
         response.raise_for_status()
     except httpx.HTTPError as exc:
         raise ServerMetricsUnavailable(f"{url}: {type(exc).__name__}: {exc}") from exc

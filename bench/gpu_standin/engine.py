@@ -15,8 +15,14 @@ What vLLM computes after a client closes its stream (read in vLLM 0.32/0.33 sour
   per step is longer than a step;
 - the engine applies the abort after the step in flight, and under async scheduling (vLLM's GPU
   default) the step after it is already scheduled: so at least 2 tokens are computed after the
-  token the client last read before it closed, and they are counted in
-  `vllm:generation_tokens_total` though never sent.
+  token the client last read before it closed;
+- `vllm:generation_tokens_total` counts a token when the API server's output processor takes
+  it, and only for a request the API server still holds (`v1/engine/output_processor.py`
+  `process_outputs`: "Ignore output for already-aborted request", before its stats): the tokens
+  it took while it lagged behind the close count though never sent; those computed after it
+  aborted the request (the step in flight, the queued one) are computed and not counted. This
+  engine counts the same (`generation_tokens`) and keeps every token computed apart
+  (`computed_tokens`: the GPU's work, which a benchmark's tax is about).
 """
 
 from __future__ import annotations
@@ -101,6 +107,10 @@ class StepLog:
     # slot-seconds the clients asked for: running + waiting requests, at most the slots (all
     # of them when the clients keep more requests in the server than it has slots)
     demand_slot_s: float = 0.0
+    # slot-seconds left empty: while requests waited (the prefill budget held them back: the
+    # server's limit), and while none waited (the clients sent too few: theirs)
+    empty_waiting_slot_s: float = 0.0
+    empty_idle_slot_s: float = 0.0
     prefill_s: float = 0.0
     behind_s: float = 0.0  # wall time the engine ran late (its own CPU)
     late_steps: int = 0
@@ -129,7 +139,8 @@ class Engine:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.done_steps = 0
-        self.generation_tokens = 0
+        self.computed_tokens = 0  # every token a step computed
+        self.generation_tokens = 0  # those vLLM counts: taken while the API server held them
         self.prompt_tokens = 0
         self.finished: Counter[str] = Counter()
         self.log = StepLog()
@@ -206,9 +217,13 @@ class Engine:
         busy = len(self.running) * step_s
         log.slot_s += busy
         log.demand_slot_s += min(self.max_num_seqs, len(self.running) + len(self.waiting)) * step_s
+        empty = (self.max_num_seqs - len(self.running)) * step_s
         if self.waiting:
             log.queued_s += step_s
             log.queued_slot_s += busy
+            log.empty_waiting_slot_s += empty
+        else:
+            log.empty_idle_slot_s += empty
         log.prefill_s += sum(self.pace.prefill_ms(r.prompt_tokens) for r in admitted) / 1000
         log.first_step_at = log.first_step_at or time.time()
         log.last_step_at = time.time()
@@ -228,7 +243,7 @@ class Engine:
         outputs = []
         for r in self.running:
             piece, finish = r.next_token()
-            self.generation_tokens += 1
+            self.computed_tokens += 1
             if finish:
                 r.finish = finish
             outputs.append((r, piece, finish))
@@ -243,8 +258,9 @@ class Engine:
     def _write(self, outputs: list[tuple[Request, str | None, str | None]]) -> None:
         """The API server's turn: write each token, or notice that its client has left."""
         for r, piece, finish in outputs:
-            if r.abort_after is not None:
+            if r.abort_after is not None:  # aborted: computed, not counted
                 continue
+            self.generation_tokens += 1
             if r.is_closed():
                 if r.finish is None:  # the engine still runs it: abort after the queued step
                     r.abort_after = self.done_steps + 2

@@ -275,6 +275,11 @@ def measure_arm(arm: Arm, inputs: Path, workers: int, concurrency: int) -> dict[
         "per_page": per_page,
         "round_trips_per_page": round(sum(per_page.values()), 2),
         "commits_per_page": per_page["commits"],
+        "statements_per_page_by_kind": {
+            kind[5:]: round(n / pages, 3)
+            for kind, n in sorted(traffic.items())
+            if kind.startswith("stmt:") and n
+        },
         "cpu_ms_per_page": {
             kind: round(1000 * (cpu_after[kind] - cpu_before[kind]) / pages, 2)
             for kind in cpu_after

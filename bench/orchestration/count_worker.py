@@ -7,12 +7,15 @@ exported by the bench), so both arms are counted by the same code:
 
 Counted with SQLAlchemy events: statements (`before_cursor_execute`), BEGINs the driver sends
 (`begin` on a connection not in autocommit), COMMITs (`commit`) and pool pings (`do_ping`,
-which SQLAlchemy sends outside the statement events). Written to COUNTS_FILE every 0.2 s.
+which SQLAlchemy sends outside the statement events); statements also by kind (`stmt:` the verb
+and the first table named, so two trees' traffic can be told apart). Written to COUNTS_FILE
+every 0.2 s.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections import Counter
@@ -34,8 +37,9 @@ def _count(kind: str) -> None:
 
 def install() -> None:
     @event.listens_for(Engine, "before_cursor_execute")
-    def _statement(*_: Any) -> None:
+    def _statement(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         _count("statements")
+        _count(f"stmt:{statement_kind(statement)}")
 
     @event.listens_for(Engine, "begin")
     def _begin(conn: Any) -> None:
@@ -53,6 +57,19 @@ def install() -> None:
         return bool(ping(self, dbapi_connection))
 
     _PGDialect_common_psycopg.do_ping = counted_ping  # type: ignore[method-assign]
+
+
+_KIND = re.compile(r"\s*(\w+)(?:.*?\b(?:FROM|INTO|UPDATE)\s+\"?(\w+))?", re.S | re.I)
+
+
+def statement_kind(statement: str) -> str:
+    """'SELECT jobs', 'UPDATE pages', 'INSERT attempts': the verb and the first table named."""
+    found = _KIND.match(statement)
+    if not found:
+        return "other"
+    verb = found.group(1).upper()
+    table = found.group(2) if verb != "UPDATE" else statement.split()[1].strip('"')
+    return f"{verb} {table or ''}".strip()
 
 
 def write_periodically(path: Path, stop: threading.Event) -> None:

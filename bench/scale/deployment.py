@@ -50,6 +50,7 @@ class Setup:
     threads_per_gpu: int = 320  # pages a GPU worker has in flight: more than the 256 slots
     max_num_seqs: int = 256
     max_tokens: int | None = None  # the endpoint's token cap; None: the profile's (8,000)
+    warm: bool = True  # a small job first, so the measured one finds the processes warm
 
 
 def free_port() -> int:
@@ -58,9 +59,32 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def migrated_template() -> str:
+    """A database migrated once (`folio db upgrade`), which each arm's database copies."""
+    name = f"folio_scale_template_{uuid.uuid4().hex[:8]}"
+    _admin(f'CREATE DATABASE "{name}"')
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    env = worker_env(url, REDIS_URL, "folio-scale-template")
+    env["PYTHONPATH"] = str(REPO)
+    run_folio(("db", "upgrade"), env, REPO)
+    return name
+
+
+def drop_database(name: str) -> None:
+    _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _admin(statement: str) -> None:
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(statement))
+    admin.dispose()
+
+
 class Deployment:
-    def __init__(self, arm: Arm, setup: Setup, scratch: Path) -> None:
+    def __init__(self, arm: Arm, setup: Setup, scratch: Path, template: str | None = None) -> None:
         self.arm, self.setup, self.scratch = arm, setup, scratch
+        self.template = template  # a migrated database to copy, else migrated here
         self.database = f"folio_scale_{uuid.uuid4().hex[:10]}"
         self.prefix = f"folio-scale-{uuid.uuid4().hex[:8]}"
         self.url = make_url(POSTGRES_URL).set(database=self.database)
@@ -96,11 +120,11 @@ class Deployment:
         return env
 
     def start(self) -> None:
-        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{self.database}"'))
-        admin.dispose()
-        self.folio("db", "upgrade")
+        if self.template:
+            _admin(f'CREATE DATABASE "{self.database}" TEMPLATE "{self.template}"')
+        else:
+            _admin(f'CREATE DATABASE "{self.database}"')
+            self.folio("db", "upgrade")
         for port in self.ports:
             self.standins.append(self._standin(port))
         for port, stats in zip(self.ports, self.stats_files, strict=True):
@@ -133,12 +157,22 @@ class Deployment:
 
     # --- a job
     def run_job(self, folder: Path, timeout_s: float) -> str:
+        """Submit the folder and wait for its job; `drained` is then when no page of it was
+        left in Folio's queue (the last one claimed) and the stand-ins' figures then."""
+        self.submitted_at = time.time()
+        self.drained: tuple[float, list[dict[str, Any]]] | None = None
         job_id = self.folio("submit", str(folder), "--engine", "vlm").strip().splitlines()[-1]
 
         def done() -> bool:
             self._note_backends()
             with self.engine.connect() as conn:
                 status = conn.scalar(text("SELECT status FROM jobs WHERE id = :j"), {"j": job_id})
+                queued = conn.scalar(
+                    text("SELECT count(*) FROM pages WHERE job_id = :j AND status = 'pending'"),
+                    {"j": job_id},
+                )
+            if self.drained is None and status is not None and queued == 0:
+                self.drained = (time.time(), self.standin_stats())
             return status == "done"
 
         wait_until(done, timeout_s, f"the {self.arm.key} job", lambda: self._progress(job_id))
@@ -178,15 +212,15 @@ class Deployment:
         return {
             "render": stages["render"],
             "textlayer": stages["textlayer"],
+            "tesseract": stages["tesseract"],
             "encode": stages["encode"],
             "stream_detect": stages["stream"],
             "gpu_worker_rest": stages["process"]
-            - stages["render"]
-            - stages["textlayer"]
-            - stages["encode"]
-            - stages["stream"],
+            - sum(stages[s] for s in ("render", "textlayer", "tesseract", "encode", "stream")),
             "gpu_workers": stages["process"],
             "gpu_workers_system": stages["process_system"],
+            "rasters": stages["rasters"],
+            "gpu_workers_max_rss_mb": stages["max_rss_mb"],
             "cpu_worker": process_cpu_s(self.cpu_worker.pid),
             "postgres": sum(self.backend_cpu.values()),
             "standins": sum(process_cpu_s(p.pid) for p in self.standins),
@@ -208,7 +242,7 @@ class Deployment:
                 dict(row._mapping)
                 for row in conn.execute(
                     text(
-                        "SELECT status, finish_reason, stop_mechanism, completion_tokens,"
+                        "SELECT status, engine, finish_reason, stop_mechanism, completion_tokens,"
                         " max_tokens, tokens_after_verdict FROM attempts WHERE job_id = :j"
                     ),
                     {"j": job_id},
@@ -227,10 +261,7 @@ class Deployment:
         keys = list(client.scan_iter(f"{self.prefix}:*"))
         if keys:
             client.delete(*keys)
-        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)'))
-        admin.dispose()
+        drop_database(self.database)
 
 
 def _healthy(port: int) -> bool:

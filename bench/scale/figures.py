@@ -13,6 +13,7 @@ TEXT_PROMPT_TOKENS = TEMPLATE_TOKENS + 40  # the prompt's own text beside the im
 STAGES = (
     "render",
     "textlayer",
+    "tesseract",
     "encode",
     "stream_detect",
     "gpu_worker_rest",
@@ -33,8 +34,11 @@ def standin_delta(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> 
         "slot_s",
         "queued_s",
         "queued_slot_s",
+        "empty_waiting_slot_s",
+        "empty_idle_slot_s",
         "behind_s",
         "generation_tokens",
+        "computed_tokens",
         "prompt_tokens",
         "aborted",
         "prefill_s",
@@ -73,11 +77,15 @@ def arm_figures(
             server["queued_slot_s"], server["queued_s"] * max_num_seqs
         ),
         "slots_busy_mean": _share(server["slot_s"], server["gpu_s"] * max_num_seqs),
+        "while_pages_queued": slots_while_queued(raw["queued"], gpus, slowdown, max_num_seqs),
         # running + waiting over the slots: 1.0 when Folio keeps the server's queue full
         "slots_asked_mean": _share(server["demand_slot_s"], server["gpu_s"] * max_num_seqs),
         "gpu_busy": _share(server["gpu_s"], wall * gpus),
         "standin_behind_s": round(server["behind_s"] / slowdown, 2),
-        "gpu_tokens": server["generation_tokens"],
+        # every token the GPU computed, those discarded after a close too; vLLM's counter
+        # (`vllm:generation_tokens_total`) leaves those out
+        "gpu_tokens": server["computed_tokens"],
+        "counted_tokens": server["generation_tokens"],
         "prompt_tokens": server["prompt_tokens"],
         "loops_started": sum(server["loops"].values()),
         "loop_shapes": server["loops"],
@@ -88,9 +96,32 @@ def arm_figures(
         "finish_reasons": dict(Counter(a["finish_reason"] or "none" for a in attempts)),
         "server_aborted": server["aborted"],
         "tokens_after_close": _spread(after),
+        # rasterisings a page: 1 where each page a model reads is rendered once
+        "rasters_per_page": round(cpu["rasters"] / pages, 3),
+        "max_rss_mb": round(raw["max_rss_mb"]),
+        "engines": dict(Counter(a["engine"] for a in attempts)),
         "cpu_ms_per_page": per_page,
         "cpu_ms_per_page_folio": round(sum(per_page.values()), 1),
         "cpu_ms_per_page_standins": round(1000 * cpu["standins"] / pages, 1),
+    }
+
+
+def slots_while_queued(
+    window: dict[str, Any], gpus: int, slowdown: float, max_num_seqs: int
+) -> dict[str, float | None]:
+    """Where the slots went while pages waited in Folio's queue (from the submit to the last
+    page's claim), as shares of every slot-second of that time: busy; empty while requests
+    waited at the server (its prefill budget admits a few pages a step: the server's limit);
+    empty with none waiting, and the GPU idle between steps (Folio sent too few: Folio's)."""
+    slots = window["wall_s"] / slowdown * gpus * max_num_seqs
+    idle_gpu = max(0.0, window["wall_s"] / slowdown * gpus - window["gpu_s"]) * max_num_seqs
+    return {
+        "gpu_s": round(window["wall_s"] / slowdown, 2),
+        "busy": _share(window["slot_s"], slots),
+        "empty_server_prefill": _share(window["empty_waiting_slot_s"], slots),
+        "empty_folio_short": _share(window["empty_idle_slot_s"], slots),
+        "empty_gpu_idle": _share(idle_gpu, slots),
+        "standin_behind_s": round(window["behind_s"] / slowdown, 2),
     }
 
 

@@ -25,8 +25,11 @@ import argparse
 import json
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.environment import machine_info
-from bench.scale.deployment import Arm, Deployment, Setup
+from bench.scale.deployment import Arm, Deployment, Setup, drop_database, migrated_template
 from bench.scale.figures import against_floor, arm_figures, sizing, standin_delta
 from bench.scale.inputs import write_scale_pdfs
 
@@ -53,20 +56,40 @@ def tax_arms(loop_rate: float) -> list[Arm]:
     ]
 
 
-def measure(
-    arm: Arm, setup: Setup, pages_dir: Path, warm_dir: Path, scratch: Path, timeout_s: float
-) -> dict[str, Any]:
-    deployment = Deployment(arm, setup, scratch)
+@dataclass(frozen=True)
+class Inputs:
+    """What every arm shares: its pages, the warm-up job's, scratch space, the migrated
+    database to copy, and how long a job may take."""
+
+    pages: Path
+    warm: Path
+    scratch: Path
+    template: str
+    timeout_s: float
+
+
+def measure(arm: Arm, setup: Setup, pages_dir: Path, inputs: Inputs) -> dict[str, Any]:
+    deployment = Deployment(arm, setup, inputs.scratch, inputs.template)
+    timeout_s = inputs.timeout_s
     try:
         deployment.start()
-        deployment.run_job(warm_dir, timeout_s)
+        if setup.warm:
+            deployment.run_job(inputs.warm, timeout_s)
         server_before, cpu_before = deployment.standin_stats(), deployment.cpu_seconds()
         job_id = deployment.run_job(pages_dir, timeout_s)
         server_after, cpu_after = deployment.standin_stats(), deployment.cpu_seconds()
+        assert deployment.drained is not None
+        drained_at, server_drained = deployment.drained
         raw = {
             "job": deployment.job_rows(job_id),
             "standin": standin_delta(server_after, server_before),
+            # while pages waited in Folio's queue: from the submit to the last page's claim
+            "queued": {
+                "wall_s": drained_at - deployment.submitted_at,
+                **standin_delta(server_drained, server_before),
+            },
             "cpu": {k: cpu_after[k] - cpu_before[k] for k in cpu_after},
+            "max_rss_mb": cpu_after["gpu_workers_max_rss_mb"],
         }
     finally:
         deployment.stop()
@@ -78,7 +101,8 @@ def run(
     args: argparse.Namespace, console: Console, keep: Callable[[dict[str, Any]], None]
 ) -> dict[str, Any]:
     """Every arm, then the scale run; `keep` gets what is measured so far after each (a long
-    run cut short keeps its finished arms)."""
+    run cut short keeps its finished arms). With `--parallel` the arms run at once (the smoke
+    run: counts, not timings, are what it checks)."""
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         pages_dir, scale_dir, warm_dir = scratch / "pages", scratch / "scale", scratch / "warm"
@@ -86,43 +110,67 @@ def run(
         scale_pages = write_scale_pdfs(scale_dir, args.scale_pages) if args.scale_pages else 0
         write_scale_pdfs(warm_dir, 2 * max(1, args.scale_gpus))
         timeout = 1800 + 10 * max(tax_pages, scale_pages) * args.slowdown
-        tax: dict[str, Any] = {}
-        for arm in tax_arms(args.loop_rate):
-            setup = Setup(
-                1,
-                args.gpu,
-                args.shape,
-                args.slowdown,
-                args.threads_per_gpu,
-                args.max_num_seqs,
-                args.max_tokens,
-            )
-            with console.status(f"tax arm {arm.key}: {tax_pages} pages on 1 GPU..."):
-                tax[arm.key] = measure(arm, setup, pages_dir, warm_dir, scratch, timeout)
-            console.print(f"{arm.key}: {_line(tax[arm.key])}")
-            keep({"tax": tax})
-        scale: dict[str, Any] = {}
-        if scale_pages:
-            setup = Setup(
-                args.scale_gpus,
-                args.gpu,
-                args.shape,
-                args.scale_slowdown,
-                args.threads_per_gpu,
-                args.max_num_seqs,
-                args.max_tokens,
-            )
-            with console.status(f"scale: {scale_pages} pages on {args.scale_gpus} GPUs..."):
-                scale = measure(
-                    tax_arms(args.loop_rate)[-1], setup, scale_dir, warm_dir, scratch, timeout
-                )
-            console.print(f"scale: {_line(scale)}")
-            keep({"tax": tax, "scale": scale})
+        inputs = Inputs(pages_dir, warm_dir, scratch, migrated_template(), timeout)
+        try:
+            return _arms(args, console, keep, inputs, (tax_pages, scale_pages, scale_dir))
+        finally:
+            drop_database(inputs.template)
+
+
+def _arms(
+    args: argparse.Namespace,
+    console: Console,
+    keep: Callable[[dict[str, Any]], None],
+    inputs: Inputs,
+    sizes: tuple[int, int, Path],
+) -> dict[str, Any]:
+    tax_pages, scale_pages, scale_dir = sizes
+    runs: list[tuple[str, Arm, Setup, Path]] = [
+        (arm.key, arm, _setup(args, 1, args.slowdown), inputs.pages)
+        for arm in tax_arms(args.loop_rate)
+    ]
+    if scale_pages:
+        setup = _setup(args, args.scale_gpus, args.scale_slowdown)
+        runs.append(("scale", tax_arms(args.loop_rate)[-1], setup, scale_dir))
+    done: dict[str, dict[str, Any]] = {}
+    lock = threading.Lock()
+
+    def one(key: str, arm: Arm, setup: Setup, pages: Path) -> None:
+        measured = measure(arm, setup, pages, inputs)
+        with lock:
+            done[key] = measured
+            console.print(f"{key}: {_line(measured)}")
+            tax = {k: done[k] for k in ("floor", "no_stop", "server_rd", "folio") if k in done}
+            keep({"tax": tax, **({"scale": done["scale"]} if "scale" in done else {})})
+
+    if args.parallel:
+        with ThreadPoolExecutor(len(runs)) as pool:
+            for future in [pool.submit(one, *r) for r in runs]:
+                future.result()
+    else:
+        for key, arm, setup, pages in runs:
+            many = scale_pages if key == "scale" else tax_pages
+            with console.status(f"{key}: {many} pages on {setup.gpus} GPU(s)..."):
+                one(key, arm, setup, pages)
+    tax = {key: done[key] for key, *_ in runs if key != "scale"}
     floor = tax["floor"]
     for key in ("no_stop", "server_rd", "folio"):
         tax[key]["over_floor"] = against_floor(tax[key], floor)
-    result = {"tax": tax, "scale": scale}
+    result = {"tax": tax, "scale": done.get("scale", {})}
     return {**result, "sizing": sizing(result, args.gpu, args.shape)}
+
+
+def _setup(args: argparse.Namespace, gpus: int, slowdown: float) -> Setup:
+    return Setup(
+        gpus,
+        args.gpu,
+        args.shape,
+        slowdown,
+        args.threads_per_gpu,
+        args.max_num_seqs,
+        args.max_tokens,
+        warm=not args.smoke,
+    )
 
 
 def _line(arm: dict[str, Any]) -> str:
@@ -149,6 +197,11 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         ("slots busy while queued", lambda a: a["slots_busy_while_queued"]),
         ("slots busy (mean over GPU time)", lambda a: a["slots_busy_mean"]),
         ("slots asked for by Folio (running + waiting)", lambda a: a["slots_asked_mean"]),
+        ("while pages queued in Folio (GPU s):", lambda a: a["while_pages_queued"]["gpu_s"]),
+        *[
+            (f"  slots {part}", lambda a, p=part: a["while_pages_queued"][p])
+            for part in ("busy", "empty_server_prefill", "empty_folio_short", "empty_gpu_idle")
+        ],
         ("GPU busy", lambda a: a["gpu_busy"]),
         ("wall over floor", lambda a: _pct(a.get("over_floor", {}).get("wall"))),
         ("GPU tokens over floor", lambda a: _pct(a.get("over_floor", {}).get("gpu_tokens"))),
@@ -158,6 +211,8 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         ),
         ("degenerate attempts at the cap", lambda a: a["degenerate_at_cap"]),
         ("tokens after close (median, max)", lambda a: _after(a["tokens_after_close"])),
+        ("rasterisings a page", lambda a: a["rasters_per_page"]),
+        ("GPU workers' peak memory (MB)", lambda a: a["max_rss_mb"]),
         ("Folio CPU ms/page", lambda a: a["cpu_ms_per_page_folio"]),
         *[
             (f"  {stage}", lambda a, s=stage: a["cpu_ms_per_page"][s])
@@ -194,6 +249,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--threads-per-gpu", type=int, default=288)
     p.add_argument("--max-num-seqs", type=int, default=256)
     p.add_argument(
+        "--parallel", action="store_true", help="Run the arms at once (the smoke run does)."
+    )
+    p.add_argument(
         "--max-tokens", type=int, help="The endpoint's token cap (default: the profile's, 8,000)."
     )
     return p
@@ -209,6 +267,7 @@ SMOKE = {
     "threads_per_gpu": 12,
     "max_num_seqs": 8,
     "max_tokens": 1024,
+    "parallel": True,
 }
 
 
