@@ -89,7 +89,7 @@ def test_a_plan_step_sends_the_guard_with_its_request() -> None:
 
 def _page() -> PageInput:
     return PageInput(
-        image=Image.new("RGB", (64, 64), "white"), text_layer="", text_layer_usable=False
+        raster=Image.new("RGB", (64, 64), "white"), text_layer="", text_layer_usable=False
     )
 
 

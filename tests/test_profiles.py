@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from app.engines.registry import EngineSet
 from app.engines.vlm import VlmEngine
 from app.engines.vlm_image import model_image
 from app.engines.vlm_stops import EndpointStops
@@ -21,7 +22,7 @@ from app.errors import ConfigError
 from app.profiles import BUILTIN, profile_for_model
 from app.profiles.request import merge_xargs
 from app.settings import PlanStep, Settings, VlmEndpoint
-from app.vllm_plugin.behaviours import LOOP_STOP_ARG
+from app.vllm_plugin.behaviours import DETECTOR_ARG, LOOP_STOP_ARG
 from app.vllm_plugin.guard import GUARD_ARG
 from tests.profile_pages import A4_LANDSCAPE, LETTER, SHAPES, pdf_page
 
@@ -324,3 +325,30 @@ def test_bad_profiles_are_config_errors(
 
 if __name__ == "__main__":  # regenerate after a deliberate change: python -m tests.test_profiles
     GOLDEN.write_text(json.dumps(golden_bodies(), indent=1, ensure_ascii=False) + "\n")
+
+
+def test_the_plugin_gets_the_thresholds_the_clients_detector_runs_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The user's thresholds over the profile's reach the server's loop stop, not only the
+    client's detector."""
+    monkeypatch.setenv("FOLIO_DETECTOR", '{"fill_min_covered": 2048}')
+    monkeypatch.setenv(
+        "FOLIO_VLM_ENDPOINTS",
+        json.dumps(
+            {"primary": {"base_url": "http://vllm:8000/v1", "model": "nanonets/Nanonets-OCR2-3B"}}
+        ),
+    )
+    settings = Settings()
+    step = PlanStep(name="first", engine="vlm", endpoint="primary")
+    engines = EngineSet(settings)
+    engine = engines.for_step(step)
+    try:
+        assert isinstance(engine, VlmEngine)
+        xargs = engine.request_body(SHAPES["letter"], step, PLUGIN)["vllm_xargs"]
+        client = engine.detector_factory()
+    finally:
+        engines.close()
+    sent = json.loads(xargs[DETECTOR_ARG])
+    assert sent["fill_min_covered"] == 2048
+    assert sent == {k: v for k, v in sent.items() if getattr(client.config, k) == v}

@@ -14,13 +14,16 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.degeneration import DetectorConfig
 from app.vllm_plugin.actions import StepAction, combine
 from app.vllm_plugin.behaviours import (
+    DETECTOR_ARG,
     LOOP_STOP_ARG,
     STOP_AFTER_ARG,
     LoopStop,
     StopAfter,
     behaviours_for,
+    detector_arg,
 )
 from app.vllm_plugin.deployment import PROCESSOR, check_deployment
 from app.vllm_plugin.detokenize import IncrementalDetokenizer
@@ -87,6 +90,34 @@ def test_loop_stop_ends_a_request_once_its_text_loops_and_not_before() -> None:
 )
 def test_requests_get_the_behaviours_they_ask_for(args: dict | None, asked: bool) -> None:
     assert bool(behaviours_for(args)) is asked
+
+
+def test_the_plugin_runs_the_thresholds_the_client_sends() -> None:
+    """A user who raised a threshold (a healthy page was cut) gets it on the server too: the
+    plugin's verdict is the client's, not the defaults'."""
+    raised = DetectorConfig(char_run_min=64)
+    assert detector_arg(DetectorConfig()) == {}  # the defaults send nothing
+    default = LoopStop.from_args({LOOP_STOP_ARG: 1})
+    user = LoopStop.from_args({LOOP_STOP_ARG: 1, **detector_arg(raised)})
+    assert default is not None and user is not None
+
+    run = "Total " + "!" * 40  # 40 marks: a loop by default, not under the user's 64
+    assert default.step([1], run).end and not user.step([1], run).end
+    assert user.step([1], "!" * 100).end  # 140 marks: a loop for both
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("not json", "JSON object"),
+        ('["char_run_min"]', "JSON object"),
+        ('{"no_such_threshold": 3}', "no detector threshold named no_such_threshold"),
+        ('{"char_run_min": "64"}', "integers"),
+    ],
+)
+def test_bad_detector_thresholds_are_refused(value: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        behaviours_for({LOOP_STOP_ARG: 1, DETECTOR_ARG: value})
 
 
 def test_a_bad_arg_value_is_refused() -> None:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from app.degeneration import LoopDetector
+from app.degeneration import DetectorConfig, LoopDetector
 from app.domain import CLOSE_PROBE_TOKENS, EngineResult, PageInput
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
@@ -49,7 +49,7 @@ from app.errors import EngineError, TransportError
 from app.profiles import Profile, resolve_profile
 from app.profiles.request import messages, request_fields
 from app.settings import PlanStep, VlmEndpoint, metrics_url_of
-from app.vllm_plugin.behaviours import LOOP_STOP_ARG
+from app.vllm_plugin.behaviours import LOOP_STOP_ARG, detector_arg
 from app.vllm_plugin.guard import GUARD_ARG, WINDOW_ARG
 
 T = TypeVar("T")
@@ -103,6 +103,9 @@ class VlmEngine:
         self.endpoint = endpoint
         self.profile = profile or resolve_profile(endpoint.profile, endpoint.model)
         self.detector_factory = detector_factory
+        # The plugin's detector runs with the thresholds the client's runs with.
+        config = getattr(detector_factory(), "config", None)
+        self._plugin_detector = detector_arg(config if isinstance(config, DetectorConfig) else None)
         self._judge = VlmJudge(endpoint_name, endpoint, self.profile)
         self._io = _LoopThread()
         self._slots: asyncio.Semaphore | None = None
@@ -152,10 +155,9 @@ class VlmEngine:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
         return body
 
-    @staticmethod
-    def _folio_xargs(step: PlanStep, stops: EndpointStops) -> dict[str, Any]:
+    def _folio_xargs(self, step: PlanStep, stops: EndpointStops) -> dict[str, Any]:
         """Folio's own server-side arguments: the plugin's loop stop and n-gram guard."""
-        xargs: dict[str, Any] = {LOOP_STOP_ARG: 1} if stops.plugin else {}
+        xargs: dict[str, Any] = {LOOP_STOP_ARG: 1, **self._plugin_detector} if stops.plugin else {}
         if step.ngram_guard:  # the plugin's guard, asked for per request like its loop stop
             xargs[GUARD_ARG] = step.ngram_guard
             if step.ngram_window:

@@ -10,15 +10,21 @@ no-repeat n-gram guard in `guard.py`.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from app.degeneration import LoopDetector, LoopVerdict
+from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
 from app.vllm_plugin.actions import END, NO_ACTION, RequestBehaviour, StepAction
 from app.vllm_plugin.guard import GUARD_ARG, NgramGuard
 
 # Per-request arg that asks for the loop stop: {"folio_loop_stop": 1}.
 LOOP_STOP_ARG = "folio_loop_stop"
+# ... and the thresholds it runs with where they are not the defaults: the same JSON object of
+# `DetectorConfig` fields the client's detector runs with (the profile's, the user's over them),
+# {"folio_detector": "{\"fill_min_covered\": 2048}"}; vLLM's per-request args are flat.
+DETECTOR_ARG = "folio_detector"
 # Per-request arg of the liveness probe: {"folio_stop_after": N} ends the request once the
 # plugin has seen N real output tokens (vllm_stops.probe_plugin_live).
 STOP_AFTER_ARG = "folio_stop_after"
@@ -28,8 +34,8 @@ MAX_STOP_AFTER = 64
 class LoopStop:
     """Folio's online loop detector on the request's text; ends the request at the verdict."""
 
-    def __init__(self) -> None:
-        self._detector = LoopDetector()
+    def __init__(self, config: DetectorConfig | None = None) -> None:
+        self._detector = LoopDetector(config)
 
     @property
     def verdict(self) -> LoopVerdict | None:
@@ -47,7 +53,7 @@ class LoopStop:
             return None
         if value not in (1, True, "1", "true"):
             raise ValueError(f"{LOOP_STOP_ARG} must be 1 or 0, not {value!r}")
-        return cls()
+        return cls(detector_config(args.get(DETECTOR_ARG)))
 
 
 class StopAfter:
@@ -70,6 +76,39 @@ class StopAfter:
         if type(value) is not int or not 1 <= value <= MAX_STOP_AFTER:
             raise ValueError(f"{STOP_AFTER_ARG} must be an integer from 1 to {MAX_STOP_AFTER}")
         return cls(value)
+
+
+def detector_config(value: Any) -> DetectorConfig | None:
+    """The thresholds `DETECTOR_ARG` gives (None: the defaults); ValueError on a bad one."""
+    if value is None:
+        return None
+    try:
+        fields = json.loads(value) if isinstance(value, str) else None
+    except json.JSONDecodeError:
+        fields = None
+    if not isinstance(fields, dict):
+        raise ValueError(f"{DETECTOR_ARG} must be a JSON object of detector thresholds")
+    known = {field.name for field in dataclasses.fields(DetectorConfig)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(f"{DETECTOR_ARG}: no detector threshold named {', '.join(unknown)}")
+    if not all(type(v) is int for v in fields.values()):
+        raise ValueError(f"{DETECTOR_ARG}: thresholds are integers")
+    return DetectorConfig(**fields)
+
+
+def detector_arg(config: DetectorConfig | None) -> dict[str, str]:
+    """The per-request arg that runs the plugin's detector with `config`: its thresholds that
+    are not the defaults (none: no arg)."""
+    if config is None:
+        return {}
+    default = DetectorConfig()
+    changed = {
+        field.name: getattr(config, field.name)
+        for field in dataclasses.fields(DetectorConfig)
+        if getattr(config, field.name) != getattr(default, field.name)
+    }
+    return {DETECTOR_ARG: json.dumps(changed)} if changed else {}
 
 
 # arg name -> factory: None when the request does not ask; ValueError on a bad value.

@@ -56,7 +56,7 @@ def endpoint_at(server: VllmEndpoint) -> VlmEndpoint:
 def replay(server: VllmEndpoint, profile: Profile, answer: str, step: PlanStep = STEP) -> Any:
     engine = ScriptedVlmEngine("primary", endpoint_at(server), profile=profile)
     page = ScriptedPage(
-        image=Image.new("RGB", (200, 280), "white"),
+        raster=Image.new("RGB", (200, 280), "white"),
         text_layer="",
         text_layer_usable=False,
         healthy_text=answer,

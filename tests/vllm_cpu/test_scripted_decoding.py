@@ -102,7 +102,7 @@ def test_folio_detector_stops_a_scripted_block_loop(scripted: VllmEndpoint) -> N
     endpoint = VlmEndpoint(base_url=scripted.base_url, model=scripted.model, max_image_side=256)
     engine = ScriptedVlmEngine("primary", endpoint)
     page = ScriptedPage(
-        image=Image.new("RGB", (200, 280), "white"),
+        raster=Image.new("RGB", (200, 280), "white"),
         text_layer="",
         text_layer_usable=False,
         healthy_text="unused",
