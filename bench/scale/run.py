@@ -91,6 +91,12 @@ def measure(arm: Arm, setup: Setup, pages_dir: Path, inputs: Inputs) -> dict[str
             "cpu": {k: cpu_after[k] - cpu_before[k] for k in cpu_after},
             "max_rss_mb": cpu_after["gpu_workers_max_rss_mb"],
         }
+        if deployment.filled is not None:  # the steady state: from the batch full to drained
+            filled_at, server_filled = deployment.filled
+            raw["steady"] = {
+                "wall_s": drained_at - filled_at,
+                **standin_delta(server_drained, server_filled),
+            }
     finally:
         deployment.stop()
     figures = arm_figures(raw, setup.gpus, setup.slowdown, setup.max_num_seqs)
@@ -170,6 +176,7 @@ def _setup(args: argparse.Namespace, gpus: int, slowdown: float) -> Setup:
         args.max_num_seqs,
         args.max_tokens,
         warm=not args.smoke,
+        poll_s=0.1 if args.smoke else 0.5,
     )
 
 
@@ -202,6 +209,10 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
             (f"  slots {part}", lambda a, p=part: a["while_pages_queued"][p])
             for part in ("busy", "empty_server_prefill", "empty_folio_short", "empty_gpu_idle")
         ],
+        ("  ... from the batch full (GPU s)", lambda a: _steady(a, "gpu_s")),
+        ("  ... slots busy", lambda a: _steady(a, "busy")),
+        ("  ... empty: server prefill", lambda a: _steady(a, "empty_server_prefill")),
+        ("  ... empty: Folio short / GPU idle", lambda a: _steady(a, "empty_folio_short")),
         ("GPU busy", lambda a: a["gpu_busy"]),
         ("wall over floor", lambda a: _pct(a.get("over_floor", {}).get("wall"))),
         ("GPU tokens over floor", lambda a: _pct(a.get("over_floor", {}).get("gpu_tokens"))),
@@ -225,6 +236,15 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         table.add_row(label, *(str(value(a)) for a in arms))
     console.print(table)
     console.print(f"sizing (Folio's default at a full GPU's pace): {result['sizing']}")
+
+
+def _steady(arm: dict[str, Any], part: str) -> Any:
+    steady = arm["steady_while_pages_queued"]
+    if steady is None:
+        return "-"
+    if part == "empty_folio_short":
+        return f"{steady['empty_folio_short']} / {steady['empty_gpu_idle']}"
+    return steady[part]
 
 
 def _pct(value: float | None) -> str:
