@@ -117,6 +117,7 @@ class StandInApi:
             "max_num_seqs": e.max_num_seqs,
             "slowdown": e.slowdown,
             "steps": log.steps,
+            "running": len(e.running),
             "gpu_s": round(log.gpu_s, 3),
             "prefill_s": round(log.prefill_s, 3),
             "slot_s": round(log.slot_s, 3),

@@ -51,6 +51,7 @@ class Setup:
     max_num_seqs: int = 256
     max_tokens: int | None = None  # the endpoint's token cap; None: the profile's (8,000)
     warm: bool = True  # a small job first, so the measured one finds the processes warm
+    poll_s: float = 0.1  # how often the job's progress is read (each reading costs CPU)
 
 
 def free_port() -> int:
@@ -158,12 +159,15 @@ class Deployment:
     # --- a job
     def run_job(self, folder: Path, timeout_s: float) -> str:
         """Submit the folder and wait for its job; `drained` is then when no page of it was
-        left in Folio's queue (the last one claimed) and the stand-ins' figures then."""
+        left in Folio's queue (the last one claimed) and the stand-ins' figures then, `filled`
+        when every slot of every stand-in was first busy before that (None: never)."""
         self.submitted_at = time.time()
         self.drained: tuple[float, list[dict[str, Any]]] | None = None
+        self.filled: tuple[float, list[dict[str, Any]]] | None = None  # every slot busy
         job_id = self.folio("submit", str(folder), "--engine", "vlm").strip().splitlines()[-1]
 
         def done() -> bool:
+            time.sleep(max(0.0, self.setup.poll_s - 0.1))  # wait_until's own wait is 0.1 s
             self._note_backends()
             with self.engine.connect() as conn:
                 status = conn.scalar(text("SELECT status FROM jobs WHERE id = :j"), {"j": job_id})
@@ -173,6 +177,10 @@ class Deployment:
                 )
             if self.drained is None and status is not None and queued == 0:
                 self.drained = (time.time(), self.standin_stats())
+            if self.filled is None and self.drained is None:
+                stats = self.standin_stats()
+                if all(s["running"] >= self.setup.max_num_seqs for s in stats):
+                    self.filled = (time.time(), stats)
             return status == "done"
 
         wait_until(done, timeout_s, f"the {self.arm.key} job", lambda: self._progress(job_id))

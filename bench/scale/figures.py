@@ -78,6 +78,12 @@ def arm_figures(
         ),
         "slots_busy_mean": _share(server["slot_s"], server["gpu_s"] * max_num_seqs),
         "while_pages_queued": slots_while_queued(raw["queued"], gpus, slowdown, max_num_seqs),
+        # the same from the first moment every slot was busy (the cold batch's fill left out)
+        "steady_while_pages_queued": (
+            slots_while_queued(raw["steady"], gpus, slowdown, max_num_seqs)
+            if "steady" in raw
+            else None
+        ),
         # running + waiting over the slots: 1.0 when Folio keeps the server's queue full
         "slots_asked_mean": _share(server["demand_slot_s"], server["gpu_s"] * max_num_seqs),
         "gpu_busy": _share(server["gpu_s"], wall * gpus),

@@ -47,13 +47,20 @@ DHARMA_LOOP_RATE = 0.0242  # DharmaOCR: 2.42% of pages looped, +42% batch wall-c
 TARGETS = {"wall_over_floor": 0.05, "gpu_tokens_over_floor": 0.03, "slots_busy": 0.95}
 
 
-def tax_arms(loop_rate: float) -> list[Arm]:
-    return [
-        Arm("floor", "no-loop floor (no page loops)", 0.0),
+DEFAULT_ARMS = ("floor", "no_stop", "server_rd", "folio")
+
+
+def tax_arms(loop_rate: float, keys: tuple[str, ...] = DEFAULT_ARMS) -> list[Arm]:
+    arms = [
+        Arm("floor", "no-loop floor (no page loops; Folio's default stops)", 0.0),
         Arm("no_stop", "no stop: loops run to the cap", loop_rate, False, False),
         Arm("server_rd", "vLLM repetition_detection 16/4 alone", loop_rate, False, True),
         Arm("folio", "Folio's default", loop_rate),
+        # a floor no stop cuts short: what the pages cost with nothing to stop and no stop on
+        Arm("bare_floor", "no-loop floor, no stop at all", 0.0, False, False),
+        Arm("folio_client", "Folio's detector and close alone", loop_rate, True, False),
     ]
+    return [arm for arm in arms if arm.key in keys]
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,12 @@ def measure(arm: Arm, setup: Setup, pages_dir: Path, inputs: Inputs) -> dict[str
             "cpu": {k: cpu_after[k] - cpu_before[k] for k in cpu_after},
             "max_rss_mb": cpu_after["gpu_workers_max_rss_mb"],
         }
+        if deployment.filled is not None:  # the steady state: from the batch full to drained
+            filled_at, server_filled = deployment.filled
+            raw["steady"] = {
+                "wall_s": drained_at - filled_at,
+                **standin_delta(server_drained, server_filled),
+            }
     finally:
         deployment.stop()
     figures = arm_figures(raw, setup.gpus, setup.slowdown, setup.max_num_seqs)
@@ -127,11 +140,11 @@ def _arms(
     tax_pages, scale_pages, scale_dir = sizes
     runs: list[tuple[str, Arm, Setup, Path]] = [
         (arm.key, arm, _setup(args, 1, args.slowdown), inputs.pages)
-        for arm in tax_arms(args.loop_rate)
+        for arm in tax_arms(args.loop_rate, tuple(args.arms.split(",")))
     ]
     if scale_pages:
         setup = _setup(args, args.scale_gpus, args.scale_slowdown)
-        runs.append(("scale", tax_arms(args.loop_rate)[-1], setup, scale_dir))
+        runs.append(("scale", tax_arms(args.loop_rate, ("folio",))[0], setup, scale_dir))
     done: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
 
@@ -140,7 +153,7 @@ def _arms(
         with lock:
             done[key] = measured
             console.print(f"{key}: {_line(measured)}")
-            tax = {k: done[k] for k in ("floor", "no_stop", "server_rd", "folio") if k in done}
+            tax = {k: v for k, v in done.items() if k != "scale"}
             keep({"tax": tax, **({"scale": done["scale"]} if "scale" in done else {})})
 
     if args.parallel:
@@ -153,11 +166,14 @@ def _arms(
             with console.status(f"{key}: {many} pages on {setup.gpus} GPU(s)..."):
                 one(key, arm, setup, pages)
     tax = {key: done[key] for key, *_ in runs if key != "scale"}
-    floor = tax["floor"]
-    for key in ("no_stop", "server_rd", "folio"):
-        tax[key]["over_floor"] = against_floor(tax[key], floor)
+    for key, measured in tax.items():
+        if "floor" in tax and key != "floor":
+            measured["over_floor"] = against_floor(measured, tax["floor"])
+        if "bare_floor" in tax and key != "bare_floor":
+            measured["over_bare_floor"] = against_floor(measured, tax["bare_floor"])
     result = {"tax": tax, "scale": done.get("scale", {})}
-    return {**result, "sizing": sizing(result, args.gpu, args.shape)}
+    sized = sizing(result, args.gpu, args.shape) if {"floor", "folio"} <= set(tax) else None
+    return {**result, "sizing": sized}
 
 
 def _setup(args: argparse.Namespace, gpus: int, slowdown: float) -> Setup:
@@ -170,6 +186,7 @@ def _setup(args: argparse.Namespace, gpus: int, slowdown: float) -> Setup:
         args.max_num_seqs,
         args.max_tokens,
         warm=not args.smoke,
+        poll_s=0.1 if args.smoke else 0.5,
     )
 
 
@@ -202,6 +219,10 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
             (f"  slots {part}", lambda a, p=part: a["while_pages_queued"][p])
             for part in ("busy", "empty_server_prefill", "empty_folio_short", "empty_gpu_idle")
         ],
+        ("  ... from the batch full (GPU s)", lambda a: _steady(a, "gpu_s")),
+        ("  ... slots busy", lambda a: _steady(a, "busy")),
+        ("  ... empty: server prefill", lambda a: _steady(a, "empty_server_prefill")),
+        ("  ... empty: Folio short / GPU idle", lambda a: _steady(a, "empty_folio_short")),
         ("GPU busy", lambda a: a["gpu_busy"]),
         ("wall over floor", lambda a: _pct(a.get("over_floor", {}).get("wall"))),
         ("GPU tokens over floor", lambda a: _pct(a.get("over_floor", {}).get("gpu_tokens"))),
@@ -216,7 +237,7 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         ("Folio CPU ms/page", lambda a: a["cpu_ms_per_page_folio"]),
         *[
             (f"  {stage}", lambda a, s=stage: a["cpu_ms_per_page"][s])
-            for stage in tax["folio"]["cpu_ms_per_page"]
+            for stage in next(iter(tax.values()))["cpu_ms_per_page"]
         ],
         ("stand-in CPU ms/page", lambda a: a["cpu_ms_per_page_standins"]),
         ("stand-in behind (s, GPU time)", lambda a: a["standin_behind_s"]),
@@ -225,6 +246,15 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         table.add_row(label, *(str(value(a)) for a in arms))
     console.print(table)
     console.print(f"sizing (Folio's default at a full GPU's pace): {result['sizing']}")
+
+
+def _steady(arm: dict[str, Any], part: str) -> Any:
+    steady = arm["steady_while_pages_queued"]
+    if steady is None:
+        return "-"
+    if part == "empty_folio_short":
+        return f"{steady['empty_folio_short']} / {steady['empty_gpu_idle']}"
+    return steady[part]
 
 
 def _pct(value: float | None) -> str:
@@ -250,6 +280,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-num-seqs", type=int, default=256)
     p.add_argument(
         "--parallel", action="store_true", help="Run the arms at once (the smoke run does)."
+    )
+    p.add_argument(
+        "--arms",
+        default=",".join(DEFAULT_ARMS),
+        help="Tax arms, comma-separated: floor, no_stop, server_rd, folio, bare_floor "
+        "(no loops, no stops), folio_client (Folio's detector, no repetition_detection).",
     )
     p.add_argument(
         "--max-tokens", type=int, help="The endpoint's token cap (default: the profile's, 8,000)."
