@@ -66,6 +66,7 @@ class Size:
     learning_rate: float = 1e-4
     seed: int = 0
     serve_sft: bool = True  # the SFT-only arm served and read (the smoke trains it only)
+    max_tokens: int = pages.MAX_TOKENS  # per attempt
 
 
 # The committed run (bench/results/flywheel_arms.json): 252 held-out pages, 18 per family and
@@ -78,8 +79,10 @@ FULL = Size(train_pages=160, eval_pages=252, pairs=(5, 20, 50), epochs=1.0,
             eval_families=(*families.FAMILIES, *LOOPING))  # fmt: skip
 # The smoke run checks the mechanics: the SFT arm is trained, not served (its serving is the
 # DPO arm's code path: one vLLM start fewer).
-SMOKE = Size(train_pages=14, eval_pages=7, pairs=(1,), min_steps=1, epochs=1.0, batch=1,
-             serve_sft=False)  # fmt: skip
+# Its random weights loop within a few dozen tokens but a retry runs on to the cap: 256 keeps
+# the loops and spares most of the tokens.
+SMOKE = Size(train_pages=8, eval_pages=4, pairs=(1,), min_steps=1, epochs=1.0, batch=1,
+             serve_sft=False, max_tokens=256)  # fmt: skip
 
 
 def plans(endpoint: str, seed: int) -> dict[str, list[dict[str, Any]]]:
@@ -118,7 +121,7 @@ def served_name(label: str) -> str:
     return SERVED_MODEL_NAME if label == "base" else f"{SERVED_MODEL_NAME}-{label}"
 
 
-def write_settings(work: Path, labels: Sequence[str], seed: int, base_url: str | None) -> None:
+def write_settings(work: Path, labels: Sequence[str], size: Size, base_url: str | None) -> None:
     """folio.toml with an endpoint per label on a free port; `base_url`: the base already
     served there (by the caller)."""
     from tests.vllm_cpu.server import free_port
@@ -127,7 +130,8 @@ def write_settings(work: Path, labels: Sequence[str], seed: int, base_url: str |
     endpoints["base"] = base_url or endpoints["base"]
     models = {label: served_name(label) for label in labels}
     config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, models)
-    config["plans"] |= plans(labels[0], seed)  # beside the `flywheel` plan `folio run` uses
+    config["plans"] |= plans(labels[0], size.seed)  # beside the `flywheel` plan `folio run` uses
+    config["profiles"][pages.PROFILE_ID]["request"]["max_tokens"] = size.max_tokens
     config["vlm_concurrency"] = CONCURRENCY
     (work / "folio.toml").write_text(pages.toml_text(config))
     (work / "ports.json").write_text(json.dumps(endpoints))
@@ -259,7 +263,7 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
     fresh_folder(work)
     hashes = stages.run("pages", make_pages, work, size)
     card = stages.run("assemble", assemble, weights, work / "models" / "base")
-    write_settings(work, ["base"], size.seed, base_url)
+    write_settings(work, ["base"], size, base_url)
     server = None if base_url else stages.run(
         "serve base", serve, work / "models" / "base", "base", port_of(work, "base"),
         work / "vllm-base.log")  # fmt: skip
@@ -294,7 +298,7 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
         result["pairs_available"] = top
         result["pairs_by_loop_kind"] = pairs_by_kind(work)
         labels = ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}"]
-        write_settings(work, labels, size.seed, base_url)
+        write_settings(work, labels, size, base_url)
         # the largest arm first, with the ladder and the SFT-only arm beside it: the main
         # comparison; then the smaller DPO arms (how many pairs it takes)
         for count in sorted(folders, reverse=True):

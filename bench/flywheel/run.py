@@ -49,10 +49,11 @@ class Size:
 
 
 FULL = Size(train_pages=64, eval_pages=40, steps=8)  # ~27 min here with a model that reads
-# The smoke run checks this bench's own stages: pages, the base's job and eval, the export, a
-# DPO arm trained. Serving a tuned arm and an SFT-only arm are `flywheel-arms`' code paths, which
-# its smoke run covers (tests/test_flywheel_smoke.py runs both on one base server).
-SMOKE = Size(train_pages=6, eval_pages=4, steps=2, trained_arms=("dpo",), served_arms=())
+# The smoke run checks this bench's own stages: pages, the base's job and eval, the export.
+# Training, serving and reading a DPO and an SFT-only arm through `folio train-dpo` are
+# `flywheel-arms`' stages too, which its smoke run covers (tests/test_flywheel_smoke.py runs
+# both on one base server): each training costs a torch start.
+SMOKE = Size(train_pages=6, eval_pages=4, steps=2, trained_arms=(), served_arms=())
 PAGE_SEED = 1234  # the pages are the same for every training seed
 
 
