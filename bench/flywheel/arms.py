@@ -8,8 +8,9 @@ plugin's decode-time n-gram guard (DeepSeek-OCR's 30 in 90). The base's loops on
 pages become pairs (`folio export-dpo --truth`); `folio train-dpo` trains a DPO arm on the
 first N of them for each `--pairs` N, and an SFT-only arm on the most; each is served and read
 greedily (the largest DPO arm with the ladder too). Per arm (`arms_report.py`): first-attempt
-loop rate by the detector's loop kind with a 95% Wilson interval over pages, CER on all pages
-and on the pages where the base never looped, tokens generated per page, training cost.
+loop rate by the detector's loop kind with a 95% Wilson interval over pages, the loops it fixed
+and made against the base on the same pages (McNemar's exact p), CER on all pages and on the
+pages where the base never looped, tokens generated per page, training cost.
 """
 
 from __future__ import annotations
