@@ -67,3 +67,17 @@ def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apar
     curve = [(p["pairs"], p["loops"], p["change"]) for p in summary["pairs_curve"]]
     assert curve == [(0, 2, 0.0), (5, 1, -0.5)]
     assert "dpo-5.greedy" in arms_report.markdown(summary)
+
+
+def test_every_probe_candidate_draws_a_page_the_server_can_read() -> None:
+    from bench.flywheel import probe
+
+    rng = random.Random(1)
+    source = [f"word{n} and some prose to wrap on line {n} of the page." for n in range(60)]
+    for name, layout in probe.LAYOUTS.items():
+        lines = layout(source, rng, data.MAX_LINES)
+        assert lines and all(set(line) <= set(data.CHARS) for line in lines), name
+        width = max(len(line) for line in lines)
+        assert (width + 1) // 2 * len(lines) < probe.WINDOW // 2, f"{name}: too many image tokens"
+    glyphs = probe.atlas(*probe.LOOKS["serif"][:3])
+    assert glyphs.shape == (len(data.CHARS), *data.CELL) and glyphs.max() > 0
