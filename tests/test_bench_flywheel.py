@@ -1,10 +1,9 @@
-"""`python -m bench flywheel --smoke`: the whole flywheel through Folio's commands on real vLLM
-CPU servers (a few pages, one seed, two steps). Mechanics only: the figures mean something
-only with the taught weights and the full bench."""
+"""The flywheel bench's pages, settings and model folder, and what its smoke runs share (the
+random weights, the prerequisites); the smoke runs themselves, on real vLLM CPU servers, are in
+`test_flywheel_smoke.py`."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def test_the_settings_written_as_toml_load_as_folio_settings() -> None:
 
     from app.settings import Settings
 
-    config = pages.settings("sqlite:///x.db", {"base": "http://127.0.0.1:1/v1"}, "m")
+    config = pages.settings("sqlite:///x.db", {"base": "http://127.0.0.1:1/v1"}, {"base": "m"})
     settings = Settings(**tomllib.loads(pages.toml_text(config)))
     assert [step.name for step in settings.plans[pages.PLAN]] == ["greedy"]
     profile = settings.profile_of("base")
@@ -90,27 +89,18 @@ def prerequisites_or_skip() -> None:
         pytest.skip("; ".join(reasons))
 
 
-@pytest.mark.vllm
-def test_smoke_run_goes_through_every_stage(tmp_path: Path) -> None:
-    from bench.flywheel import run
+def test_the_flywheel_summary_spreads_each_served_arm_over_seeds_against_the_base() -> None:
+    """What the smoke run no longer serves (a tuned arm per seed) is summarised as a full run's."""
+    from bench.flywheel import report
 
-    prerequisites_or_skip()
-    weights = random_weights(tmp_path)
-    out = tmp_path / "work"
-    result = run.main(["--smoke", "--out", str(out), "--weights", str(weights)])
+    def arm(rate: float, cer: float, failed: int) -> dict[str, float]:
+        return {"degeneration_rate_first_attempt": rate, "cer": cer, "pages_failed": failed,
+                "pages": 10}  # fmt: skip
 
-    # both arms trained; the DPO arm served and evaluated beside the base (one vLLM start
-    # fewer: the SFT arm's serving is the same path)
-    assert set(result["arms"]) == {"base", "dpo-s0"} and run.SMOKE.served_arms == ("dpo",)
-    assert result["pairs"] >= 1, "the base loops on some training pages"
-    for arm in result["arms"].values():
-        assert arm["pages"] == run.SMOKE.eval_pages == arm["pages_with_truth"]
-        assert 0 <= arm["degeneration_rate_first_attempt"] <= 1 and arm["cer"] >= 0
-    for label in ("dpo-s0", "sft-s0"):
-        assert result["training"][label]["steps"] == run.SMOKE.steps
-    sft = json.loads((out / "models" / "sft-s0" / "training_card.json").read_text())
-    assert sft["config"]["dpo_weight"] == 0 and sft["config"]["sft_weight"] == 1
-    assert sft["pairs"]["by_chosen_source"] == {"truth": result["pairs"]}
-    written = json.loads((out / "flywheel.json").read_text())
-    assert written["data"]["text_sha256"] and written["model"]["weights_sha256"]
-    assert set(written["summary"]) >= {"base", "dpo"}
+    arms = {"base": arm(0.2, 0.10, 2), "dpo-s0": arm(0.1, 0.10, 1), "dpo-s1": arm(0.0, 0.12, 0),
+            "sft-s0": arm(0.2, 0.08, 2)}  # fmt: skip
+    summary = report.summarize(arms, [0, 1])
+    assert summary["dpo"]["rate"]["mean"] == 0.05 and summary["dpo"]["rate"]["per_seed"] == [0.1, 0]
+    assert summary["dpo"]["rate_change"] == -0.75 and summary["dpo"]["cer_change"] == 0.1
+    assert summary["dpo"]["meets_target"] is True
+    assert "sft" not in summary, "an arm missing a seed is left out, not averaged over fewer"

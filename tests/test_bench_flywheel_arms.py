@@ -1,16 +1,11 @@
-"""`python -m bench flywheel-arms`: page families, the interval, and a smoke run through every
-stage on real vLLM CPU servers (mechanics only: random weights, a few pages, one pair)."""
+"""`python -m bench flywheel-arms`: page families, the interval and the summary (its smoke run
+on real vLLM CPU servers is in `test_flywheel_smoke.py`)."""
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
-
-import pytest
 
 from bench.flywheel import arms_report, data, families
-from tests.test_bench_flywheel import prerequisites_or_skip, random_weights
 
 
 def test_every_family_draws_pages_the_glyph_atlas_can_draw() -> None:
@@ -44,6 +39,15 @@ def arm(kinds: list[str | None], cers: list[float]) -> dict[str, object]:
     return {"pages": pages, "degeneration_rate_final": 0.0}
 
 
+def test_the_paired_comparison_is_mcnemar_s_exact_test() -> None:
+    looped = {"first": "phrase"}
+    healthy: dict[str, object] = {"first": None}
+    base = {f"p{n}": looped for n in range(10)} | {"q": healthy}
+    arm = {f"p{n}": healthy for n in range(10)} | {"q": looped}
+    # 10 fixed, 1 made: 2 x (1 + 11) / 2**11
+    assert arms_report.paired(base, arm) == {"fixed": 10, "made": 1, "mcnemar_p": 0.0117}
+
+
 def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apart() -> None:
     arms = {
         "base.greedy": arm(["phrase", None, "char_run", None], [0.9, 0.1, 0.8, 0.2]),
@@ -56,6 +60,8 @@ def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apar
     assert tuned["by_kind"]["line"]["loops"] == 1 and tuned["first_attempt"]["rate"] == 0.25
     assert tuned["cer_base_never_looped"] == 0.35  # pages 1 and 3: 0.5 and 0.2
     assert tuned["training"] == training["dpo-5"] and base["training"] == {}
+    assert tuned["vs_base"] == {"fixed": 2, "made": 1, "mcnemar_p": 1.0}
+    assert base["vs_base"] == {"fixed": 0, "made": 0, "mcnemar_p": 1.0}
     assert summary["base_by_family"]["prose"]["kinds"] == {"phrase": 1, "char_run": 1}
     assert tuned["loops_by_family"] == {"table": 1}
     curve = [(p["pairs"], p["loops"], p["change"]) for p in summary["pairs_curve"]]
@@ -63,27 +69,15 @@ def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apar
     assert "dpo-5.greedy" in arms_report.markdown(summary)
 
 
-@pytest.mark.vllm
-def test_smoke_run_goes_through_every_arm(tmp_path: Path) -> None:
-    from bench.flywheel import arms as bench
+def test_every_probe_candidate_draws_a_page_the_server_can_read() -> None:
+    from bench.flywheel import probe
 
-    prerequisites_or_skip()
-    out = tmp_path / "work"
-    result = bench.main(["--smoke", "--out", str(out), "--weights", str(random_weights(tmp_path))])
-
-    pairs = result["pairs_available"]
-    assert pairs == 1, "the random base loops on some training page; the smoke trains on one"
-    expected = {"base.greedy"} | {f"base.{plan}" for plan in bench.BASE_ARMS}
-    expected |= {"dpo-1.greedy", "dpo-1.ladder", "sft-1.greedy"}
-    assert set(result["arms"]) == expected
-    for label, arm in result["arms"].items():
-        assert len(arm["pages"]) == bench.SMOKE.eval_pages, label
-        assert all(row["cer"] is not None and row["tokens"] > 0 for row in arm["pages"].values())
-    ladder = result["arms"]["base.ladder"]["pages"].values()
-    assert all(row["attempts"] > 1 for row in ladder if row["first"]), "a loop is retried"
-    for label in ("dpo-1", "sft-1"):
-        assert result["training"][label]["steps"] == 1 and result["training"][label]["pairs"] == 1
-    sft = json.loads((out / "models" / "sft-1" / "training_card.json").read_text())
-    assert sft["config"]["dpo_weight"] == 0 and sft["config"]["sft_weight"] == 1
-    written = json.loads((out / "flywheel_arms.json").read_text())
-    assert set(written["summary"]["arms"]) == expected
+    rng = random.Random(1)
+    source = [f"word{n} and some prose to wrap on line {n} of the page." for n in range(60)]
+    for name, layout in probe.LAYOUTS.items():
+        lines = layout(source, rng, data.MAX_LINES)
+        assert lines and all(set(line) <= set(data.CHARS) for line in lines), name
+        width = max(len(line) for line in lines)
+        assert (width + 1) // 2 * len(lines) < probe.WINDOW // 2, f"{name}: too many image tokens"
+    glyphs = probe.atlas(*probe.LOOKS["serif"][:3])
+    assert glyphs.shape == (len(data.CHARS), *data.CELL) and glyphs.max() > 0

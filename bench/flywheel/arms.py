@@ -8,8 +8,9 @@ plugin's decode-time n-gram guard (DeepSeek-OCR's 30 in 90). The base's loops on
 pages become pairs (`folio export-dpo --truth`); `folio train-dpo` trains a DPO arm on the
 first N of them for each `--pairs` N, and an SFT-only arm on the most; each is served and read
 greedily (the largest DPO arm with the ladder too). Per arm (`arms_report.py`): first-attempt
-loop rate by the detector's loop kind with a 95% Wilson interval over pages, CER on all pages
-and on the pages where the base never looped, tokens generated per page, training cost.
+loop rate by the detector's loop kind with a 95% Wilson interval over pages, the loops it fixed
+and made against the base on the same pages (McNemar's exact p), CER on all pages and on the
+pages where the base never looped, tokens generated per page, training cost.
 """
 
 from __future__ import annotations
@@ -59,18 +60,30 @@ class Size:
     # the training pages' families (a batch's loops come mostly from a few layouts; drawing
     # its pages from them gets the pairs from fewer generated pages); () all
     train_families: tuple[str, ...] = ()
+    eval_families: tuple[str, ...] = ()  # the held-out pages' families in turn; () all
     epochs: float = 2.0
     min_steps: int = 8
     batch: int = 4
     learning_rate: float = 1e-4
     seed: int = 0
+    serve_sft: bool = True  # the SFT-only arm served and read (the smoke trains it only)
+    max_tokens: int = pages.MAX_TOKENS  # per attempt
 
 
-# The committed run (bench/results/flywheel_arms.json): 207 held-out pages, 23 a family; the
-# training pages from the two families that looped most in a probe. 50 pairs at its 7% loop
-# rate need about 700 training pages: `--train-pages 700 --pairs 5 20 50`.
-FULL = Size(train_pages=100, eval_pages=207, pairs=(5, 12, 50), train_families=("contents", "wide"))
-SMOKE = Size(train_pages=14, eval_pages=7, pairs=(1,), min_steps=1, epochs=1.0, batch=1)
+# The committed run (bench/results/flywheel_arms.json): 252 held-out pages, 18 per family and
+# 36 of the three families where the probe (`probe.py`) saw the base loop other than by fill
+# (`wide`, `columns`) or most (`form_wide`); the training pages from the families it looped on,
+# wide forms first, for about 40 pairs.
+LOOPING = ("form_wide", "wide", "columns")
+FULL = Size(train_pages=160, eval_pages=252, pairs=(5, 20, 50), epochs=1.0,
+            train_families=("form_wide", "form_wide", "form_wide", "contents", "wide", "columns"),
+            eval_families=(*families.FAMILIES, *LOOPING))  # fmt: skip
+# The smoke run checks the mechanics: the SFT arm is trained, not served (its serving is the
+# DPO arm's code path: one vLLM start fewer).
+# Its random weights loop within a few dozen tokens but a retry runs on to the cap: 256 keeps
+# the loops and spares most of the tokens.
+SMOKE = Size(train_pages=8, eval_pages=4, pairs=(1,), min_steps=1, epochs=1.0, batch=1,
+             serve_sft=False, max_tokens=256)  # fmt: skip
 
 
 def plans(endpoint: str, seed: int) -> dict[str, list[dict[str, Any]]]:
@@ -92,7 +105,7 @@ def make_pages(work: Path, size: Size) -> dict[str, Any]:
     rng = random.Random(PAGE_SEED)
     listed = {}
     for split, count in (("train", size.train_pages), ("held_out", size.eval_pages)):
-        kinds = size.train_families if split == "train" and size.train_families else None
+        kinds = size.train_families if split == "train" else size.eval_families
         chosen = families.choose(text[split], count, split, rng, kinds or tuple(families.FAMILIES))
         listed[split] = pages.write_pages(
             chosen, atlas, work / "pages" / split, work / "truth" / split
@@ -102,12 +115,24 @@ def make_pages(work: Path, size: Size) -> dict[str, Any]:
             "page_seed": PAGE_SEED, "families": list(families.FAMILIES)}  # fmt: skip
 
 
-def write_settings(work: Path, labels: Sequence[str], seed: int) -> None:
-    from tests.vllm_cpu.server import SERVED_MODEL_NAME, free_port
+def served_name(label: str) -> str:
+    """The name each model is served under: an arm's attempts name the model that made them."""
+    from tests.vllm_cpu.server import SERVED_MODEL_NAME
+
+    return SERVED_MODEL_NAME if label == "base" else f"{SERVED_MODEL_NAME}-{label}"
+
+
+def write_settings(work: Path, labels: Sequence[str], size: Size, base_url: str | None) -> None:
+    """folio.toml with an endpoint per label on a free port; `base_url`: the base already
+    served there (by the caller)."""
+    from tests.vllm_cpu.server import free_port
 
     endpoints = {label: f"http://127.0.0.1:{free_port()}/v1" for label in labels}
-    config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, SERVED_MODEL_NAME)
-    config["plans"] |= plans(labels[0], seed)  # beside the `flywheel` plan `folio run` uses
+    endpoints["base"] = base_url or endpoints["base"]
+    models = {label: served_name(label) for label in labels}
+    config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, models)
+    config["plans"] |= plans(labels[0], size.seed)  # beside the `flywheel` plan `folio run` uses
+    config["profiles"][pages.PROFILE_ID]["request"]["max_tokens"] = size.max_tokens
     config["vlm_concurrency"] = CONCURRENCY
     (work / "folio.toml").write_text(pages.toml_text(config))
     (work / "ports.json").write_text(json.dumps(endpoints))
@@ -207,31 +232,42 @@ def train(work: Path, folder: str, label: str, size: Size, pairs: int, sft_only:
             "pairs_by_loop_kind": card["pairs"].get("by_loop_kind")}  # fmt: skip
 
 
-def serve(model_dir: Path, port: int, log: Path) -> Any:
-    """`model_dir` on a vLLM CPU server, allowed a long start: at load average 40 on 2 cores a
-    start took over 240 s (the test servers' limit); stopped by the caller."""
+def serve(model_dir: Path, label: str, port: int, log: Path) -> Any:
+    """`model_dir` on a vLLM CPU server as `served_name(label)`, allowed a long start: at load
+    average 40 on 2 cores a start took over 240 s (the test servers' limit); stopped by the
+    caller."""
     from tests.vllm_cpu.server import VllmServer
 
-    return VllmServer(model_dir, port=port, log_path=log, startup_timeout=STARTUP_S).start()
+    return VllmServer(model_dir, port=port, log_path=log, startup_timeout=STARTUP_S,
+                      extra_args=["--served-model-name", served_name(label)]).start()  # fmt: skip
 
 
 def serve_and_evaluate(work: Path, label: str, arms: Sequence[str]) -> dict[str, Any]:
-    server = serve(work / "models" / label, port_of(work, label), work / f"vllm-{label}.log")
+    """The arms of the model `label` on its own server; each arm's tokens as that server
+    counted them beside Folio's count (they come from this model, not another)."""
+    server = serve(work / "models" / label, label, port_of(work, label), work / f"vllm-{label}.log")
     try:
-        return evaluate(work, label, arms)
+        before = server.generation_tokens_total()
+        evaluated = evaluate(work, label, arms)
+        generated = server.generation_tokens_total() - before
     finally:
         server.stop()
+    for arm in evaluated.values():
+        arm["server_tokens_all_arms"] = int(generated)
+    return evaluated
 
 
 def run(size: Size, work: Path, weights: Path, base_only: bool,
-        base_arms: Sequence[str] = BASE_ARMS) -> dict[str, Any]:  # fmt: skip
+        base_arms: Sequence[str] = BASE_ARMS, base_url: str | None = None
+        ) -> dict[str, Any]:  # fmt: skip
     stages = Stages()
     fresh_folder(work)
     hashes = stages.run("pages", make_pages, work, size)
     card = stages.run("assemble", assemble, weights, work / "models" / "base")
-    write_settings(work, ["base"], size.seed)
-    server = stages.run("serve base", serve, work / "models" / "base",
-                        port_of(work, "base"), work / "vllm-base.log")  # fmt: skip
+    write_settings(work, ["base"], size, base_url)
+    server = None if base_url else stages.run(
+        "serve base", serve, work / "models" / "base", "base", port_of(work, "base"),
+        work / "vllm-base.log")  # fmt: skip
     try:
         arms = stages.run("eval base arms", evaluate, work, "base", base_arms)
         if not base_only:
@@ -239,7 +275,8 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
                        "run-train", ok=(0, 3))  # fmt: skip
             job = last_job(work / "folio.db")
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     result: dict[str, Any] = {"size": asdict(size), "data": hashes,
                               "model": {**card, "beside_weights": beside(weights)}}  # fmt: skip
     training: dict[str, Any] = {}
@@ -261,7 +298,8 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
         top = max(folders)
         result["pairs_available"] = top
         result["pairs_by_loop_kind"] = pairs_by_kind(work)
-        write_settings(work, ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}"], size.seed)
+        labels = ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}"]
+        write_settings(work, labels, size, base_url)
         # the largest arm first, with the ladder and the SFT-only arm beside it: the main
         # comparison; then the smaller DPO arms (how many pairs it takes)
         for count in sorted(folders, reverse=True):
@@ -276,8 +314,9 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
                 label = f"sft-{top}"
                 training[label] = stages.run(f"train {label}", train, work, folders[top], label,
                                              size, top, True)  # fmt: skip
-                arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
-                                   ("greedy",))  # fmt: skip
+                if size.serve_sft:
+                    arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
+                                       ("greedy",))  # fmt: skip
                 checkpoint()
     checkpoint()
     return result
@@ -303,6 +342,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                         help="the base's arms only (the families probe): no training")  # fmt: skip
     parser.add_argument("--base-arms", nargs="+", choices=BASE_ARMS, default=list(BASE_ARMS),
                         help="the base's arms (greedy alone for a probe)")  # fmt: skip
+    parser.add_argument("--base-url", default=None,
+                        help="the weights already served at this URL as the base (no server "
+                        "of its own)")  # fmt: skip
     args = parser.parse_args(argv)
     size = SMOKE if args.smoke else FULL
     overrides = {
@@ -312,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "train_families": tuple(args.train_families) if args.train_families else None,
     }
     size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
-    result = run(size, args.out, args.weights, args.base_only, args.base_arms)
+    result = run(size, args.out, args.weights, args.base_only, args.base_arms, args.base_url)
     result["weights_committed"] = args.weights.resolve() == COMMITTED.resolve()
     from tests.vllm_cpu.server import default_venv
 

@@ -30,6 +30,18 @@ def rate(hits: int, total: int) -> dict[str, Any]:
             "ci95": wilson(hits, total)}  # fmt: skip
 
 
+def paired(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
+    """The arm against the base on the same pages: loops it fixed, loops it made, and the
+    exact two-sided McNemar p-value of that split (the pages both looped on, or neither, say
+    nothing about which arm loops less)."""
+    shared = base.keys() & arm.keys()
+    fixed = sum(bool(base[n]["first"]) and not arm[n]["first"] for n in shared)
+    made = sum(not base[n]["first"] and bool(arm[n]["first"]) for n in shared)
+    changed = fixed + made
+    tail = sum(math.comb(changed, k) for k in range(min(fixed, made) + 1)) / 2**changed
+    return {"fixed": fixed, "made": made, "mcnemar_p": round(min(1.0, 2 * tail), 4)}
+
+
 def _mean(values: list[float | None]) -> float | None:
     kept = [v for v in values if v is not None]
     return round(fmean(kept), 4) if kept else None
@@ -61,6 +73,7 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
             "tokens_per_page": round(fmean(r["tokens"] for r in pages.values()), 1)
             if pages else None,
             "training": {k: tuned[k] for k in ("pairs", "steps", "train_seconds") if k in tuned},
+            "vs_base": paired(base_pages, pages) if base_pages else None,
             "loops_by_family": dict(
                 sorted(Counter(row["family"] for row in pages.values() if row["first"]).items())
             ),
@@ -114,11 +127,16 @@ def _number(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _versus(paired: dict[str, Any] | None) -> str:
+    return "" if not paired else f"{paired['fixed']} / {paired['made']} ({paired['mcnemar_p']:.2g})"
+
+
 def markdown(summary: dict[str, Any]) -> str:
     """The arms table, then the base's loop rate by family."""
     kinds = [k for k in KINDS if any(r["by_kind"][k]["loops"] for r in summary["arms"].values())]
     head = ["arm", "1st-attempt loops (n; 95% CI)", *kinds, "final loops", "CER",
-            "CER, base-healthy pages", "tokens/page", "training"]  # fmt: skip
+            "CER, base-healthy pages", "tokens/page", "vs base: fixed / made (p)",
+            "training"]  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, row in summary["arms"].items():
         cost = row["training"]
@@ -127,7 +145,7 @@ def markdown(summary: dict[str, Any]) -> str:
         cells = [label, _cell(row["first_attempt"]), *(_cell(row["by_kind"][k]) for k in kinds),
                  _number(row["final_loop_rate"]), _number(row["cer"]),
                  _number(row["cer_base_never_looped"]), _number(row["tokens_per_page"], 0),
-                 trained]  # fmt: skip
+                 _versus(row.get("vs_base")), trained]  # fmt: skip
         rows.append("| " + " | ".join(cells) + " |")
     rows += [
         "",
@@ -145,6 +163,8 @@ def markdown(summary: dict[str, Any]) -> str:
             rows.append(f"| {point['pairs']} | {_cell(point)} | {change} |")
     rows.append(
         f"\n{summary['pages']} held-out pages ({summary['base_never_looped']} where the base's "
-        "greedy attempt did not loop); intervals: 95% Wilson over pages."
+        "greedy attempt did not loop); intervals: 95% Wilson over pages; fixed / made: pages "
+        "where the base's greedy attempt looped and the arm's did not, and the reverse, with the "
+        "exact McNemar p-value of that split."
     )
     return "\n".join(rows)

@@ -72,6 +72,28 @@ def form(source: Sequence[str], rng: random.Random, count: int) -> Lines:
     return out
 
 
+def form_wide(source: Sequence[str], rng: random.Random, count: int) -> Lines:
+    """A form as wide as `wide` pages (50-56 columns): where the probe found the base running
+    its rules out to a fill loop on about two pages in five (`probe.py`)."""
+    width = rng.randint(50, WIDE_COLUMNS)
+    out = []
+    for line in prose(source, rng, count):
+        label = " ".join(line.split()[: rng.randint(1, 2)])[:18].rstrip(".,;:") + ":"
+        out.append(f"{label} {'_' * (width - len(label) - 1)}")
+    return out
+
+
+def columns(source: Sequence[str], rng: random.Random, count: int) -> Lines:
+    """A word list in columns (three of one word in 14 columns, or two of two words in 20),
+    read across: the base reads the first column down and repeats its words line by line."""
+    across, width, words = rng.choice(((3, 14, 1), (2, 20, 2)))
+    found = [w for line in prose(source, rng, 4 * count) for w in line.split() if w.isalpha()]
+    cells = [" ".join(found[i : i + words])[: width - 2] for i in range(0, len(found), words)]
+    rows = [cells[r * across : (r + 1) * across] for r in range(count)]
+    return ["".join(f"{c:<{width}}" for c in row[:-1]) + row[-1]
+            for row in rows if len(row) == across]  # fmt: skip
+
+
 def hashes(source: Sequence[str], rng: random.Random, count: int) -> Lines:
     """Long lines without a space: 40 hexadecimal digits each (a checksum listing)."""
     return ["".join(rng.choice("0123456789abcdef") for _ in range(data.COLUMNS))
@@ -99,6 +121,8 @@ FAMILIES: dict[str, Callable[[Sequence[str], random.Random, int], Lines]] = {
     "hashes": hashes,
     "long": long,
     "wide": wide,
+    "form_wide": form_wide,
+    "columns": columns,
 }
 
 

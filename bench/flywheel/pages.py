@@ -102,8 +102,10 @@ def plan(endpoint: str) -> list[dict[str, Any]]:
     return [{"name": "greedy", "engine": "vlm", "endpoint": endpoint, "temperature": 0.0}]
 
 
-def settings(database_url: str, endpoints: dict[str, str], model: str) -> dict[str, Any]:
-    """folio.toml's content: the profile, the plan and one endpoint per served model.
+def settings(database_url: str, endpoints: dict[str, str], models: dict[str, str]
+             ) -> dict[str, Any]:  # fmt: skip
+    """folio.toml's content: the profile, the plan and one endpoint per served model (the
+    endpoint's URL in `endpoints`, its served name in `models`).
 
     Folio's own client-side detector alone judges loops (no engine plugin, no vLLM
     repetition detection), so base and tuned models are judged the same way."""
@@ -115,7 +117,7 @@ def settings(database_url: str, endpoints: dict[str, str], model: str) -> dict[s
         "vlm_endpoints": {
             name: {
                 "base_url": url,
-                "model": model,
+                "model": models[name],
                 "profile": PROFILE_ID,
                 "engine_plugin": False,
                 "server_repetition_detection": False,

@@ -44,13 +44,16 @@ class Size:
     beta: float = 0.1
     sft_weight: float = 0.0  # the DPO arm's SFT term (the paper's recipe adds one)
     loop_kinds: tuple[str, ...] = ()  # train on the pairs of these loop kinds only; () all
+    trained_arms: tuple[str, ...] = ("dpo", "sft")
     served_arms: tuple[str, ...] = ("dpo", "sft")  # the trained arms served and evaluated
 
 
 FULL = Size(train_pages=64, eval_pages=40, steps=8)  # ~27 min here with a model that reads
-# The smoke run checks the mechanics: both arms are trained, the DPO arm alone is served and
-# evaluated (the SFT arm's serving is the same code path: one vLLM start fewer).
-SMOKE = Size(train_pages=6, eval_pages=4, steps=2, served_arms=("dpo",))
+# The smoke run checks this bench's own stages: pages, the base's job and eval, the export.
+# Training, serving and reading a DPO and an SFT-only arm through `folio train-dpo` are
+# `flywheel-arms`' stages too, which its smoke run covers (tests/test_flywheel_smoke.py runs
+# both on one base server): each training costs a torch start.
+SMOKE = Size(train_pages=6, eval_pages=4, steps=2, trained_arms=(), served_arms=())
 PAGE_SEED = 1234  # the pages are the same for every training seed
 
 
@@ -187,7 +190,9 @@ def beside(weights: Path) -> dict[str, str]:
     return {str(p): sha256_file(p) for p in files}
 
 
-def run(size: Size, seeds: Sequence[int], work: Path, weights: Path) -> dict[str, Any]:
+def run(size: Size, seeds: Sequence[int], work: Path, weights: Path, base_url: str | None = None
+        ) -> dict[str, Any]:  # fmt: skip
+    """The bench; `base_url`: the weights already served there as the base (no server started)."""
     from tests.vllm_cpu.server import SERVED_MODEL_NAME, free_port
 
     stages = Stages()
@@ -197,17 +202,21 @@ def run(size: Size, seeds: Sequence[int], work: Path, weights: Path) -> dict[str
     labels = ["base"] + [f"{arm}-s{seed}" for seed in seeds for arm in ("dpo", "sft")]
     ports = {label: free_port() for label in labels}
     endpoints = {label: f"http://127.0.0.1:{port}/v1" for label, port in ports.items()}
-    config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, SERVED_MODEL_NAME)
+    endpoints["base"] = base_url or endpoints["base"]
+    models = dict.fromkeys(labels, SERVED_MODEL_NAME)
+    config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, models)
     (work / "folio.toml").write_text(pages.toml_text(config))
-    server = stages.run("serve base", start_server, work / "models" / "base", ports["base"],
-                        work / "vllm-base.log")  # fmt: skip
+    server = None if base_url else stages.run(
+        "serve base", start_server, work / "models" / "base", ports["base"],
+        work / "vllm-base.log")  # fmt: skip
     try:
         stages.run("folio run (train pages)", folio, work, "run", "pages/train", "--out",
                    "run-train", ok=(0, 3))  # fmt: skip
         job = last_job(work / "folio.db")  # before eval adds its own job
         arms: dict[str, Any] = {"base": stages.run("eval base", evaluate, work, "base")}
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     exported = stages.run("folio export-dpo --truth", folio, work, "export-dpo", job, "--out",
                           "pairs", "--truth", "truth/train")  # fmt: skip
     pairs = select_pairs(work, size.loop_kinds)
@@ -216,7 +225,7 @@ def run(size: Size, seeds: Sequence[int], work: Path, weights: Path) -> dict[str
     size = replace(size, batch=min(size.batch, pairs))  # train-dpo refuses less than a batch
     training: dict[str, Any] = {}
     for seed in seeds:
-        for arm in ("dpo", "sft"):
+        for arm in size.trained_arms:
             label = f"{arm}-s{seed}"
             training[label] = stages.run(f"train {label}", train, work, label, size, seed,
                                          arm == "sft")  # fmt: skip
@@ -251,13 +260,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--beta", type=float, default=None, help="the DPO arm's beta")
     parser.add_argument("--loop-kinds", nargs="+", default=None,
                         help="train on these loop kinds' pairs only (e.g. char_run)")  # fmt: skip
+    parser.add_argument("--base-url", default=None,
+                        help="the weights already served at this URL as the base (no server "
+                        "of its own)")  # fmt: skip
     args = parser.parse_args(argv)
     size = SMOKE if args.smoke else FULL
     overrides = {"steps": args.steps, "sft_weight": args.sft_weight, "beta": args.beta,
                  "loop_kinds": tuple(args.loop_kinds) if args.loop_kinds else None}  # fmt: skip
     size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
     seeds = args.seeds or ([0] if args.smoke else [0, 1, 2])
-    result = run(size, seeds, args.out, args.weights)
+    result = run(size, seeds, args.out, args.weights, args.base_url)
     result["weights_committed"] = args.weights.resolve() == COMMITTED.resolve()
     from tests.vllm_cpu.server import default_venv
 
