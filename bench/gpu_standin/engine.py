@@ -169,8 +169,9 @@ class Engine:
             step_s = self._step_ms(admitted) / 1000
             self._log_step(step_s, admitted, clock)
             end = clock + step_s * self.slowdown
-            if (delay := end - loop.time()) > 0:
-                await asyncio.sleep(delay)
+            # always a turn of the event loop, so the API server reads and writes between
+            # steps even while the engine catches up
+            await asyncio.sleep(max(0.0, end - loop.time()))
             # A timer that wakes late (a loaded machine: 5-10% of a step here) is not GPU time:
             # the next step starts at this one's end, and only a lag past CATCH_UP_S is given up
             # and counted behind.
