@@ -38,7 +38,8 @@ class Arm:
     title: str
     loop_rate: float
     client_detector: bool = True  # Folio's own loop detector in the worker
-    server_repetition: bool | str = "auto"  # the endpoint's server_repetition_detection
+    # the endpoint's server_repetition_detection; None: Folio's default (off, since 2026-11-26)
+    server_repetition: bool | str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,11 @@ class Deployment:
                 "model": MODEL,
                 "profile": PROFILE,
                 "max_concurrency": self.setup.threads_per_gpu,
-                "server_repetition_detection": self.arm.server_repetition,
                 "engine_plugin": False,
                 "abort_call": False,
             }
+            if self.arm.server_repetition is not None:
+                endpoint["server_repetition_detection"] = self.arm.server_repetition
             if self.setup.max_tokens:
                 endpoint["max_tokens"] = self.setup.max_tokens
             env["FOLIO_VLM_ENDPOINTS"] = json.dumps({"primary": endpoint})
