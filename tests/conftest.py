@@ -167,3 +167,21 @@ def prefix() -> Iterator[str]:
     if keys:
         client.delete(*keys)
     client.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for `make test`'s two workers (pytest-xdist, `--dist loadgroup`): the tests on the
+    session's vLLM server (`vllm_endpoint`) run in one group, on one worker, in file order, so
+    the server starts once and the tests that kill it run after the others, as in one process;
+    every other module stays whole on one worker (its module fixtures made once). A module that
+    starts a server of its own (one at a time) runs beside them: two or three servers at most,
+    about 3.4 GB each."""
+
+    def group(item: pytest.Item) -> str:
+        return "vllm" if "vllm_endpoint" in item.fixturenames else item.nodeid.split("::")[0]
+
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the longest group goes out first
+        items.sort(key=lambda item: group(item) != "vllm")
