@@ -185,3 +185,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(group(item)))
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the longest group goes out first
         items.sort(key=lambda item: group(item) != "vllm")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's controller, once per worker
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Stop, never run on, when the groups did not take: each worker would start a session vLLM
+    server and kill its own (pytest 9.2 ignores how pytest-xdist 3.8 names its groups)."""
+    if node.config.getvalue("dist") == "loadgroup" and ids and "@" not in ids[0]:
+        pytest.exit("pytest-xdist --dist loadgroup did not group the tests", returncode=3)
