@@ -169,6 +169,15 @@ def prefix() -> Iterator[str]:
     client.close()
 
 
+def pytest_configure() -> None:
+    """pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, which
+    Rich reads once, when the CLI's module-level console is made: a test's own COLUMNS would be
+    ignored. A worker drops them, as a plain pytest run has none."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Groups for `make test`'s two workers (pytest-xdist, `--dist loadgroup`): the tests on the
