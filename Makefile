@@ -15,12 +15,16 @@ $(VENV)/.installed: pyproject.toml
 
 # The `folio[train]` extra (torch, TRL, PEFT) for `folio train-dpo` and its tests; the
 # torchvision wheel of the test machines needs the same import patch as the vLLM venv.
+# It installs every extra in one pip call (one resolve, one editable build; CI's clean clone
+# runs it first) and so counts as `install` too.
 train-env: $(VENV)/.train-installed
 
-$(VENV)/.train-installed: $(VENV)/.installed
+$(VENV)/.train-installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,docs,train]'
 	$(PY) tests/vllm_cpu/patch_torchvision.py
-	touch $@
+	touch $(VENV)/.installed $@
 
 vllm-env:
 	bash tests/vllm_cpu/setup_env.sh
@@ -49,8 +53,10 @@ docs-pictures: install
 docs-screenshots: install
 	$(PY) -m docsgen screenshots
 
-test: install train-env vllm-env
-	$(PY) -m pytest
+# Two workers (pytest-xdist): one runs the vLLM tests, the other the rest beside it
+# (tests/conftest.py groups them); many tests wait on servers and subprocesses.
+test: train-env vllm-env
+	$(PY) -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
 bench: install vllm-env
 	$(PY) -m bench

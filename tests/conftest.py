@@ -167,3 +167,38 @@ def prefix() -> Iterator[str]:
     if keys:
         client.delete(*keys)
     client.close()
+
+
+def pytest_configure() -> None:
+    """pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, which
+    Rich reads once, when the CLI's module-level console is made: a test's own COLUMNS would be
+    ignored. A worker drops them, as a plain pytest run has none."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for `make test`'s two workers (pytest-xdist, `--dist loadgroup`): the tests on the
+    session's vLLM server (`vllm_endpoint`) run in one group, on one worker, in file order, so
+    the server starts once and the tests that kill it run after the others, as in one process;
+    every other module stays whole on one worker (its module fixtures made once). A module that
+    starts a server of its own (one at a time) runs beside them: two or three servers at most,
+    about 3.4 GB each."""
+
+    def group(item: pytest.Item) -> str:
+        return "vllm" if "vllm_endpoint" in item.fixturenames else item.nodeid.split("::")[0]
+
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the longest group goes out first
+        items.sort(key=lambda item: group(item) != "vllm")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's controller, once per worker
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Stop, never run on, when the groups did not take: each worker would start a session vLLM
+    server and kill its own (pytest 9.2 ignores how pytest-xdist 3.8 names its groups)."""
+    if node.config.getvalue("dist") == "loadgroup" and ids and "@" not in ids[0]:
+        pytest.exit("pytest-xdist --dist loadgroup did not group the tests", returncode=3)

@@ -12,9 +12,15 @@ import pytest
 pytest.importorskip("torch")
 
 from bench.gpu import benchmark as gpu
+from tests.test_train_dpo import train_extra_or_skip
 
 
 def test_the_dry_run_writes_every_part_with_its_figures(tmp_path: Path) -> None:
+    """The training part too: every arm through the real trainer on CPU, small (one dry run
+    serves both, as `python -m bench gpu --dry-run` runs it)."""
+    train_extra_or_skip()
+    from bench.gpu.train import ARMS, DRY_STEPS
+
     out = tmp_path / "gpu.json"
 
     gpu.run_parts(dry_run=True, out=out)
@@ -29,6 +35,21 @@ def test_the_dry_run_writes_every_part_with_its_figures(tmp_path: Path) -> None:
     writes = report["logits_writes"]
     assert {"force_eos (fills)", "ban (index_fill_)"} <= set(writes)
     assert report["client_parse"]["tokens"] > 0 and report["client_parse"]["us_per_token"] > 0
+    train = report["train"]
+    assert train["dry_run"] is True and train["device"] == "cpu"
+    assert set(train["arms"]) == set(ARMS)
+    for label, arm in train["arms"].items():
+        assert arm["model"] == ARMS[label][0] and arm["steps"] == DRY_STEPS
+        assert arm["peak_bytes"] > arm["parameters"] * 4, "weights are float32 on CPU"
+        # Structure only: in a shared process the resident-set rise undercounts pages reused
+        # from earlier work; test_train_memory measures a run in its own process against 25%.
+        assert 0.5 <= arm["estimate_over_measured"] <= 2.0, (label, arm)
+        assert arm["tokens"] > 0 and arm["tokens_per_s"] > 0
+        assert arm["shapes"]["image_tokens"] > 0 and arm["batch_size"] * arm["grad_accum"] == 4
+    adapters = {arm["options"]["adapter_dtype"] for arm in train["arms"].values()}
+    assert adapters == {"model", "float32"}
+    before = train["arms"]["2b as before"]["options"]
+    assert before == {"adapter_dtype": "float32", "release_frozen_vision": False, "lora_rank": 16}
 
 
 def test_a_failing_part_is_recorded_and_the_others_still_run(

@@ -24,6 +24,7 @@ LIMITS = DocumentLimits(max_bytes=50 * 2**20, max_pages=100)
         (b"just text", "not_pdf"),
         (b"", "empty_file"),
     ],
+    ids=lambda value: value if isinstance(value, str) else "bytes",  # stable: the category
 )
 def test_bad_documents_fail_with_a_category(tmp_path: Path, data: bytes, category: str) -> None:
     path = tmp_path / "x.pdf"

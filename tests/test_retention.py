@@ -116,7 +116,9 @@ def test_folio_purge_command(files: Files, monkeypatch: pytest.MonkeyPatch) -> N
     db, uploads = files.db, files.uploads
     monkeypatch.setenv("FOLIO_UPLOAD_DIR", str(uploads))
     args = ["purge", "--older-than", "5", "--database-url", db.url]
-    dry = CliRunner().invoke(app, [*args, "--dry-run"])
+    # Wide enough for the path on one line, however deep the test's folder (pytest-xdist's
+    # workers add one level).
+    dry = CliRunner().invoke(app, [*args, "--dry-run"], env={"COLUMNS": "200"})
     assert dry.exit_code == 0, dry.output
     assert "Would delete" in dry.output and str(uploads / "old") in dry.output
     assert (uploads / "old").exists()
