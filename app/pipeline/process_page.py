@@ -16,7 +16,7 @@ from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
 from app.domain import AttemptRole, AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, ObjectRefused, RenderError, StoreUnavailable
-from app.pdf.render import rasterize, rasterize_fitted, read_page
+from app.pdf.render import PageOutline, rasterize, rasterize_fitted, read_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
@@ -258,16 +258,7 @@ class PageProcessor:
             enforce = self.settings.textlayer_gate
             judge = partial(judge_layer, path, work.number, self.gate, enforce)
         facts = RenderFacts(outline.pixels, usable, time.perf_counter() - started)
-        page = PageInput(
-            cache(partial(rasterize_fitted, path, work.number, dpi, max_side)),
-            outline.text_layer,
-            usable,
-            geometry=PageGeometry(*outline.size_pt, *outline.pixels),
-            points=outline.size_pt,
-            render_at=cache(partial(rasterize, path, work.number)),  # once for all retries
-            pixels=outline.pixels,
-        )
-        return page, facts, judge
+        return page_input(path, work.number, dpi, max_side, outline, usable), facts, judge
 
     def _local_copy(self, work: repo.PageWork) -> Path:
         """The page's document on this machine's disk (a stored one is fetched, once)."""
@@ -375,6 +366,23 @@ class PageProcessor:
             if self.metrics:
                 self.metrics.observe_page(outcomes[page_id].status)
         return outcomes
+
+
+def page_input(
+    path: Path, number: int, dpi: int, max_side: int, outline: PageOutline, usable: bool
+) -> PageInput:
+    """Page `number` of `path`, read as `outline`, as engines get it: rasterised only when an
+    engine asks, at Folio's DPI or at a model's own size, each raster made once for all the
+    page's attempts."""
+    return PageInput(
+        cache(partial(rasterize_fitted, path, number, dpi, max_side)),
+        outline.text_layer,
+        usable,
+        geometry=PageGeometry(*outline.size_pt, *outline.pixels),
+        points=outline.size_pt,
+        render_at=cache(partial(rasterize, path, number)),
+        pixels=outline.pixels,
+    )
 
 
 def _judged(page: PageInput, judge: LayerJudge) -> PageInput:

@@ -17,11 +17,11 @@ from sqlalchemy import select
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.degeneration import score_output
-from app.domain import PageInput
 from app.engines.vlm_image import model_image
 from app.evaluate.quality import find_truth
-from app.pdf.render import rasterize, read_text_layer, render_page
+from app.pdf.render import read_page, read_text_layer
 from app.pdf.textlayer import text_layer_is_usable
+from app.pipeline.process_page import page_input
 from app.profiles import BUILTIN, Profile
 from app.profiles.answer import write_answer
 from app.profiles.request import IMAGE_PLACEHOLDER, messages
@@ -231,16 +231,11 @@ def _profile(settings: Settings, endpoint: str | None) -> Profile:
 
 
 def _write_page_image(settings: Settings, profile: Profile, pair: PagePair, path: Path) -> None:
-    """The page image as the model saw it: rendered at the profile's size."""
+    """The page image as the model saw it: rendered at the profile's size, as the pipeline
+    rendered it (`page_input`: once, at that size)."""
     document, number = Path(pair.document.path), pair.page.number
-    rendered = render_page(document, number, settings.dpi, settings.max_image_side)
-    page = PageInput(
-        rendered.image,
-        rendered.text_layer,
-        False,
-        points=rendered.points,
-        render_at=lambda dpi: rasterize(document, number, dpi),
-    )
+    dpi, cap = settings.dpi, settings.max_image_side
+    page = page_input(document, number, dpi, cap, read_page(document, number, dpi, cap), False)
     endpoint = settings.vlm_endpoints.get(pair.rejected.endpoint or "")
     max_side = endpoint.max_image_side if endpoint else None
     model_image(page, profile.image, max_side).save(path, format="PNG")
