@@ -182,7 +182,7 @@ def pytest_configure() -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Groups for `make test`'s two workers (pytest-xdist, `--dist loadgroup`): the tests on the
     session's vLLM server (`vllm_endpoint`) run in one group, on one worker, in file order, so
-    the server starts once and the tests that kill it run after the others, as in one process;
+    the server starts once and the test that kills it runs after the others, as in one process;
     every other module stays whole on one worker (its module fixtures made once). A module that
     starts a server of its own (one at a time) runs beside them: two or three servers at most,
     about 3.4 GB each."""

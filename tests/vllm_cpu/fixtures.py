@@ -5,8 +5,8 @@ CI started with serve.sh), else starts one for the whole test session with VllmS
 venv or the tiny model the tests skip, or fail when CI or FOLIO_REQUIRE_VLLM=1 is set.
 
 The session's server traces its close path (trace_site: logging only, nothing else changes) so
-that the close test needs no server of its own, and the tests that kill a server kill this one
-and start it again on the same port. Only tests that need what a request cannot choose start
+that the close test needs no server of its own, and the one test that kills a server kills this
+one, last of its tests, and starts it again on the same port. Only tests that need what a request cannot choose start
 their own: vLLM's dev routes (an environment variable), speculative decoding (a server flag),
 another model (a trained one).
 """
