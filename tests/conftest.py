@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 
 from app.db.engine import dispose_engines, upgrade
 from tests.distributed_support import unique_prefix
-from tests.vllm_cpu.fixtures import vllm_endpoint
+from tests.vllm_cpu.fixtures import dev_speculative_endpoint, vllm_endpoint
 
 POSTGRES_URL = os.environ.get(
     "FOLIO_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -29,7 +29,8 @@ _TEMPLATE = f"folio_test_template_{uuid.uuid4().hex[:8]}"
 # CI is deterministic, and a failure found once is a test case written down, not a replay.
 hypothesis_settings.register_profile("folio", derandomize=True, database=None)
 hypothesis_settings.load_profile("folio")
-__all__ = ["vllm_endpoint"]  # one server for the session, shared by every vllm test
+# one server for the session, shared by every vllm test; one more for dev routes + speculation
+__all__ = ["dev_speculative_endpoint", "vllm_endpoint"]
 
 
 def services_required() -> bool:
@@ -182,13 +183,18 @@ def pytest_configure() -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Groups for `make test`'s two workers (pytest-xdist, `--dist loadgroup`): the tests on the
     session's vLLM server (`vllm_endpoint`) run in one group, on one worker, in file order, so
-    the server starts once and the tests that kill it run after the others, as in one process;
-    every other module stays whole on one worker (its module fixtures made once). A module that
-    starts a server of its own (one at a time) runs beside them: two or three servers at most,
-    about 3.4 GB each."""
+    the server starts once and the test that kills it runs after the others, as in one process;
+    the tests on the second session server (`dev_speculative_endpoint`) run in one group too,
+    else each worker would start its own; every other module stays whole on one worker (its
+    module fixtures made once). A module that starts a server of its own (one at a time) runs
+    beside them: two or three servers at most, about 3.4 GB each."""
 
     def group(item: pytest.Item) -> str:
-        return "vllm" if "vllm_endpoint" in item.fixturenames else item.nodeid.split("::")[0]
+        if "vllm_endpoint" in item.fixturenames:
+            return "vllm"
+        if "dev_speculative_endpoint" in item.fixturenames:
+            return "vllm-dev-speculative"
+        return item.nodeid.split("::")[0]
 
     for item in items:
         item.add_marker(pytest.mark.xdist_group(group(item)))

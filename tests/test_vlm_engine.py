@@ -5,8 +5,6 @@ Greedy decoding on that model loops for real; penalised sampling does not.
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from app.pdf import samples
 from app.pdf.render import render_page
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.vllm_cpu.profiles import TINY_PROFILE, TINY_PROFILES
-from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, VllmServer, metric_total
+from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 from tests.vllm_cpu.streams import wait_until_stable
 
 pytestmark = pytest.mark.vllm
@@ -155,45 +153,3 @@ def test_ladder_records_every_attempt(
         second = [a for a in attempts if a.step_name == "penalized"]
         assert all(a.params["temperature"] == 0.8 and a.completion_tokens == 120 for a in second)
         assert all(a.model == SERVED_MODEL_NAME and a.prompt_version for a in attempts)
-
-
-def wait_for_a_running_request(server: VllmServer, limit: float = 120.0) -> None:
-    deadline = time.monotonic() + limit
-    while metric_total(server.metrics(), "vllm:num_requests_running") < 1:
-        assert time.monotonic() < deadline, "no request reached the server"
-        time.sleep(0.05)
-
-
-def test_pages_wait_for_a_killed_server_and_complete(
-    vllm_endpoint: VllmEndpoint, sqlite_url: str, tmp_path: Path
-) -> None:
-    """Kills the session's server mid-job and starts it again on the same port (as
-    test_vllm_server's last test does): no server of its own to start."""
-    server = vllm_endpoint.server
-    if server is None:
-        pytest.skip("FOLIO_VLLM_URL server: not ours to kill")
-    pdf = samples.scanned_pdf([samples.page_text(n % 6) for n in range(12)])
-    (tmp_path / "many.pdf").write_bytes(pdf)
-    outcome: dict[str, str] = {}
-    worker = threading.Thread(
-        target=lambda: outcome.setdefault(
-            "job", run_vlm_job(server.base_url, sqlite_url, tmp_path, retry_s=300)
-        )
-    )
-    worker.start()
-    try:
-        # killed while it decodes a page (not after a wait the pages might all finish in)
-        wait_for_a_running_request(server)
-        server.kill()
-        time.sleep(3)  # down a while; the pages' transport retries cover any length
-    finally:
-        if not server.is_running():
-            server.restart()
-    worker.join(timeout=400)
-    assert "job" in outcome, "the job did not finish after the server came back"
-    with Database(sqlite_url).session() as session:
-        pages = session.scalars(select(Page)).all()
-        attempts = session.scalars(select(Attempt)).all()
-    assert len(pages) == 12 and all(p.status == "fallback" for p in pages)
-    assert not [a for a in attempts if a.status == "transport_error"]
-    assert any(a.params.get("transport_retries") for a in attempts)

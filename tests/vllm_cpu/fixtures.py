@@ -5,14 +5,18 @@ CI started with serve.sh), else starts one for the whole test session with VllmS
 venv or the tiny model the tests skip, or fail when CI or FOLIO_REQUIRE_VLLM=1 is set.
 
 The session's server traces its close path (trace_site: logging only, nothing else changes) so
-that the close test needs no server of its own, and the tests that kill a server kill this one
-and start it again on the same port. Only tests that need what a request cannot choose start
-their own: vLLM's dev routes (an environment variable), speculative decoding (a server flag),
-another model (a trained one).
+that the close test needs no server of its own, and the one test that kills a server kills this
+one, last of its tests, and starts it again on the same port.
+
+What a request cannot choose takes a server of its own: `dev_speculative_endpoint` is one
+server, for the session, with vLLM's dev routes (an environment variable) and speculative
+decoding (a server flag), shared by the abort-route tests and the plugin-liveness tests; and
+another model (a trained one) takes its own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +33,21 @@ def trace_env(log: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(TRACE_SITE), "FOLIO_TRACE_LOG": str(log)}
 
 
+# n-gram speculation: in vLLM 0.32 it drops entry-point logits processors from the engine
+# while the API server still validates their args (test_stop_liveness).
+SPECULATIVE = {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}
+
+
 def vllm_required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("FOLIO_REQUIRE_VLLM") == "1"
+
+
+def require_prerequisites() -> None:
+    reason = missing_prerequisites()
+    if reason:
+        if vllm_required():
+            pytest.fail(f"vLLM server required (CI or FOLIO_REQUIRE_VLLM=1): {reason}")
+        pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -39,11 +56,19 @@ def vllm_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmEndp
     if url:
         yield VllmEndpoint(root_url=root_url_of(url))
         return
-    reason = missing_prerequisites()
-    if reason:
-        if vllm_required():
-            pytest.fail(f"vLLM server required (CI or FOLIO_REQUIRE_VLLM=1): {reason}")
-        pytest.skip(reason)
+    require_prerequisites()
     log = tmp_path_factory.mktemp("vllm-trace") / "close-path.jsonl"
     with VllmServer(env=trace_env(log)) as server:
         yield VllmEndpoint(root_url=server.root_url, server=server, trace_log=log)
+
+
+@pytest.fixture(scope="session")
+def dev_speculative_endpoint() -> Iterator[VllmEndpoint]:
+    """A second server: vLLM's dev routes (POST /abort_requests) and speculative decoding,
+    so Folio's plugin is installed there but blind. The two do not meet in what the tests
+    check: an abort ends a request whatever decodes it, and the tests of the blind plugin pin
+    the abort call off where the engine would otherwise rely on it."""
+    require_prerequisites()
+    args = ["--speculative-config", json.dumps(SPECULATIVE)]
+    with VllmServer(extra_args=args, env={"VLLM_SERVER_DEV_MODE": "1"}) as server:
+        yield VllmEndpoint(root_url=server.root_url, server=server)

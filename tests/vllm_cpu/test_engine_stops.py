@@ -8,7 +8,6 @@ their 2,000-token cap unless something ends them, and the server's
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from functools import partial
 
 import httpx
@@ -20,12 +19,7 @@ from app.engines.vlm import VlmEngine
 from app.engines.vlm_stops import EndpointStops, probe_stops
 from app.settings import PlanStep, VlmEndpoint
 from tests.vllm_cpu.fixtures import vllm_required
-from tests.vllm_cpu.server import (
-    SERVED_MODEL_NAME,
-    VllmEndpoint,
-    VllmServer,
-    missing_prerequisites,
-)
+from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 from tests.vllm_cpu.streams import (
     looping_body,
     run_concurrently,
@@ -135,38 +129,26 @@ def test_engine_stops_a_loop_with_the_plugin(vllm_endpoint: VllmEndpoint) -> Non
     assert result.completion_tokens is not None and result.completion_tokens < 1500
 
 
-@pytest.fixture(scope="module")
-def dev_mode_server() -> Iterator[VllmEndpoint]:
-    """A second server with vLLM's dev routes (POST /abort_requests), engine reniced."""
-    reason = missing_prerequisites()
-    if reason:
-        if vllm_required():
-            pytest.fail(reason)
-        pytest.skip(reason)
-    with VllmServer(env={"VLLM_SERVER_DEV_MODE": "1"}) as server:
-        yield VllmEndpoint(root_url=server.root_url, server=server)
-
-
-def test_abort_call_stops_each_loop_in_a_busy_batch(dev_mode_server: VllmEndpoint) -> None:
+def test_abort_call_stops_each_loop_in_a_busy_batch(dev_speculative_endpoint: VllmEndpoint) -> None:
     # Warm, kept-alive connections, as the engine's control client has: a new connection to
     # a busy server waited 260-410 tokens here before the abort got through.
     control = httpx.Client(timeout=30)
 
     def abort(index: int, request_id: str, response: httpx.Response) -> bool:
         reply = control.post(
-            f"{dev_mode_server.root_url}/abort_requests",
+            f"{dev_speculative_endpoint.root_url}/abort_requests",
             json={"request_ids": [f"chatcmpl-{request_id}"]},
         )
         assert reply.status_code == 200, reply.text
         return True  # read on: the server must end the stream itself
 
     with control:
-        control.get(f"{dev_mode_server.root_url}/health")
-        run = run_looping_batch(dev_mode_server, streams=LOOPS, max_tokens=CAP, stop=abort)
+        control.get(f"{dev_speculative_endpoint.root_url}/health")
+        run = run_looping_batch(dev_speculative_endpoint, streams=LOOPS, max_tokens=CAP, stop=abort)
 
     # A loop that ran on after its abort would end with "length" at the cap (1,744 more).
     assert all(s.finish_reason == "abort" for s in run.streams), run.describe(
-        dev_mode_server.log_text()
+        dev_speculative_endpoint.log_text()
     )
     after = sorted(
         (s.tokens_at_finish or 0) - (s.tokens_sent_at_stop or s.tokens_at_stop) for s in run.streams
@@ -179,10 +161,10 @@ def test_abort_call_stops_each_loop_in_a_busy_batch(dev_mode_server: VllmEndpoin
     assert run.generated == sum(s.tokens_at_finish or 0 for s in run.streams)
 
 
-def test_engine_probes_and_uses_the_abort_call(dev_mode_server: VllmEndpoint) -> None:
-    assert asyncio.run(probe(dev_mode_server)).abort_path == "/abort_requests"
+def test_engine_probes_and_uses_the_abort_call(dev_speculative_endpoint: VllmEndpoint) -> None:
+    assert asyncio.run(probe(dev_speculative_endpoint)).abort_path == "/abort_requests"
     endpoint = loop_endpoint(
-        dev_mode_server, engine_plugin=False, server_repetition_detection=False
+        dev_speculative_endpoint, engine_plugin=False, server_repetition_detection=False
     )
     engine = VlmEngine("dev", endpoint)
     try:

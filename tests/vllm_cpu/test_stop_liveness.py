@@ -11,8 +11,6 @@ record that in the attempt.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -22,31 +20,11 @@ from app.domain import AttemptStatus, PageInput
 from app.engines.vlm import VlmEngine
 from app.engines.vlm_stops import EndpointStops, probe_stops
 from app.settings import PlanStep, VlmEndpoint
-from tests.vllm_cpu.fixtures import vllm_required
-from tests.vllm_cpu.server import (
-    SERVED_MODEL_NAME,
-    VllmEndpoint,
-    VllmServer,
-    missing_prerequisites,
-)
+from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint
 
 pytestmark = pytest.mark.vllm
 
-SPECULATIVE = {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3}
 GREEDY_LOOP = PlanStep(name="greedy", engine="vlm", endpoint="x", temperature=0.0, max_tokens=600)
-
-
-@pytest.fixture(scope="module")
-def speculative_server() -> Iterator[VllmEndpoint]:
-    """The plugin installed as usual, on a server that silently leaves it out of the engine."""
-    reason = missing_prerequisites()
-    if reason:
-        if vllm_required():
-            pytest.fail(reason)
-        pytest.skip(reason)
-    args = ["--speculative-config", json.dumps(SPECULATIVE)]
-    with VllmServer(extra_args=args) as server:
-        yield VllmEndpoint(root_url=server.root_url, server=server)
 
 
 async def probe(server: VllmEndpoint) -> EndpointStops:
@@ -63,11 +41,11 @@ def test_the_probe_proves_the_plugin_live_on_a_sound_server(vllm_endpoint: VllmE
 
 
 def test_the_probe_catches_a_plugin_that_accepts_requests_and_stops_nothing(
-    speculative_server: VllmEndpoint,
+    dev_speculative_endpoint: VllmEndpoint,
 ) -> None:
     # The server does accept the plugin's args (it validates them) ...
     refused = httpx.post(
-        f"{speculative_server.base_url}/chat/completions",
+        f"{dev_speculative_endpoint.base_url}/chat/completions",
         json={
             "model": SERVED_MODEL_NAME,
             "messages": [{"role": "user", "content": "x"}],
@@ -78,7 +56,7 @@ def test_the_probe_catches_a_plugin_that_accepts_requests_and_stops_nothing(
     )
     assert refused.status_code == 400 and "folio_loop_stop" in refused.text
 
-    found = asyncio.run(probe(speculative_server))
+    found = asyncio.run(probe(dev_speculative_endpoint))
 
     # ... but the requests the plugin should end run to their cap: not relied on.
     assert not found.plugin, found
@@ -87,13 +65,16 @@ def test_the_probe_catches_a_plugin_that_accepts_requests_and_stops_nothing(
 
 
 def test_the_engine_falls_back_to_client_stops_and_records_why(
-    speculative_server: VllmEndpoint,
+    dev_speculative_endpoint: VllmEndpoint,
 ) -> None:
     endpoint = VlmEndpoint(
-        base_url=speculative_server.base_url,
+        base_url=dev_speculative_endpoint.base_url,
         model=SERVED_MODEL_NAME,
         transport_retry_s=5,
         server_repetition_detection=False,
+        # The server's dev routes (shared with the abort tests) offer an abort call the engine
+        # would rely on; a deployment without them is left with the client's close.
+        abort_call=False,
     )
     engine = VlmEngine("speculative", endpoint)
     try:

@@ -9,13 +9,20 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 
+from app.db.engine import Database
+from app.db.models import Attempt, Page
+from app.pdf import samples
+from tests.test_vlm_engine import run_vlm_job
 from tests.vllm_cpu.images import page_image_data_url
-from tests.vllm_cpu.server import VllmEndpoint
+from tests.vllm_cpu.server import VllmEndpoint, VllmServer, metric_total
 
 pytestmark = pytest.mark.vllm
 
@@ -119,37 +126,69 @@ def test_repetition_penalty_with_sampling_does_not_loop(vllm_endpoint: VllmEndpo
     assert loop_coverage(text) < 0.2, repr(text[-200:])
 
 
-def test_killed_server_breaks_requests_in_flight_and_restarts_on_same_port(
-    vllm_endpoint: VllmEndpoint,
+def wait_for_a_running_request(server: VllmServer, limit: float = 120.0) -> None:
+    deadline = time.monotonic() + limit
+    while metric_total(server.metrics(), "vllm:num_requests_running") < 1:
+        assert time.monotonic() < deadline, "no request reached the server"
+        time.sleep(0.05)
+
+
+def test_killed_server_breaks_requests_in_flight_and_folios_pages_wait_for_its_restart(
+    vllm_endpoint: VllmEndpoint, sqlite_url: str, tmp_path: Path
 ) -> None:
-    """Runs last: it kills the module's server (only one this session started)."""
+    """Runs last of the session server's tests (this file is last of their group): it kills
+    the session's server and starts it again on the same port. One kill serves both sides: a
+    plain client's request in flight breaks, and Folio's pages in flight wait and complete."""
     server = vllm_endpoint.server
     if server is None:
         pytest.skip("FOLIO_VLLM_URL server: not ours to kill")
     port = server.port
-    # Timing alone cannot put the kill mid-request here: a starved API process may only see a
-    # 1500-token request once the engine has finished it. A frozen engine holds it in flight.
-    server.freeze_engine()
-    body = chat_body(vllm_endpoint, max_tokens=1500, temperature=0, stream=True)
-    crash = threading.Timer(2.0, server.kill)
-    crash.start()
+    (tmp_path / "many.pdf").write_bytes(
+        samples.scanned_pdf([samples.page_text(n % 6) for n in range(12)])
+    )
+    outcome: dict[str, str] = {}
+    job = threading.Thread(
+        target=lambda: outcome.setdefault(
+            "job", run_vlm_job(server.base_url, sqlite_url, tmp_path, retry_s=300)
+        )
+    )
+    job.start()
     try:
-        with (
-            pytest.raises(httpx.TransportError) as broken,
-            httpx.stream(
-                "POST", f"{server.base_url}/chat/completions", json=body, timeout=60
-            ) as resp,
-        ):
-            for _ in sse_chunks(resp):
-                pass
+        # killed while the engine decodes a page (not after a wait the pages might all finish in)
+        wait_for_a_running_request(server)
+        # Timing alone cannot put the kill mid-request for the plain client: a starved API
+        # process may only see a 1500-token request once the engine has finished it. A frozen
+        # engine holds it, and Folio's page, in flight.
+        server.freeze_engine()
+        body = chat_body(vllm_endpoint, max_tokens=1500, temperature=0, stream=True)
+        crash = threading.Timer(2.0, server.kill)
+        crash.start()
+        try:
+            with (
+                pytest.raises(httpx.TransportError) as broken,
+                httpx.stream(
+                    "POST", f"{server.base_url}/chat/completions", json=body, timeout=60
+                ) as resp,
+            ):
+                for _ in sse_chunks(resp):
+                    pass
+        finally:
+            crash.join()
+        assert not isinstance(broken.value, httpx.TimeoutException)  # cut off, not timed out
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{server.root_url}/health", timeout=5)
     finally:
-        crash.join()
-    assert not isinstance(broken.value, httpx.TimeoutException)  # cut off, not timed out
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{server.root_url}/health", timeout=5)
-
-    server.restart()
+        if not server.is_running():
+            server.restart()  # down for its start-up; the pages' transport retries cover any length
 
     assert server.port == port
     result = complete(vllm_endpoint, chat_body(vllm_endpoint, max_tokens=5, temperature=0))
     assert result["usage"]["completion_tokens"] == 5
+    job.join(timeout=400)
+    assert "job" in outcome, "the job did not finish after the server came back"
+    with Database(sqlite_url).session() as session:
+        pages = session.scalars(select(Page)).all()
+        attempts = session.scalars(select(Attempt)).all()
+    assert len(pages) == 12 and all(p.status == "fallback" for p in pages)
+    assert not [a for a in attempts if a.status == "transport_error"]
+    assert any(a.params.get("transport_retries") for a in attempts)
