@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,14 +28,25 @@ pytestmark = pytest.mark.vllm
 def served_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """The random weights, and the URL where they are served as the benches' base."""
     prerequisites_or_skip()
+    from bench.flywheel.data import text_split
     from bench.flywheel.model import assemble
     from tests.vllm_cpu.server import VllmServer
 
     folder = tmp_path_factory.mktemp("flywheel-base")
     weights = random_weights(folder)
     assemble(weights, folder / "base")
-    with VllmServer(folder / "base", log_path=folder / "vllm.log") as server:
+    # the pages' text (seconds of parsing, kept for the process) while this test process
+    # only waits for the server to come up
+    text = threading.Thread(target=text_split)
+    text.start()
+    try:
+        server = VllmServer(folder / "base", log_path=folder / "vllm.log").start()
+    finally:
+        text.join()
+    try:
         yield weights, server.base_url
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
