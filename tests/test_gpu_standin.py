@@ -146,15 +146,37 @@ def test_repetition_detection_is_checked_and_stops_exact_repeats(standin: str) -
 
 
 def test_requests_beyond_max_num_seqs_wait_for_a_slot(standin: str) -> None:
+    """Four greedy loops hold the four slots (each runs to a cap it cannot reach while the test
+    waits), then six more requests arrive: they wait until the loops are closed. The overlap is
+    the test's doing, not a race between threads."""
     before = httpx.get(f"{standin}/standin/stats").json()
+    release = threading.Event()
+
+    def hold(seed: int) -> None:
+        with httpx.stream(
+            "POST", f"{standin}/v1/chat/completions", json=body(seed, 0.0, 16384), timeout=60
+        ) as reply:
+            for _ in reply.iter_lines():
+                if release.is_set():
+                    break
 
     def one(seed: int) -> None:
         stream(standin, body(100 + seed, temperature=0.5, max_tokens=60))
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(10)]
+    holders = [threading.Thread(target=hold, args=(i,)) for i in range(4)]
+    for t in holders:
+        t.start()
+    wait_until(lambda: counters(standin)["vllm:num_requests_running"] == 4, 60, "4 loops running")
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
     for t in threads:
         t.start()
-    for t in threads:
+    wait_until(
+        lambda: httpx.get(f"{standin}/standin/stats").json()["queued_s"] > before["queued_s"],
+        60,
+        "a step while requests waited",
+    )
+    release.set()
+    for t in [*holders, *threads]:
         t.join(60)
     after = httpx.get(f"{standin}/standin/stats").json()
     assert after["queued_s"] > before["queued_s"]  # steps ran while requests waited
