@@ -3,7 +3,7 @@
 # `python -m bench scale-olmocr`: olmocr 0.4.27 from PyPI with its base deps only (boto3,
 # huggingface_hub, lingua, pypdf...; not the `gpu` extra: no torch, no vLLM), plus poppler's
 # pdftoppm, which it renders pages with and checks for at start. Pointed at a server with
-# `--server` it neither checks for a GPU nor downloads the model (olmocr/pipeline.py:1423-1437).
+# `--server` it neither checks for a GPU nor downloads the model (olmocr/pipeline.py:1424-1437).
 # Usage: bash bench/olmocr_pipeline_env.sh   (FOLIO_OLMOCR_PIPELINE_VENV overrides the location)
 set -euo pipefail
 VENV="${FOLIO_OLMOCR_PIPELINE_VENV:-$HOME/.cache/folio/olmocr-pipeline-venv}"

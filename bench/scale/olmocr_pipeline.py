@@ -5,7 +5,7 @@ Folio's deployment on the same pages: pages a second per GPU (GPU time: wall / `
 GPU tokens (the stand-in's `computed_tokens`) and the tax of loops against the no-loop floor.
 
 What olmOCR does, read in olmocr/pipeline.py (0.4.27): with `--server` it neither checks for a
-GPU nor downloads the model (1423-1437); it renders every page with pdftoppm at 1288 px
+GPU nor downloads the model (1424-1437); it renders every page with pdftoppm at 1288 px
 (`build_page_query`, 106), at most cores - 2 at a time (87: one on a 2-core machine), sends one
 non-streamed request a page (`apost`, 382) asking 8,000 tokens at temperature 0.1; an answer
 that ends other than `stop` (a loop run to the cap) is invalid and retried at the next rung of
