@@ -1,0 +1,37 @@
+"""olmOCR's own pipeline (olmocr 0.4.27, `bench/olmocr_pipeline_env.sh`) against a GPU stand-in
+where every page loops on its greedy rungs: its ladder as read in its source, run. Skipped where
+the venv is absent (CI builds it only for the benchmark). Counts, never timing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.scale import olmocr_pipeline
+from bench.scale.deployment import Setup
+from bench.scale.inputs import write_scale_pdfs
+
+pytestmark = pytest.mark.slow
+
+
+def test_olmocr_pays_two_full_caps_for_a_looping_page_then_reads_it_at_its_third_rung(
+    tmp_path: Path,
+) -> None:
+    if olmocr_pipeline.venv_python() is None or shutil.which("pdftoppm") is None:
+        pytest.skip("no olmOCR pipeline venv: bash bench/olmocr_pipeline_env.sh")
+    pages = write_scale_pdfs(tmp_path / "pages", 2)
+    setup = Setup(1, slowdown=0.02, max_num_seqs=8)
+
+    raw = olmocr_pipeline.run_olmocr(
+        sorted((tmp_path / "pages").glob("*.pdf")), setup, 1.0, tmp_path
+    )
+    figures = olmocr_pipeline.olmocr_figures(raw, setup.slowdown, setup.max_num_seqs)
+
+    # temperature 0.1 twice (TEMPERATURE_BY_ATTEMPT[0:2]): both loop to its 8,000-token cap,
+    # are invalid (finish_reason "length") and retried one after another; 0.2 reads the page
+    assert figures["pages"] == pages == 2 and figures["fallback_pages"] == 0
+    assert figures["finish_reasons"] == {"length": 4, "stop": 2}
+    assert figures["pages_finished_on"] == {"attempt_2": 2}
+    assert figures["loops_started"] == 4 and figures["gpu_tokens"] > 4 * 8000
