@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 VLLM_VENV ?= $(or $(FOLIO_VLLM_VENV),$(HOME)/.cache/folio/vllm-venv)
 
-.PHONY: install train-env vllm-env lint test bench docs docs-reference docs-pictures docs-screenshots
+.PHONY: install train-env vllm-env olmocr-env lint test bench docs docs-reference docs-pictures docs-screenshots
 
 install: $(VENV)/.installed
 
@@ -29,6 +29,11 @@ $(VENV)/.train-installed: pyproject.toml
 vllm-env:
 	bash tests/vllm_cpu/setup_env.sh
 	$(VLLM_VENV)/bin/python tests/vllm_cpu/build_tiny_model.py
+
+# olmOCR's own pipeline (olmocr 0.4.27 from PyPI, no GPU extra) for `python -m bench
+# scale-olmocr` and its test, in a venv of its own.
+olmocr-env:
+	bash bench/olmocr_pipeline_env.sh
 
 lint: install
 	$(VENV)/bin/ruff check app workers tests bench migrations docsgen

@@ -1,6 +1,6 @@
 """olmOCR's own pipeline (olmocr 0.4.27, `bench/olmocr_pipeline_env.sh`) against a GPU stand-in
 where every page loops on its greedy rungs: its ladder as read in its source, run. Skipped where
-the venv is absent (CI builds it only for the benchmark). Counts, never timing."""
+the venv is absent, failed under CI (`make olmocr-env` builds it). Counts, never timing."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from bench.scale import olmocr_pipeline
 from bench.scale.deployment import Setup
 from bench.scale.inputs import write_scale_pdfs
+from tests.conftest import unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +21,7 @@ def test_olmocr_pays_two_full_caps_for_a_looping_page_then_reads_it_at_its_third
     tmp_path: Path,
 ) -> None:
     if olmocr_pipeline.venv_python() is None or shutil.which("pdftoppm") is None:
-        pytest.skip("no olmOCR pipeline venv: bash bench/olmocr_pipeline_env.sh")
+        unavailable("no olmOCR pipeline venv or pdftoppm: make olmocr-env")
     pages = write_scale_pdfs(tmp_path / "pages", 2)
     setup = Setup(1, slowdown=0.02, max_num_seqs=8)
 
