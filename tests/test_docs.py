@@ -84,9 +84,14 @@ def test_the_test_prerequisites_match_the_scripts_that_need_them() -> None:
     python = re.search(r"FOLIO_VLLM_PYTHON:-([\w.]+)", setup)
     assert torch and python
     section = _section("getting-started.md", "## Running the tests")
-    for needed in (torch.group(0), f"`{python.group(1)}`", "Chromium", "PostgreSQL", "Redis"):
-        assert needed in section, f"docs/getting-started.md does not mention {needed}"
-    assert "apt-get install -y -qq chromium" in ci and python.group(1) in ci
+    needed = (torch.group(0), f"`{python.group(1)}`", "Chromium", "PostgreSQL", "Redis",
+              "`pdftoppm`", "`make olmocr-env`")  # fmt: skip
+    for name in needed:
+        assert name in section, f"docs/getting-started.md does not mention {name}"
+    assert 'apt-get install -y -qq "${packages[@]}"' in ci and python.group(1) in ci
+    for command, package in (("chromium", "chromium"), ("pdftoppm", "poppler-utils")):
+        assert f"command -v {command} >/dev/null 2>&1 || packages+=({package})" in ci
+    assert "olmocr-env" in ci and "\nolmocr-env:" in (ROOT / "Makefile").read_text()
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
