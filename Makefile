@@ -60,7 +60,7 @@ docs-screenshots: install
 
 # Two workers (pytest-xdist): one runs the vLLM tests, the other the rest beside it
 # (tests/conftest.py groups them); many tests wait on servers and subprocesses.
-test: train-env vllm-env
+test: train-env vllm-env olmocr-env
 	$(PY) -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
 bench: install vllm-env
