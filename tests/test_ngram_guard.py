@@ -112,7 +112,8 @@ def token_ids(endpoint: VllmEndpoint, xargs: dict[str, object] | None) -> list[i
     }
     if xargs:
         body["vllm_xargs"] = xargs
-    response = httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=120)
+    # a cap, not a timing: under load the reniced engine took over 120 s for these 160 tokens
+    response = httpx.post(f"{endpoint.base_url}/chat/completions", json=body, timeout=600)
     response.raise_for_status()
     content = response.json()["choices"][0]["logprobs"]["content"]
     return [int(item["token"].split(":", 1)[1]) for item in content]
