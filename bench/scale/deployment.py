@@ -83,6 +83,15 @@ def _admin(statement: str) -> None:
     admin.dispose()
 
 
+def standin_command(port: int, setup: Setup, loop_rate: float) -> list[str]:
+    """The GPU stand-in for one GPU of `setup`, on `port`, drawing loops at `loop_rate`."""
+    command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
+    command += ["--gpu", setup.gpu, "--shape", setup.shape, "--model", MODEL, "--profile", PROFILE]
+    command += ["--loop-rate", str(loop_rate), "--slowdown", str(setup.slowdown)]
+    command += ["--max-num-seqs", str(setup.max_num_seqs)]
+    return command
+
+
 class Deployment:
     def __init__(self, arm: Arm, setup: Setup, scratch: Path, template: str | None = None) -> None:
         self.arm, self.setup, self.scratch = arm, setup, scratch
@@ -136,11 +145,7 @@ class Deployment:
         self.cpu_worker = self._worker("cpu", 4, None, None)
 
     def _standin(self, port: int) -> subprocess.Popen[bytes]:
-        s = self.setup
-        command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
-        command += ["--gpu", s.gpu, "--shape", s.shape, "--model", MODEL, "--profile", PROFILE]
-        command += ["--loop-rate", str(self.arm.loop_rate), "--slowdown", str(s.slowdown)]
-        command += ["--max-num-seqs", str(s.max_num_seqs)]
+        command = standin_command(port, self.setup, self.arm.loop_rate)
         log = (self.scratch / f"standin-{port}.log").open("ab")
         return subprocess.Popen(command, cwd=REPO, env=self.env(), stdout=log, stderr=log)
 

@@ -143,6 +143,11 @@ def against_floor(arm: dict[str, Any], floor: dict[str, Any]) -> dict[str, float
     }
 
 
+def percent(value: float | None) -> str:
+    """A share over a floor as a table shows it: +1.2%, or - where there is none."""
+    return "-" if value is None else f"{value:+.1%}"
+
+
 def _share(part: float, whole: float) -> float | None:
     return round(part / whole, 4) if whole > 0 else None
 

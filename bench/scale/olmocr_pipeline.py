@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
@@ -36,8 +35,8 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.environment import machine_info
-from bench.scale.deployment import MODEL, PROFILE, Setup, _healthy, free_port
-from bench.scale.figures import against_floor, standin_delta
+from bench.scale.deployment import MODEL, Setup, _healthy, free_port, standin_command
+from bench.scale.figures import _share, against_floor, percent, standin_delta
 from bench.scale.inputs import write_scale_pdfs
 from tests.distributed_support import wait_until
 
@@ -55,10 +54,7 @@ def venv_python() -> Path | None:
 
 
 def start_standin(port: int, setup: Setup, loop_rate: float, log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
-    command += ["--gpu", setup.gpu, "--shape", setup.shape, "--model", MODEL]
-    command += ["--profile", PROFILE, "--loop-rate", str(loop_rate)]
-    command += ["--slowdown", str(setup.slowdown), "--max-num-seqs", str(setup.max_num_seqs)]
+    command = standin_command(port, setup, loop_rate)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with log.open("ab") as out:
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=out)
@@ -125,10 +121,6 @@ def olmocr_figures(raw: dict[str, Any], slowdown: float, max_num_seqs: int) -> d
     }
 
 
-def _share(part: float, whole: float) -> float | None:
-    return round(part / whole, 4) if whole > 0 else None
-
-
 def folio_arms(pages_dir: Path, setup: Setup, loop_rate: float, scratch: Path) -> dict[str, Any]:
     """Folio's floor and default arms of `python -m bench scale` on the same pages."""
     from bench.scale.deployment import drop_database, migrated_template
@@ -190,13 +182,9 @@ def print_report(console: Console, arms: dict[str, dict[str, Any]]) -> None:
     for part in ("wall", "gpu_tokens"):
         table.add_row(
             f"{part} over its floor",
-            *(_pct(arm.get("over_floor", {}).get(part)) for arm in arms.values()),
+            *(percent(arm.get("over_floor", {}).get(part)) for arm in arms.values()),
         )
     console.print(table)
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1%}"
 
 
 def parser() -> argparse.ArgumentParser:

@@ -38,7 +38,7 @@ from rich.table import Table
 
 from bench.environment import machine_info
 from bench.scale.deployment import Arm, Deployment, Setup, drop_database, migrated_template
-from bench.scale.figures import against_floor, arm_figures, sizing, standin_delta
+from bench.scale.figures import against_floor, arm_figures, percent, sizing, standin_delta
 from bench.scale.inputs import write_scale_pdfs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -224,8 +224,8 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         ("  ... empty: server prefill", lambda a: _steady(a, "empty_server_prefill")),
         ("  ... empty: Folio short / GPU idle", lambda a: _steady(a, "empty_folio_short")),
         ("GPU busy", lambda a: a["gpu_busy"]),
-        ("wall over floor", lambda a: _pct(a.get("over_floor", {}).get("wall"))),
-        ("GPU tokens over floor", lambda a: _pct(a.get("over_floor", {}).get("gpu_tokens"))),
+        ("wall over floor", lambda a: percent(a.get("over_floor", {}).get("wall"))),
+        ("GPU tokens over floor", lambda a: percent(a.get("over_floor", {}).get("gpu_tokens"))),
         (
             "loops started / degenerate attempts",
             lambda a: f"{a['loops_started']} / {a['degenerate_attempts']}",
@@ -255,10 +255,6 @@ def _steady(arm: dict[str, Any], part: str) -> Any:
     if part == "empty_folio_short":
         return f"{steady['empty_folio_short']} / {steady['empty_gpu_idle']}"
     return steady[part]
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1%}"
 
 
 def _after(spread: dict[str, Any]) -> str:
