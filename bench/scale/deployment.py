@@ -92,6 +92,20 @@ def standin_command(port: int, setup: Setup, loop_rate: float) -> list[str]:
     return command
 
 
+def start_standin(
+    port: int, setup: Setup, loop_rate: float, log: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """The stand-in of `standin_command`, its output appended to `log`."""
+    command = standin_command(port, setup, loop_rate)
+    with log.open("ab") as out:
+        return subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=out)
+
+
+def standin_stats(port: int) -> dict[str, Any]:
+    """The stand-in's own counters (its /standin/stats)."""
+    return dict(httpx.get(f"http://127.0.0.1:{port}/standin/stats", timeout=30).json())
+
+
 class Deployment:
     def __init__(self, arm: Arm, setup: Setup, scratch: Path, template: str | None = None) -> None:
         self.arm, self.setup, self.scratch = arm, setup, scratch
@@ -145,9 +159,8 @@ class Deployment:
         self.cpu_worker = self._worker("cpu", 4, None, None)
 
     def _standin(self, port: int) -> subprocess.Popen[bytes]:
-        command = standin_command(port, self.setup, self.arm.loop_rate)
-        log = (self.scratch / f"standin-{port}.log").open("ab")
-        return subprocess.Popen(command, cwd=REPO, env=self.env(), stdout=log, stderr=log)
+        log = self.scratch / f"standin-{port}.log"
+        return start_standin(port, self.setup, self.arm.loop_rate, log, self.env())
 
     def _worker(
         self, queue: str, threads: int, port: int | None, stats: Path | None
@@ -211,9 +224,7 @@ class Deployment:
             self.backend_cpu[pid] = max(self.backend_cpu.get(pid, 0.0), process_cpu_s(pid))
 
     def standin_stats(self) -> list[dict[str, Any]]:
-        return [
-            httpx.get(f"http://127.0.0.1:{p}/standin/stats", timeout=30).json() for p in self.ports
-        ]
+        return [standin_stats(p) for p in self.ports]
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU seconds so far: the GPU workers by stage, the CPU worker, PostgreSQL, stand-ins."""

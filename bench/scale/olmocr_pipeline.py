@@ -35,14 +35,22 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.environment import machine_info
-from bench.scale.deployment import MODEL, Setup, _healthy, free_port, standin_command
+from bench.scale.deployment import (
+    MODEL,
+    REPO,
+    Setup,
+    _healthy,
+    drop_database,
+    free_port,
+    migrated_template,
+    standin_stats,
+    start_standin,
+)
 from bench.scale.figures import _share, against_floor, percent, standin_delta
 from bench.scale.inputs import write_scale_pdfs
+from bench.scale.run import RESULTS, Inputs, measure, standin_arguments, tax_arms
 from tests.distributed_support import wait_until
 
-REPO = Path(__file__).resolve().parents[2]
-RESULTS = REPO / "bench" / "results"
-DHARMA_LOOP_RATE = 0.0242
 VENV = Path(
     os.environ.get("FOLIO_OLMOCR_PIPELINE_VENV", Path.home() / ".cache/folio/olmocr-pipeline-venv")
 )
@@ -53,19 +61,6 @@ def venv_python() -> Path | None:
     return python if python.exists() else None
 
 
-def start_standin(port: int, setup: Setup, loop_rate: float, log: Path) -> subprocess.Popen[bytes]:
-    command = standin_command(port, setup, loop_rate)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    with log.open("ab") as out:
-        return subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=out)
-
-
-def standin_stats(port: int) -> dict[str, Any]:
-    import httpx
-
-    return dict(httpx.get(f"http://127.0.0.1:{port}/standin/stats", timeout=30).json())
-
-
 def run_olmocr(pdfs: list[Path], setup: Setup, loop_rate: float, scratch: Path) -> dict[str, Any]:
     """olmOCR's pipeline on `pdfs` against a fresh stand-in; its raw readings."""
     python = venv_python()
@@ -73,7 +68,8 @@ def run_olmocr(pdfs: list[Path], setup: Setup, loop_rate: float, scratch: Path) 
         raise SystemExit(f"no olmOCR venv at {VENV}: run bash bench/olmocr_pipeline_env.sh")
     port = free_port()
     key = f"olmocr-{loop_rate}-{port}"
-    standin = start_standin(port, setup, loop_rate, scratch / f"standin-{key}.log")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    standin = start_standin(port, setup, loop_rate, scratch / f"standin-{key}.log", env)
     try:
         wait_until(partial(_healthy, port), 120, "a GPU stand-in")
         before = standin_stats(port)
@@ -123,9 +119,6 @@ def olmocr_figures(raw: dict[str, Any], slowdown: float, max_num_seqs: int) -> d
 
 def folio_arms(pages_dir: Path, setup: Setup, loop_rate: float, scratch: Path) -> dict[str, Any]:
     """Folio's floor and default arms of `python -m bench scale` on the same pages."""
-    from bench.scale.deployment import drop_database, migrated_template
-    from bench.scale.run import Inputs, measure, tax_arms
-
     warm = scratch / "warm"
     write_scale_pdfs(warm, 2)
     template = migrated_template()
@@ -190,11 +183,8 @@ def print_report(console: Console, arms: dict[str, dict[str, Any]]) -> None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--pages", type=int, default=80)
-    p.add_argument("--loop-rate", type=float, default=DHARMA_LOOP_RATE)
-    p.add_argument("--gpu", choices=("h100", "h200"), default="h100")
-    p.add_argument("--shape", choices=("3b", "7b"), default="7b")
+    standin_arguments(p)
     p.add_argument("--slowdown", type=float, default=2.0, help="Wall s per GPU s.")
-    p.add_argument("--max-num-seqs", type=int, default=256)
     p.add_argument("--no-folio", action="store_true", help="olmOCR's arms alone.")
     p.add_argument("--out", default="scale_olmocr.json", help="The file under bench/results.")
     return p

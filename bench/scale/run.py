@@ -261,19 +261,24 @@ def _after(spread: dict[str, Any]) -> str:
     return "-" if not spread["count"] else f"{spread['median']}, {spread['max']}"
 
 
+def standin_arguments(p: argparse.ArgumentParser) -> None:
+    """The GPU stand-in's options, shared with `python -m bench scale-olmocr`."""
+    p.add_argument("--loop-rate", type=float, default=DHARMA_LOOP_RATE)
+    p.add_argument("--gpu", choices=("h100", "h200"), default="h100")
+    p.add_argument("--shape", choices=("3b", "7b"), default="7b")
+    p.add_argument("--max-num-seqs", type=int, default=256)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="A small run for CI (counts, not time).")
     p.add_argument("--pages", type=int, default=500, help="Pages per tax arm.")
     p.add_argument("--scale-pages", type=int, default=1000, help="Pages of the scale run.")
     p.add_argument("--scale-gpus", type=int, default=4)
-    p.add_argument("--loop-rate", type=float, default=DHARMA_LOOP_RATE)
-    p.add_argument("--gpu", choices=("h100", "h200"), default="h100")
-    p.add_argument("--shape", choices=("3b", "7b"), default="7b")
+    standin_arguments(p)
     p.add_argument("--slowdown", type=float, default=4.0, help="Tax arms: wall s per GPU s.")
     p.add_argument("--scale-slowdown", type=float, default=16.0)
     p.add_argument("--threads-per-gpu", type=int, default=288)
-    p.add_argument("--max-num-seqs", type=int, default=256)
     p.add_argument(
         "--parallel", action="store_true", help="Run the arms at once (the smoke run does)."
     )
