@@ -22,6 +22,9 @@ import httpx
 
 from tests.vllm_cpu.server import VllmEndpoint, metric_total
 
+# Tokens a server may generate after a stream's stop (a client's close, a cancel), per stream, at
+# most: the chunks and engine steps in flight, the close, and the server noticing it.
+FEW_TOKENS = 16
 _USAGE = re.compile(rb'"completion_tokens":(\d+)')
 
 # (stream index, its request id, the open response): called when a stream reaches stop_after.

@@ -29,12 +29,11 @@ import pytest
 
 from tests.vllm_cpu.fixtures import trace_env, vllm_required
 from tests.vllm_cpu.server import VllmEndpoint, VllmServer, missing_prerequisites
-from tests.vllm_cpu.streams import run_looping_batch
+from tests.vllm_cpu.streams import FEW_TOKENS, run_looping_batch
 
 pytestmark = pytest.mark.vllm
 
 STREAMS, CLOSE_AFTER, CAP, RUNS = 8, 256, 2000, 5
-FEW_TOKENS = 16  # generated after a close, per stream, at most (engine steps in flight)
 
 
 def warm(endpoint: VllmEndpoint) -> None:
