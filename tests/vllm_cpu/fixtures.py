@@ -4,9 +4,9 @@
 CI started with serve.sh), else starts one for the whole test session with VllmServer. Without the
 venv or the tiny model the tests skip, or fail when CI or FOLIO_REQUIRE_VLLM=1 is set.
 
-The session's server traces its close path (trace_site: logging only, nothing else changes) so
-that the close test needs no server of its own, and the one test that kills a server kills this
-one, last of its tests, and starts it again on the same port.
+The session's server traces its close path (server_site/close_trace.py: logging only, nothing
+else changes) so that the close test needs no server of its own, and the one test that kills a
+server kills this one, last of its tests, and starts it again on the same port.
 
 What a request cannot choose takes a server of its own: `dev_speculative_endpoint` is one
 server, for the session, with vLLM's dev routes (an environment variable) and speculative
@@ -25,12 +25,11 @@ import pytest
 
 from tests.vllm_cpu.server import VllmEndpoint, VllmServer, missing_prerequisites, root_url_of
 
-TRACE_SITE = Path(__file__).parent / "trace_site"
-
 
 def trace_env(log: Path) -> dict[str, str]:
-    """The environment that makes a server trace its close path into `log`."""
-    return {"PYTHONPATH": str(TRACE_SITE), "FOLIO_TRACE_LOG": str(log)}
+    """The environment that makes a server trace its close path into `log`
+    (server_site/close_trace.py)."""
+    return {"FOLIO_TRACE_LOG": str(log)}
 
 
 # n-gram speculation: in vLLM 0.32 it drops entry-point logits processors from the engine

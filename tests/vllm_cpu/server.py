@@ -26,6 +26,9 @@ import httpx
 
 CACHE_DIR = Path.home() / ".cache" / "folio"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# On the server's PYTHONPATH: its engine forked rather than spawned, a close-path trace where
+# asked for (server_site/sitecustomize.py)
+SERVER_SITE = Path(__file__).resolve().parent / "server_site"
 SERVED_MODEL_NAME = "tiny-qwen2vl"
 HOST = "127.0.0.1"
 
@@ -222,7 +225,7 @@ class VllmServer:
         env.update(worker_binding(env))
         env.update(self.env)
         env["PYTHONPATH"] = os.pathsep.join(
-            filter(None, (self.env.get("PYTHONPATH"), str(REPO_ROOT)))
+            filter(None, (str(SERVER_SITE), self.env.get("PYTHONPATH"), str(REPO_ROOT)))
         )
         return env
 
@@ -386,7 +389,7 @@ class VllmEndpoint:
     root_url: str
     server: VllmServer | None = None
     model: str = SERVED_MODEL_NAME
-    trace_log: Path | None = None  # its close-path trace (tests/vllm_cpu/trace_site), if any
+    trace_log: Path | None = None  # its close-path trace (server_site/close_trace.py), if any
 
     @property
     def base_url(self) -> str:

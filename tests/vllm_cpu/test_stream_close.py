@@ -3,7 +3,7 @@
 On 2 cores, vLLM's engine at the API server's priority starves it for seconds, and a client
 close is noticed only after the loop has run to its cap (server.DEFAULT_ENGINE_NICE). With the
 engine reniced, as VllmServer does by default, what is left between a close and its abort is
-vLLM's own path, traced here on the server (tests/vllm_cpu/trace_site: uvicorn's
+vLLM's own path, traced here on the server (tests/vllm_cpu/server_site/close_trace.py: uvicorn's
 `connection_lost`, `AsyncLLM.abort`, the streaming body's end).
 
 Counting tokens from the client could not judge the close while the server ran in a session of

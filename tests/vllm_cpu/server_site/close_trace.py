@@ -1,5 +1,5 @@
-"""Traces a test vLLM server's close path, per request: loaded by the server's Python only
-(its PYTHONPATH names this folder; tests/vllm_cpu/test_stream_close.py).
+"""Traces a test vLLM server's close path, per request: loaded by the server's Python only,
+when FOLIO_TRACE_LOG is set (sitecustomize.py beside it; tests/vllm_cpu/test_stream_close.py).
 
 One JSON line per event in FOLIO_TRACE_LOG: `connection_lost` (uvicorn saw the socket close),
 `disconnect` (Starlette's listener got `http.disconnect`), `abort` (AsyncLLM.abort was called),
@@ -94,8 +94,6 @@ def _guarded(patch: Any) -> None:
         _log("trace_error", None, patch=patch.__name__, error=repr(exc))
 
 
-_guarded(_patch_uvicorn)
-_guarded(_patch_starlette)
 _import = builtins.__import__
 _vllm_patched = False
 
@@ -110,4 +108,7 @@ def _import_then_patch(name: str, *args: Any, **kwargs: Any) -> Any:
     return module
 
 
-builtins.__import__ = _import_then_patch
+def install() -> None:
+    _guarded(_patch_uvicorn)
+    _guarded(_patch_starlette)
+    builtins.__import__ = _import_then_patch
