@@ -77,7 +77,7 @@ ensure_plugin() {
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$RECIPE" ]] && import_check; then
     ensure_plugin
     install_scripted_decoding
-    say "venv ready at $VENV (stamp matches, imports work)"
+    say "venv ready at $VENV (stamp matches, packages found)"
     exit 0
 fi
 
