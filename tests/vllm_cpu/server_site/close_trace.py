@@ -10,11 +10,12 @@ changed but the logging; a patch that no longer fits this vLLM logs `trace_error
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import threading
 import time
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 _LOG = os.environ.get("FOLIO_TRACE_LOG")
@@ -75,9 +76,7 @@ def _patch_starlette() -> None:
     responses.StreamingResponse.__call__ = __call__
 
 
-def _patch_vllm() -> None:
-    from vllm.v1.engine import async_llm
-
+def _patch_vllm(async_llm: ModuleType) -> None:
     abort = async_llm.AsyncLLM.abort
 
     async def traced_abort(self: Any, request_id: Any, *args: Any, **kwargs: Any) -> Any:
@@ -87,28 +86,16 @@ def _patch_vllm() -> None:
     async_llm.AsyncLLM.abort = traced_abort
 
 
-def _guarded(patch: Any) -> None:
+def _guarded(patch: Any, *args: Any) -> None:
     try:
-        patch()
+        patch(*args)
     except Exception as exc:  # a vLLM, uvicorn or Starlette this trace no longer fits
         _log("trace_error", None, patch=patch.__name__, error=repr(exc))
 
 
-_import = builtins.__import__
-_vllm_patched = False
-
-
-def _import_then_patch(name: str, *args: Any, **kwargs: Any) -> Any:
-    """AsyncLLM is imported late, in the API server only: patch it once it is."""
-    global _vllm_patched
-    module = _import(name, *args, **kwargs)
-    if not _vllm_patched and name.startswith("vllm.v1.engine.async_llm"):
-        _vllm_patched = True
-        _guarded(_patch_vllm)
-    return module
-
-
-def install() -> None:
+def install() -> dict[str, Callable[[ModuleType], None]]:
+    """Patches uvicorn and Starlette now; AsyncLLM is imported late, in the API server only:
+    its patch is returned, by module, for sitecustomize to run once that module has loaded."""
     _guarded(_patch_uvicorn)
     _guarded(_patch_starlette)
-    builtins.__import__ = _import_then_patch
+    return {"vllm.v1.engine.async_llm": lambda module: _guarded(_patch_vllm, module)}

@@ -28,13 +28,13 @@ import importlib.abc
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 START_METHOD = os.environ.get("FOLIO_VLLM_START_METHOD", "fork")
 # the API server: the first process of the server, whose children inherit this variable
 API_SERVER = int(os.environ.setdefault("FOLIO_TEST_SERVER_ROOT_PID", str(os.getpid())))
-PATCHED = "vllm.platforms.cpu"
 MARK = "folio test server:"
 
 
@@ -48,9 +48,9 @@ def _patch_platform(module: ModuleType) -> None:
 
     def check_and_update_config(cls: Any, vllm_config: Any) -> None:
         original(cls, vllm_config)
-        was = os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")
-        if os.getpid() != API_SERVER or was != "spawn":
+        if os.getpid() != API_SERVER:
             return  # the engine core's own model worker: spawned, as vLLM set
+        was = os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")
         os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = START_METHOD
         os.register_at_fork(after_in_child=_spawn_below)
         _say(f"engine start method {START_METHOD} (vLLM's CPU platform set {was})")
@@ -79,10 +79,17 @@ def _patch_spin(module: ModuleType) -> None:
     _say(f"queue readers spin {BUSY_LOOP_S:g} s")
 
 
-PATCHES = {PATCHED: _patch_platform}
+# module -> what to run on it once it has loaded
+PATCHES: dict[str, Callable[[ModuleType], None]] = {}
+if START_METHOD != "spawn":
+    PATCHES["vllm.platforms.cpu"] = _patch_platform
 BUSY_LOOP_S = float(os.environ.get("FOLIO_VLLM_BUSY_LOOP_S", "-1"))
 if BUSY_LOOP_S >= 0:
     PATCHES["vllm.distributed.device_communicators.shm_broadcast"] = _patch_spin
+if os.environ.get("FOLIO_TRACE_LOG"):
+    import close_trace
+
+    PATCHES.update(close_trace.install())
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -114,12 +121,5 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-if START_METHOD == "spawn":
-    del PATCHES[PATCHED]
 if PATCHES:
     sys.meta_path.insert(0, _AfterImport())
-
-if os.environ.get("FOLIO_TRACE_LOG"):
-    import close_trace
-
-    close_trace.install()
