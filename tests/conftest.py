@@ -202,12 +202,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         items.sort(key=lambda item: LONGEST_FIRST.get(group(item), len(LONGEST_FIRST)))
 
 
-# Groups handed out before the rest, longest first (each starts vLLM servers of its own; the
-# session server's group is 40% of the suite): one that went out last, as file order had the
-# speculative server's, left the other worker idle for the last 50 s of a CI run.
+# Groups handed out before the rest, longest first, as timed in a quiet CI run (2026-11-27):
+# the session server's group (40% of the suite), then every other over 15 s. A long one that
+# went out last left the other worker idle at the end: the speculative server's for 50 s when
+# file order had it, test_train_memory.py's (27 s) for 21 s when only the servers' were listed.
 LONGEST_FIRST = {
     group: rank
-    for rank, group in enumerate(("vllm", "tests/test_flywheel_smoke.py", "vllm-dev-speculative"))
+    for rank, group in enumerate(
+        (
+            "vllm",
+            "tests/test_flywheel_smoke.py",
+            "tests/test_distributed.py",
+            "tests/test_bench_scale.py",
+            "tests/test_corpus_run.py",
+            "vllm-dev-speculative",
+            "tests/test_train_memory.py",
+            "tests/test_resume.py",
+            "tests/test_bench_gpu.py",
+            "tests/test_storage_distributed.py",
+            "tests/test_leases.py",
+            "tests/test_api.py",
+            "tests/test_page_path.py",
+            "tests/test_train_dpo.py",
+        )
+    )
 }
 
 

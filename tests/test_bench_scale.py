@@ -4,6 +4,8 @@ timing: every page ends terminal, loops are stopped where a stop is on, every fi
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,9 +29,12 @@ def services() -> None:
 
 
 def test_the_smoke_run_ends_every_page_stops_loops_and_reports_every_figure(
-    services: None,
+    services: None, tmp_path: Path
 ) -> None:
-    report: dict[str, Any] = run.main(["--smoke"])
+    # written where the test says, not over the committed bench/results/scale_smoke.json
+    out = tmp_path / "scale_smoke.json"
+    report: dict[str, Any] = run.main(["--smoke", "--out", str(out)])
+    assert json.loads(out.read_text())["result"] == report["result"]
 
     tax, scale = report["result"]["tax"], report["result"]["scale"]
     assert set(tax) == {"floor", "no_stop", "server_rd", "folio"}

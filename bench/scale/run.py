@@ -291,8 +291,8 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out",
-        help="The results file under bench/results (default scale.json, scale_smoke.json for "
-        "--smoke): a run of other arms keeps the committed ones.",
+        help="The results file under bench/results, or a path of its own (default scale.json, "
+        "scale_smoke.json for --smoke): a run of other arms keeps the committed ones.",
     )
     p.add_argument(
         "--max-tokens", type=int, help="The endpoint's token cap (default: the profile's, 8,000)."
