@@ -7,6 +7,7 @@ greedy output degenerates into loops: a real degeneration source.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -129,16 +130,24 @@ def test_repetition_penalty_with_sampling_does_not_loop(vllm_endpoint: VllmEndpo
 
 def test_the_test_servers_engine_is_forked_and_spins_less(vllm_endpoint: VllmEndpoint) -> None:
     """server_site/sitecustomize.py took effect: vLLM's CPU platform chose `spawn`, the server
-    forked its engine core instead, and the engine's queue readers spin 0.1 s (a vLLM the
-    patches no longer fit logs `unchanged`)."""
+    forked its engine core and model worker instead, with one OpenMP thread in every process,
+    and the engine's queue readers spin 0.1 s (a vLLM the patches no longer fit logs
+    `unchanged`)."""
     server = vllm_endpoint.server
     if server is None:
         pytest.skip("the session's server was started elsewhere (FOLIO_VLLM_URL)")
     marks = [line.split(MARK, 1)[1] for line in server.log_text().splitlines() if MARK in line]
-    assert " engine start method fork (vLLM's CPU platform set spawn)" in marks, marks
+    started = " engine core and model worker start method fork (vLLM's CPU platform set spawn)"
+    assert [m for m in marks if m.startswith(started + ", OMP_NUM_THREADS 1 (was ")], marks
     assert " queue readers spin 0.1 s" in marks, marks
     assert not [m for m in marks if "unchanged" in m], marks
-    assert len(server.engine_pids()) >= 2, "the engine core and its model worker"
+    engine = server.engine_pids()
+    assert len(engine) >= 2, "the engine core and its model worker"
+    # the forked worker bound itself to the cores vLLM chose for it, as a spawned one is bound
+    bound = [m for m in marks if m.startswith(" model worker bound to cores ")]
+    assert bound, marks
+    cores = set(json.loads(bound[-1].split(" cores ", 1)[1]))
+    assert cores in [os.sched_getaffinity(pid) for pid in engine], (bound, engine)
 
 
 def wait_for_a_running_request(server: VllmServer, limit: float = 120.0) -> None:

@@ -1,17 +1,30 @@
 """Loaded by every Python process of a test vLLM server (VllmServer puts this folder on the
-server's PYTHONPATH, and no other process's): the engine core is forked, not spawned; its
-queues' readers spin FOLIO_VLLM_BUSY_LOOP_S after a read, where set; and, where FOLIO_TRACE_LOG
-is set, the close path is traced (close_trace.py).
+server's PYTHONPATH, and no other process's): the engine core and its model worker are forked,
+not spawned; its queues' readers spin FOLIO_VLLM_BUSY_LOOP_S after a read, where set; and,
+where FOLIO_TRACE_LOG is set, the close path is traced (close_trace.py).
 
 Why fork: vLLM's CPU platform sets the start method of its engine core and model worker to
 `spawn` whatever the environment says (vllm/platforms/cpu.py, `check_and_update_config`), so
-each of the two re-imports vLLM from scratch: 14 s each on a 2-core AMD EPYC (Zen 3). The API
-server forks its engine core here (it has run no model code yet); the engine core still spawns
-its model worker (`_spawn_below`). The engine's code, arguments and environment are the same,
-and a server on a GPU spawns its engine too (vLLM's API server sets `spawn` when nothing else is
-set), so nothing a test checks depends on the method. FOLIO_VLLM_START_METHOD=spawn keeps vLLM's
-own. The method taken is logged, so a vLLM this patch no longer fits shows in the server's log (and
-tests/vllm_cpu/test_vllm_server.py fails) rather than quietly spawning again.
+each of the two re-imports vLLM from scratch: 7 s each here (14 s on a slower 2-core AMD EPYC).
+The API server forks its engine core here, and the engine core forks its model worker (neither
+has run model code by then). What a fork does not carry is mended:
+- GNU OpenMP's thread pool does not survive a fork, so every process of the server runs with
+  OMP_NUM_THREADS=1 from its start. With the pool that the API server's multi-modal warmup
+  made (2 threads on 2 cores), a forked worker took twice as long per token (300 tokens in
+  1.6 s against 0.8 s spawned) and once hung in a full test run (execute_model timed out after
+  300 s). vLLM gives a spawned worker OMP_NUM_THREADS of its bound cores (one here) and a
+  forked one sets that count itself (`init_cpu_threads_env`): as many threads either way.
+- GNU OpenMP binds a spawned worker to the cores vLLM names in GOMP_CPU_AFFINITY when it loads
+  there; a forked worker's parent loaded it before that was set, so the forked worker binds
+  itself to them (`_bind_as_spawned`; VllmServer gives each pytest-xdist worker's servers a
+  core of their own this way).
+A server was up in 11 s against 18 s with both spawned, 12 against 19 CPU-s (2026-11-27, one
+start each, idle). The engine's code, arguments and environment are otherwise the same, and a
+server on a GPU spawns its engine too (vLLM's API server sets `spawn` when nothing else is
+set), so nothing a test checks depends on the method. FOLIO_VLLM_START_METHOD=spawn keeps
+vLLM's own (and OpenMP's threads). The method taken and the cores bound are logged, so a vLLM
+this patch no longer fits shows in the server's log (and tests/vllm_cpu/test_vllm_server.py
+fails) rather than quietly spawning again.
 
 Why a shorter spin: the engine core and its model worker read each other's shared-memory queue
 by spinning (sched_yield) for 1 s after every read before they sleep on a socket
@@ -36,6 +49,10 @@ START_METHOD = os.environ.get("FOLIO_VLLM_START_METHOD", "fork")
 # the API server: the first process of the server, whose children inherit this variable
 API_SERVER = int(os.environ.setdefault("FOLIO_TEST_SERVER_ROOT_PID", str(os.getpid())))
 MARK = "folio test server:"
+OMP_WAS = os.environ.get("OMP_NUM_THREADS")
+if START_METHOD != "spawn" and os.getpid() == API_SERVER:
+    # before torch loads GNU OpenMP, which reads it once; the children inherit it
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 def _say(text: str) -> None:
@@ -49,21 +66,32 @@ def _patch_platform(module: ModuleType) -> None:
     def check_and_update_config(cls: Any, vllm_config: Any) -> None:
         original(cls, vllm_config)
         if os.getpid() != API_SERVER:
-            return  # the engine core's own model worker: spawned, as vLLM set
+            return  # vLLM's config is made once, in the API server
         was = os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")
+        # read by the API server for its engine core and by the engine core for its worker
         os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = START_METHOD
-        os.register_at_fork(after_in_child=_spawn_below)
-        _say(f"engine start method {START_METHOD} (vLLM's CPU platform set {was})")
+        _say(
+            f"engine core and model worker start method {START_METHOD} (vLLM's CPU platform set"
+            f" {was}), OMP_NUM_THREADS 1 (was {OMP_WAS})"
+        )
 
     platform.check_and_update_config = classmethod(check_and_update_config)
 
 
-def _spawn_below() -> None:
-    """In the forked engine core: its model worker spawned, as vLLM's CPU platform says. A
-    worker forked from the engine core hung in its first forward passes (RPC execute_model timed
-    out after 300 s, 2026-11-27): the engine core has set up OpenMP by then, and GNU OpenMP's
-    threads do not survive a fork."""
-    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
+def _bind_as_spawned() -> None:
+    """In every process forked below the API server: the cores vLLM names for its model
+    worker's OpenMP threads (vllm/utils/ompmultiprocessing.py sets GOMP_CPU_AFFINITY around
+    the worker's start only, so the engine core stays unbound, as when spawned). The forked
+    process has one thread; those it starts inherit its cores."""
+    listed = os.environ.get("GOMP_CPU_AFFINITY")
+    if not listed:
+        return
+    cores: set[int] = set()
+    for item in listed.replace(",", " ").split():
+        first, _, last = item.partition("-")
+        cores.update(range(int(first), int(last or first) + 1))
+    os.sched_setaffinity(0, cores)
+    _say(f"model worker bound to cores {sorted(cores)}")
 
 
 def _patch_spin(module: ModuleType) -> None:
@@ -83,6 +111,8 @@ def _patch_spin(module: ModuleType) -> None:
 PATCHES: dict[str, Callable[[ModuleType], None]] = {}
 if START_METHOD != "spawn":
     PATCHES["vllm.platforms.cpu"] = _patch_platform
+    if os.getpid() == API_SERVER:
+        os.register_at_fork(after_in_child=_bind_as_spawned)  # its forks' forks run it too
 BUSY_LOOP_S = float(os.environ.get("FOLIO_VLLM_BUSY_LOOP_S", "-1"))
 if BUSY_LOOP_S >= 0:
     PATCHES["vllm.distributed.device_communicators.shm_broadcast"] = _patch_spin
