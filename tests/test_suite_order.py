@@ -3,11 +3,8 @@ module renamed or removed would drop out of the order silently and go out last a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.conftest import LONGEST_FIRST
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.vllm_cpu.server import REPO_ROOT
 
 
 def test_every_group_ordered_first_is_a_module_or_a_server_group() -> None:

@@ -50,9 +50,6 @@ START_METHOD = os.environ.get("FOLIO_VLLM_START_METHOD", "fork")
 API_SERVER = int(os.environ.setdefault("FOLIO_TEST_SERVER_ROOT_PID", str(os.getpid())))
 MARK = "folio test server:"
 OMP_WAS = os.environ.get("OMP_NUM_THREADS")
-if START_METHOD != "spawn" and os.getpid() == API_SERVER:
-    # before torch loads GNU OpenMP, which reads it once; the children inherit it
-    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 def _say(text: str) -> None:
@@ -66,7 +63,7 @@ def _patch_platform(module: ModuleType) -> None:
     def check_and_update_config(cls: Any, vllm_config: Any) -> None:
         original(cls, vllm_config)
         if os.getpid() != API_SERVER:
-            return  # vLLM's config is made once, in the API server
+            return  # set in the API server, whose forks inherit it
         was = os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")
         # read by the API server for its engine core and by the engine core for its worker
         os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = START_METHOD
@@ -111,7 +108,9 @@ def _patch_spin(module: ModuleType) -> None:
 PATCHES: dict[str, Callable[[ModuleType], None]] = {}
 if START_METHOD != "spawn":
     PATCHES["vllm.platforms.cpu"] = _patch_platform
-    if os.getpid() == API_SERVER:
+    if os.getpid() == API_SERVER:  # its children inherit both
+        # before torch loads GNU OpenMP, which reads it once
+        os.environ["OMP_NUM_THREADS"] = "1"
         os.register_at_fork(after_in_child=_bind_as_spawned)  # its forks' forks run it too
 BUSY_LOOP_S = float(os.environ.get("FOLIO_VLLM_BUSY_LOOP_S", "-1"))
 if BUSY_LOOP_S >= 0:
