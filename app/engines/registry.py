@@ -45,7 +45,11 @@ class EngineSet:
         profile = self.settings.profile_of(step.endpoint or "")
         # The profile's thresholds for its format (structured output), the user's over them.
         config = DetectorConfig(**(profile.detector | self.settings.detector))
-        return VlmEngine(step.endpoint or "", endpoint, lambda: LoopDetector(config), profile)
+        margin = self.settings.detector_grounding_margin
+        grounding = margin if self.settings.detector_grounding else None
+        return VlmEngine(
+            step.endpoint or "", endpoint, lambda: LoopDetector(config), profile, grounding
+        )
 
     def close(self) -> None:
         with self._lock:

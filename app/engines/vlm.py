@@ -28,6 +28,7 @@ from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
 from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
 from app.engines.vlm_doctor import warn_missing_processors
+from app.engines.vlm_grounding import grounded_factory, grounding_params, grounding_xargs
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_judge import VlmJudge
 from app.engines.vlm_stops import (
@@ -98,8 +99,11 @@ class VlmEngine:
         endpoint: VlmEndpoint,
         detector_factory: Callable[[], LoopDetecting] = _default_detector,
         profile: Profile | None = None,
+        grounding_margin: int | None = None,
     ) -> None:
         self.endpoint_name = endpoint_name
+        # Copies past the page's own count a unit may run to (None: verdicts not grounded).
+        self.grounding_margin = grounding_margin
         self.endpoint = endpoint
         self.profile = profile or resolve_profile(endpoint.profile, endpoint.model)
         self.detector_factory = detector_factory
@@ -141,7 +145,7 @@ class VlmEngine:
             "stream_options": {"include_usage": True},
         }
         overrides = step.sampling() | {"max_tokens": step.max_tokens or self.endpoint.max_tokens}
-        body |= request_fields(self.profile, overrides, self._folio_xargs(step, stops))
+        body |= request_fields(self.profile, overrides, self._folio_xargs(page, step, stops))
         if self.endpoint.openai_fields_only:  # a hosted API refuses vLLM's own fields
             for key in ("repetition_penalty", "top_k"):
                 body.pop(key, None)
@@ -155,9 +159,13 @@ class VlmEngine:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
         return body
 
-    def _folio_xargs(self, step: PlanStep, stops: EndpointStops) -> dict[str, Any]:
-        """Folio's own server-side arguments: the plugin's loop stop and n-gram guard."""
-        xargs: dict[str, Any] = {LOOP_STOP_ARG: 1, **self._plugin_detector} if stops.plugin else {}
+    def _folio_xargs(self, page: PageInput, step: PlanStep, stops: EndpointStops) -> dict[str, Any]:
+        """Folio's own server-side arguments: the plugin's loop stop (asking the page where
+        the client does) and n-gram guard."""
+        xargs: dict[str, Any] = {}
+        if stops.plugin:
+            xargs = {LOOP_STOP_ARG: 1, **self._plugin_detector}
+            xargs |= grounding_xargs(page, self.grounding_margin)
         if step.ngram_guard:  # the plugin's guard, asked for per request like its loop stop
             xargs[GUARD_ARG] = step.ngram_guard
             if step.ngram_window:
@@ -225,7 +233,11 @@ class VlmEngine:
         body = await asyncio.to_thread(self.request_body, page, step, used)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
-        detector = self.detector_factory if step.loop_stop else _NoLoopStop
+        detector = (
+            grounded_factory(self.detector_factory, page, self.grounding_margin)
+            if step.loop_stop
+            else _NoLoopStop
+        )
         async with slots:
             while True:
                 try:
@@ -288,6 +300,7 @@ class VlmEngine:
             await response.close()  # at a verdict or a cancel: vLLM sees the client leave
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
+        outcome.grounding = grounding_params(detector)
         return outcome
 
     async def _stop_loop(self, outcome: StreamOutcome, stops: EndpointStops, chunks: Any) -> None:

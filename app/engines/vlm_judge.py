@@ -17,6 +17,7 @@ from app.errors import TransportError
 from app.profiles import Profile
 from app.profiles.judge import TRUNCATED, Judgement, judge_answer
 from app.settings import VlmEndpoint
+from app.vllm_plugin.behaviours import PAGE_TEXT_ARG
 
 _SAMPLING_KEYS = ("temperature", "top_p", "top_k", "presence_penalty", "frequency_penalty", "seed")
 _REQUEST_KEYS = (
@@ -75,7 +76,7 @@ class VlmJudge:
             ended_at=datetime.now(UTC),
             model=self.endpoint.model,
             endpoint=self.endpoint_name,
-            params=self._params(body, retries) | close | probed,
+            params=self._params(body, retries) | close | probed | outcome.grounding,
             prompt_version=self.profile.tag,
             finish_reason=finish_reason_of(outcome),
             prompt_tokens=outcome.prompt_tokens,
@@ -126,6 +127,9 @@ class VlmJudge:
     def _params(self, body: dict[str, Any], retries: int) -> dict[str, Any]:
         keys = (*_SAMPLING_KEYS, *_REQUEST_KEYS)
         params = {k: body[k] for k in keys if k in body}
+        xargs = params.get("vllm_xargs")
+        if xargs and PAGE_TEXT_ARG in xargs:  # the page's text is the document's, not a param
+            params["vllm_xargs"] = {k: v for k, v in xargs.items() if k != PAGE_TEXT_ARG}
         if retries:
             params["transport_retries"] = retries
         return params

@@ -35,6 +35,7 @@ class StreamOutcome:
     tokens_at_last_content: int | None = None
     abort_sent: bool = False
     cancelled: bool = False  # the page's job was cancelled mid-stream
+    grounding: dict[str, Any] = field(default_factory=dict)  # what the page's text answered
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 

@@ -150,3 +150,16 @@ class PlanFields(BaseModel):
         default_factory=dict,
         description="Loop detector thresholds to override (field of DetectorConfig -> value).",
     )
+    detector_grounding: bool = Field(
+        default=True,
+        description="Ask the page before a loop verdict cuts a stream: where the page has a "
+        "usable text layer, a unit the page itself holds as often as the output does is not a "
+        "loop, and the stream goes on up to the page's count plus `detector_grounding_margin` "
+        "copies (docs/loop-stop.md#grounding). The engine plugin asks the same page.",
+    )
+    detector_grounding_margin: int = Field(
+        default=2,
+        ge=0,
+        description="Copies of a unit past the page's own count that a grounded stream may "
+        "write before its verdict stands.",
+    )

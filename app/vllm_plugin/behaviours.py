@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
+from app.degeneration.grounding import GroundedDetector
 from app.vllm_plugin.actions import END, NO_ACTION, RequestBehaviour, StepAction
 from app.vllm_plugin.guard import GUARD_ARG, NgramGuard
 
@@ -25,6 +26,10 @@ LOOP_STOP_ARG = "folio_loop_stop"
 # `DetectorConfig` fields the client's detector runs with (the profile's, the user's over them),
 # {"folio_detector": "{\"fill_min_covered\": 2048}"}; vLLM's per-request args are flat.
 DETECTOR_ARG = "folio_detector"
+# ... and the page's own text with the margin, where the client grounds its verdicts
+# (`app.degeneration.grounding`): the plugin asks the same page before it ends the request.
+PAGE_TEXT_ARG = "folio_page_text"
+MARGIN_ARG = "folio_grounding_margin"
 # Per-request arg of the liveness probe: {"folio_stop_after": N} ends the request once the
 # plugin has seen N real output tokens (vllm_stops.probe_plugin_live).
 STOP_AFTER_ARG = "folio_stop_after"
@@ -34,8 +39,14 @@ MAX_STOP_AFTER = 64
 class LoopStop:
     """Folio's online loop detector on the request's text; ends the request at the verdict."""
 
-    def __init__(self, config: DetectorConfig | None = None) -> None:
-        self._detector = LoopDetector(config)
+    def __init__(
+        self, config: DetectorConfig | None = None, page_text: str | None = None, margin: int = 0
+    ) -> None:
+        self._detector: LoopDetector | GroundedDetector = (
+            LoopDetector(config)
+            if page_text is None
+            else GroundedDetector(config, page_text, margin)
+        )
 
     @property
     def verdict(self) -> LoopVerdict | None:
@@ -53,7 +64,12 @@ class LoopStop:
             return None
         if value not in (1, True, "1", "true"):
             raise ValueError(f"{LOOP_STOP_ARG} must be 1 or 0, not {value!r}")
-        return cls(detector_config(args.get(DETECTOR_ARG)))
+        page_text, margin = args.get(PAGE_TEXT_ARG), args.get(MARGIN_ARG, 0)
+        if page_text is not None and not isinstance(page_text, str):
+            raise ValueError(f"{PAGE_TEXT_ARG} must be the page's text")
+        if type(margin) is not int or margin < 0:
+            raise ValueError(f"{MARGIN_ARG} must be a whole number of copies")
+        return cls(detector_config(args.get(DETECTOR_ARG)), page_text, margin)
 
 
 class StopAfter:

@@ -1,0 +1,202 @@
+"""A loop verdict checked against the page's own text (issue 50).
+
+A verdict claims that the output repeats a unit more often than the page does. Where the page
+has a text layer, `PageText` counts how often the verdict's unit occurs in it, both read the
+same way (`grounding_tokens`: NFKC, lower case, markup and punctuation dropped, every number one
+`0` as the detector's shape view masks it, each CJK character one token), counted on token
+boundaries. A unit the page holds at least as often as the output does is not a loop yet:
+`GroundedDetector` lets the stream go on and raises that unit's bar to the page's count plus
+`margin` copies; past it, the verdict stands. Grounding never clears a loop: one the page
+overruled is cut at most `margin` copies past the page's count, plus the detector's own
+latency (it counts the unit afresh from the overrule: `min_repeats` copies and a few
+characters). A unit that cannot be read on the page (rules, fill, numbers only) keeps its
+verdict: the page is asked only about words it could hold.
+
+Pure, like the detector: it also runs inside vLLM's engine (the plugin's loop stop).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+
+from app.degeneration.config import DetectorConfig, LoopVerdict
+from app.degeneration.online import LoopDetector
+
+# Copies past the page's own count a unit may run to once the page overruled a verdict on it.
+# Why 2: a page's text layer and a model's reading of it disagree by a copy or two where a
+# row or a running line is drawn twice (a table header repeated over a column break, a
+# caption beside its figure); the bench (docs/detector-evaluation.md, grounding) measures
+# the healthy pages this keeps and the characters it lets a real loop run on.
+DEFAULT_MARGIN = 2
+# A unit must hold this many letters to be asked about: shorter ones (`a`, `0 0`) are on
+# every page and say nothing of a loop.
+MIN_LETTERS = 2
+
+_SEP = "\x1f"  # tokens are joined by two of these, so consecutive copies both count
+_TAG = re.compile(r"<[^<>]{0,200}>")
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_HYPHEN_BREAK = re.compile(r"(\w)-\s*\n\s*(\w)")
+_CJK = re.compile(
+    "([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f])"
+)
+_NOT_WORD = re.compile(r"[\W_]+")
+_BOUNDARY_AFTER = frozenset(" \t\r\n>|")
+_BOUNDARY_AT = frozenset("<|")
+
+
+def grounding_tokens(text: str) -> list[str]:
+    """`text` as the tokens grounding compares: words, numbers as `0`, CJK characters."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = _HYPHEN_BREAK.sub(r"\1\2", text)
+    text = _TAG.sub(" ", text)
+    text = _NUMBER.sub(" 0 ", text)
+    text = _CJK.sub(r" \1 ", text)
+    return _NOT_WORD.sub(" ", text).split()
+
+
+def _joined(tokens: list[str] | tuple[str, ...]) -> str:
+    return _SEP + (_SEP * 2).join(tokens) + _SEP
+
+
+def _groundable(tokens: tuple[str, ...]) -> bool:
+    return sum(len(t) for t in tokens if not t.isdigit()) >= MIN_LETTERS
+
+
+def unit_readings(unit: str, whole: bool = True) -> list[tuple[str, ...]]:
+    """The unit's token sequences to look for: a periodic unit (`whole`) may start anywhere in
+    its copy, mid-word included, so each rotation that starts on a word or a cell is read; a
+    unit cut short (longer than the verdict's excerpt) only as it is."""
+    if not whole:
+        readings = [tuple(grounding_tokens(unit))]
+    else:
+        starts = [
+            i
+            for i in range(len(unit))
+            if unit[i] in _BOUNDARY_AT or (i and unit[i - 1] in _BOUNDARY_AFTER)
+        ] or range(len(unit))
+        readings = [tuple(grounding_tokens(unit[i:] + unit[:i])) for i in starts]
+    found = dict.fromkeys(r for r in readings if r and _groundable(r))
+    return list(found)
+
+
+def canonical(tokens: tuple[str, ...]) -> str:
+    """One key for every rotation of a unit's tokens (the least rotation)."""
+    rotations = (tokens[i:] + tokens[:i] for i in range(len(tokens)))
+    return _SEP.join(min(rotations))
+
+
+class PageText:
+    """The page's own text, read once (at its first question) and asked how often a unit
+    occurs in it."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._joined: str | None = None
+
+    def copies(self, tokens: tuple[str, ...]) -> int:
+        if self._joined is None:
+            self._joined = _joined(grounding_tokens(self._text))
+        return self._joined.count(_joined(tokens))
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """What the page held of a verdict's unit: `page_copies` against the output's copies."""
+
+    unit: str
+    page_copies: int
+    output_copies: int
+    overruled: bool  # the page held it as often: the stream went on
+    at: int  # raw characters of output when it was asked
+
+
+def ground(verdict: LoopVerdict, output: str, page: PageText) -> Grounding | None:
+    """The page's count of the verdict's unit, and the output's; None where the unit holds no
+    words the page could hold (rules, fill, numbers, markup)."""
+    readings = unit_readings(verdict.unit, whole=verdict.period <= len(verdict.unit))
+    if not readings:
+        return None
+    page_copies, tokens = max((page.copies(r), r) for r in readings)
+    output_copies = _joined(grounding_tokens(output)).count(_joined(tokens))
+    return Grounding(canonical(tokens), page_copies, output_copies, False, len(output))
+
+
+class GroundedDetector:
+    """A `LoopDetector` whose verdicts the page's own text may overrule (see the module)."""
+
+    def __init__(
+        self, config: DetectorConfig | None, page_text: str, margin: int = DEFAULT_MARGIN
+    ) -> None:
+        self._config = config or DetectorConfig()
+        self._page = PageText(page_text)
+        self._margin = margin
+        self._inner = LoopDetector(self._config)
+        self._base = 0  # raw offset at which the inner detector started
+        self._pieces: list[str] = []
+        self._length = 0
+        self._verdict: LoopVerdict | None = None
+        self._allowed: dict[str, int] = {}  # unit key -> copies the output may hold
+        self._seen: dict[str, int] = {}  # unit key -> copies the inner detectors counted
+        self.asked: list[Grounding] = []  # every verdict the page was asked about, in order
+
+    @property
+    def config(self) -> DetectorConfig:
+        return self._config
+
+    @property
+    def verdict(self) -> LoopVerdict | None:
+        return self._verdict
+
+    @property
+    def text_length(self) -> int:
+        return self._length
+
+    @property
+    def overruled(self) -> list[Grounding]:
+        return [g for g in self.asked if g.overruled]
+
+    @property
+    def standing(self) -> Grounding | None:
+        """What the page held of the verdict that stood, where it was asked."""
+        last = self.asked[-1] if self.asked else None
+        return last if last is not None and not last.overruled and self._verdict else None
+
+    def feed(self, chunk: str) -> LoopVerdict | None:
+        if self._verdict is not None:
+            return self._verdict
+        self._pieces.append(chunk)
+        self._length += len(chunk)
+        found = self._inner.feed(chunk)
+        if found is not None:
+            self._judge(found)
+        return self._verdict
+
+    def finish(self) -> LoopVerdict | None:
+        if self._verdict is None:
+            found = self._inner.finish()
+            if found is not None:
+                self._judge(found)
+        return self._verdict
+
+    def _judge(self, found: LoopVerdict) -> None:
+        verdict = replace(found, onset=found.onset + self._base)
+        output = "".join(self._pieces)
+        self._pieces = [output]
+        asked = ground(verdict, output, self._page)
+        if asked is None:
+            self._verdict = verdict
+            return
+        key = asked.unit
+        seen = self._seen.get(key, 0) + int(found.repeats)
+        self._seen[key] = seen
+        copies = max(asked.output_copies, seen)
+        if copies <= self._allowed.get(key, asked.page_copies):
+            self._allowed[key] = asked.page_copies + self._margin
+            self.asked.append(replace(asked, output_copies=copies, overruled=True))
+            self._inner = LoopDetector(self._config)  # the unit is counted afresh from here
+            self._base = self._length
+            return
+        self.asked.append(replace(asked, output_copies=copies))
+        self._verdict = verdict

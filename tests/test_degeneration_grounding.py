@@ -1,0 +1,125 @@
+"""Grounding: a loop verdict asked of the page's own text before it cuts (issue 50).
+
+The pages here are built like real ones: a ledger whose rows share their words and differ in
+their numbers (the shape a local view of the text cannot tell from a model writing one row
+thirty times), the page's text layer as PyMuPDF gives it (cells on one line, no markup).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
+from app.degeneration.grounding import (
+    DEFAULT_MARGIN,
+    GroundedDetector,
+    PageText,
+    grounding_tokens,
+    unit_readings,
+)
+from app.vllm_plugin.behaviours import (
+    LOOP_STOP_ARG,
+    MARGIN_ARG,
+    PAGE_TEXT_ARG,
+    LoopStop,
+    behaviours_for,
+)
+
+ROWS = [f"| Lot {i} | Widget assembly, grey | {12 + i}.50 | EUR |" for i in range(30)]
+LAYER = "Inventory\n" + "\n".join(r.replace("|", " ").strip() for r in ROWS) + "\nTotal 375.00"
+ANSWER = "# Inventory\n\n| Lot | Item | Price | Cur |\n|---|---|---|---|\n" + "\n".join(ROWS)
+ANSWER += "\n\nTotal 375.00\n"
+
+
+def stream(detector: LoopDetector | GroundedDetector, text: str) -> tuple[LoopVerdict | None, int]:
+    """The verdict and the characters fed when it came (4 a token, as a stream)."""
+    for start in range(0, len(text), 4):
+        if detector.feed(text[start : start + 4]) is not None:
+            return detector.verdict, start + 4
+    return detector.finish(), len(text)
+
+
+def looping(row: str, copies: int) -> str:
+    """The ledger's first five rows, then one row written `copies` times."""
+    head = ANSWER.split("\n| Lot 5 ")[0]
+    return head + "\n" + "\n".join([row] * copies)
+
+
+def test_a_table_the_page_holds_is_not_cut_where_the_detector_alone_cuts_it() -> None:
+    alone, _ = stream(LoopDetector(), ANSWER)
+    grounded = GroundedDetector(None, LAYER)
+    verdict, fed = stream(grounded, ANSWER)
+
+    assert alone is not None  # the false alarm grounding exists for
+    assert verdict is None and fed == len(ANSWER)
+    assert grounded.overruled and all(g.page_copies >= 29 for g in grounded.overruled)
+
+
+def test_a_loop_on_a_line_the_page_holds_once_is_cut_where_it_was() -> None:
+    text = "Summary of the audit.\n" + "The committee met twice and approved the budget.\n" * 40
+    layer = "Summary of the audit. The committee met twice and approved the budget. Signed."
+    alone, at_alone = stream(LoopDetector(), text)
+    grounded = GroundedDetector(None, layer)
+    verdict, at = stream(grounded, text)
+
+    assert alone is not None and verdict == alone and at == at_alone
+    assert grounded.standing is not None and grounded.standing.page_copies == 1
+
+
+@pytest.mark.parametrize("margin", [0, DEFAULT_MARGIN, 5])
+def test_a_loop_on_a_unit_the_page_holds_is_cut_soon_after_the_pages_count(margin: int) -> None:
+    """Grounding never clears a loop: it is cut within the margin plus the detector's own
+    latency (it counts the unit afresh from each overrule) past the page's count."""
+    row = ROWS[5]
+    grounded = GroundedDetector(None, LAYER, margin)
+    verdict, fed = stream(grounded, looping(row, 400))
+
+    assert verdict is not None
+    standing = grounded.standing
+    assert standing is not None and standing.page_copies == 30
+    # rows of the ledger's shape in the output: its first five, then the copies
+    rows = 5 + (fed - len(looping(row, 0))) // (len(row) + 1)
+    latency = DetectorConfig().min_repeats + 2  # copies the fresh detector needs, and a spare
+    assert 30 + margin < rows <= 30 + margin + latency
+
+
+def test_units_the_page_cannot_hold_keep_their_verdict() -> None:
+    """Rules, fill and numbers: no words to ask the page about."""
+    for text in ("Totals " + "-" * 3000, "Readings: " + "0.00 " * 400, "Wow" + "!" * 40):
+        alone, at_alone = stream(LoopDetector(), text)
+        verdict, at = stream(GroundedDetector(None, text * 3), text)
+        assert alone is not None and verdict == alone and at == at_alone
+
+
+def test_the_page_is_read_as_the_output_is_written() -> None:
+    """Markdown, HTML, numbers and ligatures read alike on both sides; CJK per character."""
+    assert grounding_tokens("| **Net ﬁnal** | <td>1,234.50</td> |") == ["net", "final", "0"]
+    assert grounding_tokens("Net final  1.234,50") == ["net", "final", "0"]
+    assert grounding_tokens("营业收入 12") == ["营", "业", "收", "入", "0"]
+    assert grounding_tokens("degen-\neration") == ["degeneration"]
+    page = PageText("Net final 1 Net final 2 Net final 3")
+    assert max(page.copies(r) for r in unit_readings("final | 7 | Net ")) == 3
+
+
+def test_a_unit_started_mid_word_is_read_from_its_word_starts() -> None:
+    readings = unit_readings("ained model\nPretr")
+    assert ("pretrained", "model") in readings
+
+
+def test_the_plugins_loop_stop_asks_the_page_it_is_sent() -> None:
+    args = {LOOP_STOP_ARG: 1, PAGE_TEXT_ARG: LAYER, MARGIN_ARG: 2}
+    (stop,) = behaviours_for(args)
+    assert isinstance(stop, LoopStop)
+    ended = any(stop.step([1], ANSWER[i : i + 4]).end for i in range(0, len(ANSWER), 4))
+    assert not ended and stop.verdict is None
+    (alone,) = behaviours_for({LOOP_STOP_ARG: 1})
+    assert any(alone.step([1], ANSWER[i : i + 4]).end for i in range(0, len(ANSWER), 4))
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [({PAGE_TEXT_ARG: 3}, "page's text"), ({PAGE_TEXT_ARG: "x", MARGIN_ARG: -1}, "whole")],
+)
+def test_bad_grounding_args_are_refused(value: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        behaviours_for({LOOP_STOP_ARG: 1, **value})
