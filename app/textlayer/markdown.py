@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from app.textlayer.borderless import borderless_tables
 from app.textlayer.edges import body_size, running_lines
 from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
+from app.textlayer.order import xy_cut
 from app.textlayer.paragraphs import join_lines
 from app.textlayer.tables import is_table_like, table_markdown, with_header_rows
 from app.textlayer.unicode import normalize
@@ -91,29 +92,9 @@ def _blocks(lines: Sequence[TextLine]) -> list[Item]:
 
 
 def reading_order(items: Sequence[Item], width: float) -> list[Item]:
-    """Top to bottom; between full-width items, the left column before the right one."""
-    middle = width / 2
-    ordered: list[Item] = []
-    left: list[Item] = []
-    right: list[Item] = []
-
-    def flush() -> None:
-        ordered.extend(sorted(left, key=lambda item: item.box.y0))
-        ordered.extend(sorted(right, key=lambda item: item.box.y0))
-        left.clear()
-        right.clear()
-
-    for item in sorted(items, key=lambda item: (item.box.y0, item.box.x0)):
-        box = item.box
-        if box.x0 < middle - width * 0.05 and box.x1 > middle + width * 0.05:
-            flush()
-            ordered.append(item)
-        elif (box.x0 + box.x1) / 2 < middle:
-            left.append(item)
-        else:
-            right.append(item)
-    flush()
-    return ordered
+    """Columns left to right, and between the items that span a gutter, top to bottom
+    (`order.xy_cut`); `width` is kept for callers that pass the page's width."""
+    return xy_cut(items, lambda item: item.box)
 
 
 def _render(item: Item, body: float) -> str:
