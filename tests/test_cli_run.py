@@ -41,7 +41,7 @@ def test_a_rerun_keeps_the_whole_folder_in_its_summary(tmp_path: Path, env: dict
     args = ["run", str(tmp_path / "s"), "--out", str(out)]
     assert runner.invoke(app, args, env=env).exit_code == exit_codes.OK
     first = json.loads((out / "summary.json").read_text())
-    report_md = (out / "report.md").read_text()
+    report_md = (out / "report-2.md").read_text()  # report.pdf's: report.json is the job's
 
     again = runner.invoke(app, args, env=env)
     assert again.exit_code == exit_codes.OK, again.output
@@ -56,7 +56,7 @@ def test_a_rerun_keeps_the_whole_folder_in_its_summary(tmp_path: Path, env: dict
     assert {k: summary[k] for k in same} == {k: first[k] for k in same}
     assert summary["documents_skipped"] == 3 == summary["documents_done"]
     assert {d["done_in_job"] for d in summary["documents"]} == {first["job_id"]}
-    assert (out / "report.md").read_text() == report_md
+    assert (out / "report-2.md").read_text() == report_md
 
     # A new document next to the done ones: it is processed, the others carried over.
     (tmp_path / "s" / "new.pdf").write_bytes(samples.born_digital_pdf([samples.page_text(9)]))

@@ -33,7 +33,11 @@ def test_a_job_from_a_bucket_with_results_to_a_prefix_and_to_presigned_urls(
         for name in ("a.json", "a.md", "summary.json")
     }
     allowed = [f"s3://{bucket}/in/", f"s3://{bucket}/out/"]
-    with running_api(settings_for(sqlite_url, tmp_path, api_allowed_uris=allowed)) as api:
+    # The other store listens on 127.0.0.1: a loopback address, refused unless allowed.
+    settings = settings_for(
+        sqlite_url, tmp_path, api_allowed_uris=allowed, result_urls_allow_private=True
+    )
+    with running_api(settings) as api:
         client = api.client(api.key("alice"))
         outside = client.post("/v1/jobs", json={"uri": f"s3://{bucket}/secret/"})
         assert_problem(outside, 403, "allowed URIs")

@@ -17,12 +17,12 @@ from app.api.context import ApiContext
 from app.api.submit import (
     FolderRefused,
     JobOptions,
+    access_policy,
     create_job,
     create_stored_job,
     create_uploaded_job,
     discard,
     folder_files,
-    uri_allowed,
 )
 from app.api.uploads import UploadError, UploadFolder, UploadLimits
 from app.db import job_views
@@ -32,7 +32,7 @@ from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
 from app.jobs.results import load_results, write_outputs
 from app.pipeline.ingest_store import TooManyObjects
-from app.webhooks.urls import UrlRefused, check_url
+from app.storage.access import PlaceRefused, check_url
 
 
 def submit_uploads(
@@ -64,10 +64,19 @@ def submit_uploads(
 
 def submit_uri(ctx: ApiContext, key: int, request: schemas.ObjectJob) -> schemas.JobOut:
     """Start a job on the PDFs under an s3:// URI that the server allows."""
-    for uri in (request.uri, request.results_uri):
-        if uri is not None and not uri_allowed(ctx.settings, uri):
-            raise HTTPException(403, f"{uri} is not under any of the server's allowed URIs")
+    policy = access_policy(ctx.settings)
+    try:
+        for uri in (request.uri, request.results_uri):
+            if uri is not None:
+                policy.check(uri)
+    except PlaceRefused as exc:
+        raise HTTPException(403, str(exc)) from exc
     job_options = _options(ctx, request)
+    for name, url in request.result_urls.items():
+        try:
+            check_url(url, ctx.settings.result_urls_allow_private, "result URL")
+        except PlaceRefused as exc:
+            raise HTTPException(422, f"result_urls[{name!r}]: {exc}") from exc
     if request.result_urls:
         job_options.extra["result_urls"] = request.result_urls
     try:
@@ -103,8 +112,8 @@ def _options(ctx: ApiContext, options: schemas.JobOptionsIn) -> JobOptions:
         raise HTTPException(422, f"unknown engine plan {options.engine!r}; known: {known}")
     if options.callback_url:
         try:
-            check_url(options.callback_url, ctx.settings.webhooks.allow_private)
-        except UrlRefused as exc:
+            check_url(options.callback_url, ctx.settings.webhooks.allow_private, "callback URL")
+        except PlaceRefused as exc:
             raise HTTPException(422, f"callback_url: {exc}") from exc
     extra = options.model_dump(include={"callback_url", "callback_events", "repeat_loop_cap"})
     return JobOptions(plan, options.dpi, options.priority, options.metadata, extra)

@@ -17,6 +17,7 @@ from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, inge
 from app.pipeline.ingest_store import ingest_stored, ingest_uploaded
 from app.settings import Settings
 from app.storage import DocumentCache, Stores
+from app.storage.access import AccessPolicy
 from app.storage.base import ObjectUri
 
 
@@ -95,13 +96,9 @@ def _api_limits(settings: Settings) -> DocumentLimits:
     )
 
 
-def uri_allowed(settings: Settings, uri: str) -> bool:
-    """Whether `uri` lies under one of `api_allowed_uris` (whole path segments only)."""
-    for allowed in settings.api_allowed_uris:
-        root = allowed if allowed.endswith("/") else allowed + "/"
-        if uri == allowed or uri.startswith(root):
-            return True
-    return False
+def access_policy(settings: Settings) -> AccessPolicy:
+    """What an API job may read and write: the objects under `api_allowed_uris`."""
+    return AccessPolicy.of(settings.api_allowed_uris)
 
 
 def create_stored_job(
@@ -126,6 +123,7 @@ def create_stored_job(
         threads=settings.storage_ingest_threads,
         job_fields={"options": options.as_json(), "api_key_id": api_key_id},
         max_documents=settings.api_max_files_per_job,
+        policy=access_policy(settings),
     )
 
 

@@ -14,7 +14,7 @@ from app.cli import exit_codes
 from app.cli.options import DatabaseUrl, console, load_settings
 from app.cli.views import page_progress
 from app.db.engine import Database
-from app.jobs.watch import BatchOutcome, InboxBusy, Watcher, inbox_lock
+from app.jobs.watch import MAX_BATCH_TRIES, BatchOutcome, InboxBusy, Watcher, inbox_lock
 from app.report.fit import FittedTable
 
 
@@ -56,6 +56,8 @@ def _loop(watcher: Watcher, poll_s: float, once: bool) -> None:
     if not once:
         console.print(f"Watching [bold]{watcher.inbox}[/] (Ctrl+C stops)")
     while True:
+        for retried in watcher.retry():
+            show(retried)
         outcome = watcher.tick()
         if outcome:
             show(outcome)
@@ -64,6 +66,9 @@ def _loop(watcher: Watcher, poll_s: float, once: bool) -> None:
             outcome = watcher.tick(close_window=True)
             if outcome:
                 show(outcome)
+            for _ in range(MAX_BATCH_TRIES):  # a batch that failed: its tries, then failed/
+                for retried in watcher.retry():
+                    show(retried)
             return
         time.sleep(poll_s)
 

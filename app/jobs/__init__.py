@@ -321,7 +321,7 @@ def _asked_target(settings: Settings, db: Database, job_id: str) -> ResultTarget
         raise KeyError(f"no job {job_id!r}")
     out_dir, options = row
     if urls := (options or {}).get("result_urls"):
-        return PresignedTarget(urls, settings.storage_timeout_s)
+        return PresignedTarget(urls, settings.storage_timeout_s, settings.result_urls_allow_private)
     if out_dir and is_store_uri(out_dir):
         return result_target(out_dir, Stores.from_settings(settings))
     return None

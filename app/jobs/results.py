@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,6 +22,12 @@ from app.textlayer.plain import plain_text
 
 _MARKDOWN = "text/markdown; charset=utf-8"
 _JSON = "application/json"
+_JOB_FILES = ("summary", "report")  # summary.json, report.json (and .html in the upload folder)
+# A file name holds at most 255 bytes: room for `.json`, a `-NN`, and the upload folder's
+# `.reason.txt`. An S3 key holds 1,024 bytes, but the same names go to local folders too.
+_MAX_FILE_BYTES = 200
+# Control characters, path separators, and lone surrogates (a file name that was not UTF-8).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,12 @@ class DocumentResult:
     # A skipped document's pages are those of the earlier job that did it (same content, same
     # output folder), so a rerun's results describe the whole folder, not only what it redid.
     done_in_job: str | None = None
+    # What its result files are called (`<file>.md`, `<file>.json`): its name made safe as a
+    # file or key name, unique in the job and never the job's own `summary` or `report`.
+    file: str = ""
+    # The earlier job wrote this document's files under this very name, from this very path:
+    # a rerun may leave them as they are. Not part of its JSON.
+    reuses_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,8 +122,39 @@ def load_results(db: Database, job_id: str) -> JobResults:
         job_ids = {job_id} | {e.job_id for e in earlier.values()}
         totals = _attempt_totals(session, job_ids)
         answers = _answers(session, job_ids)
-        docs = [_document_result(d, earlier.get(d.id), totals, answers) for d in documents]
+        files = result_files([d.name for d in documents])
+        docs = [
+            _document_result(d, earlier.get(d.id), totals, answers, file)
+            for d, file in zip(documents, files, strict=True)
+        ]
         return JobResults(job.id, job.status, job.plan_name, job.source, docs)
+
+
+def result_files(names: list[str]) -> list[str]:
+    """Each document's result file name (without `.md`/`.json`): its name with no character a
+    file or key name cannot hold, at most `_MAX_FILE_BYTES` bytes, unique in the job (any
+    case) and never one of the job's own files (`summary`, `report`)."""
+    taken = set(_JOB_FILES)
+    files = []
+    for name in names:
+        base = _fitted(_UNSAFE.sub("_", name).strip() or "document")
+        file, n = base, 1
+        while file.lower() in taken:
+            n += 1
+            file = f"{base}-{n}"
+        taken.add(file.lower())
+        files.append(file)
+    return files
+
+
+def _fitted(name: str) -> str:
+    """`name` cut to `_MAX_FILE_BYTES` of UTF-8, with a digest of the whole so cuts differ."""
+    data = name.encode("utf-8", "surrogatepass")
+    if len(data) <= _MAX_FILE_BYTES:
+        return name
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    head = data[: _MAX_FILE_BYTES - 13].decode("utf-8", "ignore")
+    return f"{head}~{digest}"
 
 
 def _done_earlier(session: Session, document: Document, out_dir: str | None) -> Document | None:
@@ -185,6 +230,7 @@ def _document_result(
     earlier: Document | None,
     totals: dict[int, tuple[int, float]],
     answers: dict[int, _Answer],
+    file: str,
 ) -> DocumentResult:
     pages = [
         _page_result(p, totals, answers.get(p.id, _Answer())) for p in (earlier or document).pages
@@ -198,6 +244,10 @@ def _document_result(
         document.error,
         pages,
         done_in_job=earlier.job_id if earlier else None,
+        file=file,
+        reuses_files=(
+            earlier is not None and (earlier.name, earlier.path) == (document.name, document.path)
+        ),
     )
 
 
@@ -219,18 +269,21 @@ def write_outputs(results: JobResults, out: Path | ResultTarget) -> None:
     into a folder or any other target (a store's prefix, pre-signed URLs).
 
     A skipped document's files are written only where they are missing (e.g. `folio results`
-    into a new folder): in the folder it was skipped for, they are the earlier job's own.
+    into a new folder) or another document's: in the folder it was skipped for, under the
+    same name from the same path, they are the earlier job's own.
     """
     target = FolderTarget(out) if isinstance(out, Path) else out
     for document in results.documents:
         if document.status == DocumentStatus.FAILED or not document.pages:
             continue
-        markdown, payload = f"{document.name}.md", f"{document.name}.json"
-        skipped = document.status == DocumentStatus.SKIPPED
-        if skipped and target.has(markdown) and target.has(payload):
+        markdown, payload = f"{document.file}.md", f"{document.file}.json"
+        reusable = document.status == DocumentStatus.SKIPPED and document.reuses_files
+        if reusable and target.has(markdown) and target.has(payload):
             continue
         target.put(markdown, render_markdown(document).encode(), _MARKDOWN)
-        data = json.dumps(asdict(document), ensure_ascii=False, indent=2)
+        fields = asdict(document)
+        del fields["reuses_files"]
+        data = json.dumps(fields, ensure_ascii=False, indent=2)
         target.put(payload, data.encode(), _JSON)
     summary = json.dumps(summary_of(results), ensure_ascii=False, indent=2)
     target.put("summary.json", summary.encode(), _JSON)
@@ -276,6 +329,7 @@ def summary_of(results: JobResults) -> dict[str, Any]:
 def _document_summary(document: DocumentResult) -> dict[str, Any]:
     return {
         "name": document.name,
+        "file": document.file,
         "path": document.path,
         "status": document.status,
         "pages": document.page_count,

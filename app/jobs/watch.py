@@ -9,6 +9,8 @@ what is left, writes the outbox and moves the originals to `done/` or `failed/`.
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import logging
 import os
 import time
 import uuid
@@ -30,6 +32,11 @@ from app.report.render import ReportFormat, render_report
 from app.settings import Settings
 
 PARTIAL_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial")
+MAX_BATCH_TRIES = 3  # runs of a batch that failed as a whole before its files are given up
+_TRIES_FILE = ".folio-tries"
+# A file name holds 255 bytes: room for `-NN` and `.reason.txt` (11) after a claimed name.
+_MAX_NAME_BYTES = 230
+log = logging.getLogger(__name__)
 Progress = Callable[[int, str], AbstractContextManager[PageCallback | None]]
 
 
@@ -56,7 +63,7 @@ class StableFiles:
         now: dict[Path, tuple[int, int]] = {}
         for path in paths:
             try:
-                stat = path.stat()
+                stat = path.lstat()  # a link as itself: it is never followed
             except FileNotFoundError:
                 continue
             now[path] = (stat.st_size, stat.st_mtime_ns)
@@ -97,15 +104,27 @@ class Watcher:
         self.progress: Progress = progress or (lambda _total, _label: nullcontext(None))
         self._stable = StableFiles()
         self._window_opened: float | None = None
+        self._unfinished = False  # a batch failed to run and waits in processing/ for a retry
 
     def recover(self) -> list[BatchOutcome]:
-        """Finish the batches a previous run had claimed but not finished."""
+        """Finish the batches a previous run (or an earlier try of this one) had claimed but
+        not finished; a batch that failed `MAX_BATCH_TRIES` times gives its files up to
+        failed/ with the error, so no file can hold the folder up for good."""
         if not self.processing.is_dir():
             return []
-        return [self.finish(d) for d in sorted(self.processing.iterdir()) if d.is_dir()]
+        batches = [d for d in sorted(self.processing.iterdir()) if d.is_dir()]
+        return [o for d in batches if (o := self._finish_or_count(d)) is not None]
+
+    def retry(self) -> list[BatchOutcome]:
+        """The batches whose run failed since the last look, tried again (see `recover`)."""
+        if not self._unfinished:
+            return []
+        self._unfinished = False
+        return self.recover()
 
     def tick(self, close_window: bool = False) -> BatchOutcome | None:
-        """One look at the inbox; runs a batch when its window has closed (or `close_window`)."""
+        """One look at the inbox; runs a batch when its window has closed (or `close_window`).
+        A batch whose run fails stays in processing/ for `retry`."""
         stable = self._stable.look(self._arrivals())
         if stable and self._window_opened is None:
             self._window_opened = self.clock()
@@ -116,22 +135,51 @@ class Watcher:
             return None
         self._window_opened = None
         batch = self._claim(stable)
-        return self.finish(batch) if batch else None
+        return self._finish_or_count(batch) if batch else None
+
+    def _finish_or_count(self, batch: Path) -> BatchOutcome | None:
+        """`finish`, at the watcher's edge: a failure is logged and counted on the batch, and
+        the batch tried again later; at its last try its files go to failed/ with the error."""
+        try:
+            return self.finish(batch)
+        except Exception as exc:
+            reason = f"the batch failed to run: {type(exc).__name__}: {exc}"
+            log.exception("batch %s failed to run", batch.name)
+            tries = _count_try(batch)
+            if tries < MAX_BATCH_TRIES:
+                self._unfinished = True
+                return None
+            return self._give_up(batch, reason)
+
+    def _give_up(self, batch: Path, reason: str) -> BatchOutcome:
+        outcome = BatchOutcome(batch.name, "", [], {}, self.outbox / batch.name)
+        for path in _originals(batch):
+            _move(path, self.failed, reason)
+            outcome.failed[path.name] = reason
+        _remove_batch(batch)
+        return outcome
 
     def _arrivals(self) -> list[Path]:
         return [
             p
             for p in self.inbox.iterdir()
-            if p.is_file() and not p.name.startswith(".") and not p.name.endswith(PARTIAL_SUFFIXES)
+            if (p.is_symlink() or p.is_file())
+            and not p.name.startswith(".")
+            and not p.name.endswith(PARTIAL_SUFFIXES)
         ]
 
     def _claim(self, files: list[Path]) -> Path | None:
+        """Move `files` into a new batch folder, each under a name that every later step can
+        write (see `claimed_name`); a symbolic link goes to failed/ unfollowed."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         batch = self.processing / f"{stamp}-{uuid.uuid4().hex[:8]}"
         batch.mkdir(parents=True)
         for path in files:
             try:
-                path.rename(batch / path.name)
+                if path.is_symlink():
+                    _move(path, self.failed, "a symbolic link: the upload folder takes files")
+                else:
+                    path.rename(_free_name(batch, claimed_name(path.name)))
             except FileNotFoundError:
                 continue  # gone since we looked
         if not any(batch.iterdir()):
@@ -156,7 +204,7 @@ class Watcher:
         for fmt in (ReportFormat.JSON, ReportFormat.HTML):
             (outbox / f"report.{fmt.value}").write_text(render_report(report, fmt), "utf-8")
         outcome = self._move_originals(batch, job_id, results, outbox)
-        batch.rmdir()
+        _remove_batch(batch)
         return outcome
 
     def _job_for(self, batch: Path) -> str:
@@ -165,7 +213,7 @@ class Watcher:
             job_id = repo.latest_job_for_source(session, source)
         if job_id is not None:
             return job_id
-        files = sorted(p for p in batch.iterdir() if p.is_file())
+        files = _originals(batch)
         ingested = ingest(
             self.db,
             zip(files, unique_names(files), strict=True),
@@ -181,7 +229,7 @@ class Watcher:
     ) -> BatchOutcome:
         outcome = BatchOutcome(batch.name, job_id, [], {}, outbox)
         reasons = {Path(d.path).name: d for d in results.documents}
-        for path in sorted(p for p in batch.iterdir() if p.is_file()):
+        for path in _originals(batch):
             document = reasons.get(path.name)
             if document is not None and document.status != DocumentStatus.FAILED:
                 _move(path, self.done, None)
@@ -208,14 +256,55 @@ def unique_names(files: list[Path]) -> list[str]:
     return names
 
 
+def claimed_name(name: str) -> str:
+    """A file's name in processing/, done/ and failed/: valid UTF-8 (a name that is not keeps
+    a `_` for each stray byte) and short enough for `-NN` and `.reason.txt` after it."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("\ufffd", "_")
+    data = text.encode()
+    if len(data) <= _MAX_NAME_BYTES:
+        return text
+    suffix = Path(text).suffix if len(Path(text).suffix) <= 16 else ""
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    head = data[: _MAX_NAME_BYTES - len(suffix.encode()) - 13].decode("utf-8", "ignore")
+    return f"{head}~{digest}{suffix}"
+
+
+def _free_name(folder: Path, name: str) -> Path:
+    """`folder / name`, or `name-2`, `name-3` ... where that is taken."""
+    stem, suffix = Path(name).stem, Path(name).suffix
+    target, n = folder / name, 1
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = folder / f"{stem}-{n}{suffix}"
+    return target
+
+
+def _originals(batch: Path) -> list[Path]:
+    """The batch's files (its own bookkeeping files start with a dot)."""
+    return sorted(p for p in batch.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def _count_try(batch: Path) -> int:
+    """One more failed try of the batch, counted in a file of its own; the count so far."""
+    counter = batch / _TRIES_FILE
+    try:
+        tries = int(counter.read_text().strip() or 0) + 1
+    except (OSError, ValueError):
+        tries = 1
+    counter.write_text(f"{tries}\n")
+    return tries
+
+
+def _remove_batch(batch: Path) -> None:
+    (batch / _TRIES_FILE).unlink(missing_ok=True)
+    batch.rmdir()
+
+
 def _move(path: Path, folder: Path, reason: str | None) -> None:
     # The reason file is written before the rename: a crash in between leaves the original in
     # processing/, and the next run writes the same reason file again and moves it.
     folder.mkdir(parents=True, exist_ok=True)
-    target, n = folder / path.name, 1
-    while target.exists():
-        n += 1
-        target = folder / f"{path.stem}-{n}{path.suffix}"
+    target = _free_name(folder, claimed_name(path.name))
     if reason is not None:
         (folder / f"{target.name}.reason.txt").write_text(reason + "\n", encoding="utf-8")
     os.replace(path, target)

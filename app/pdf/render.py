@@ -70,6 +70,10 @@ def inspect_document(path: Path, limits: DocumentLimits) -> int:
             count = doc.page_count
             if limits.max_page_pixels and count <= limits.max_pages:
                 _refuse_image_bombs(doc, limits.max_page_pixels)
+        except DocumentError:
+            raise
+        except Exception as exc:  # a broken page tree (a cycle, a bad /Count) fails this file
+            raise DocumentError("corrupt", f"cannot read the PDF's pages: {exc}") from exc
         finally:
             doc.close()
     if count == 0:

@@ -32,10 +32,12 @@ from app.pipeline.ingest import (
     skip_document,
 )
 from app.storage import DocumentCache, StoredObject, Stores, is_store_uri
+from app.storage.access import NOT_ALLOWED, AccessPolicy, in_listing, listing_prefix
 from app.storage.base import ObjectUri
 
 _MAX_INT = 2**31 - 1  # documents.size_bytes is a 32-bit integer
 _MAX_MANIFEST_BYTES = 64 * 2**20
+EVERYWHERE = AccessPolicy()  # `folio run`: the operator's own credentials and choice
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,21 @@ def is_stored_source(source: str) -> bool:
     return is_store_uri(source) or is_manifest(source)
 
 
-def listed_pages(stores: Stores, source: str, page_size: int) -> Iterator[Sequence[Listed]]:
-    """The objects a source names, a listing page at a time."""
+def listed_pages(
+    stores: Stores, source: str, page_size: int, policy: AccessPolicy = EVERYWHERE
+) -> Iterator[Sequence[Listed]]:
+    """The objects a source names, a listing page at a time: those under a prefix (taken as a
+    folder: `s3://b/docs` is `docs/`), or a manifest's lines, each once. What `policy` does
+    not admit is never asked of the store: a listed object outside it is left out, a manifest
+    line outside it is a refused object (`not_allowed`)."""
     if not is_manifest(source):
-        yield from stores.for_uri(source).list_pages(source, page_size)
+        prefix = listing_prefix(source) if is_store_uri(source) else source
+        for listed in stores.for_uri(source).list_pages(prefix, page_size):
+            yield [o for o in listed if in_listing(o.uri, prefix) and policy.admits(o.uri)]
         return
     page: list[Listed] = []
-    for uri in _manifest_lines(stores, source):
-        page.append(_described(stores, uri))
+    for uri in _unique(_manifest_lines(stores, source)):
+        page.append(_described(stores, uri, policy))
         if len(page) == page_size:
             yield page
             page = []
@@ -78,7 +87,10 @@ def _manifest_lines(stores: Stores, source: str) -> Iterator[str]:
         store = stores.for_uri(source)
         buffer = io.BytesIO()
         store.read(store.head(source), buffer, _MAX_MANIFEST_BYTES)
-        text: Iterable[str] = buffer.getvalue().decode("utf-8").splitlines()
+        try:
+            text: Iterable[str] = buffer.getvalue().decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise ObjectRefused("not_a_manifest", f"{source} is not UTF-8 text") from exc
     else:
         text = open(source, encoding="utf-8")  # noqa: SIM115 - closed when the generator ends
     try:
@@ -86,14 +98,28 @@ def _manifest_lines(stores: Stores, source: str) -> Iterator[str]:
             uri = line.strip()
             if uri and not uri.startswith("#"):
                 yield uri
+    except UnicodeDecodeError as exc:
+        raise ObjectRefused("not_a_manifest", f"{source} is not UTF-8 text") from exc
     finally:
         if hasattr(text, "close"):
             text.close()
 
 
-def _described(stores: Stores, uri: str) -> Listed:
+def _unique(lines: Iterable[str]) -> Iterator[str]:
+    """A manifest's lines without repeats: a URI listed twice is one document."""
+    seen: set[str] = set()
+    for line in lines:
+        if line not in seen:
+            seen.add(line)
+            yield line
+
+
+def _described(stores: Stores, uri: str, policy: AccessPolicy) -> Listed:
     if not is_store_uri(uri):
         return RefusedObject(uri, DocumentError("not_a_uri", f"not an s3:// URI: {uri!r}"))
+    if not policy.admits(uri):  # refused before the store is asked: no answer tells it exists
+        reason = "not under any of the server's allowed URIs"
+        return RefusedObject(uri, DocumentError(NOT_ALLOWED, reason))
     try:
         return stores.for_uri(uri).head(uri)
     except ObjectRefused as exc:
@@ -147,11 +173,13 @@ def ingest_stored(
     force: bool = False,
     job_fields: dict[str, Any] | None = None,
     max_documents: int | None = None,
+    policy: AccessPolicy = EVERYWHERE,
 ) -> IngestResult:
     """Create the job, its documents and pages from stored objects; an object that cannot be
     read or processed becomes a failed document with the reason, and the job goes on.
     The objects of a listing page are read and counted on `threads` threads at once.
-    More than `max_documents` objects raise TooManyObjects, and no job is made."""
+    More than `max_documents` objects raise TooManyObjects, and no job is made. Only what
+    `policy` admits is read (see `listed_pages`)."""
     names = _Names()
     count = partial(_count, cache, limits)
     with (
@@ -160,7 +188,7 @@ def ingest_stored(
     ):
         job = repo.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
         result = IngestResult(job_id=job.id)
-        for page in listed_pages(stores, source, page_size):
+        for page in listed_pages(stores, source, page_size, policy):
             to_read: list[tuple[Document, StoredObject]] = []
             for listed in page:
                 if max_documents is not None and result.documents >= max_documents:

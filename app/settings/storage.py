@@ -36,6 +36,12 @@ class StorageFields(BaseModel):
         default="auto",
         description="Bucket in the path (MinIO and most self-hosted stores) or in the host name.",
     )
+    result_urls_allow_private: bool = Field(
+        default=False,
+        description="Let a job's pre-signed result_urls PUT to loopback, private, link-local "
+        "and other non-global addresses (off: a caller could make the server write to its "
+        "own host or network).",
+    )
     storage_timeout_s: float = Field(
         default=30.0, gt=0, description="Connect and read timeout of one object store request."
     )

@@ -13,6 +13,7 @@ from typing import Protocol
 import httpx
 
 from app.errors import ObjectRefused, StoreUnavailable
+from app.storage.access import NOT_ALLOWED, PlaceRefused, check_url
 from app.storage.base import ObjectStore, ObjectUri, is_store_uri
 from app.storage.stores import Stores
 
@@ -65,11 +66,15 @@ class StoreTarget:
 
 class PresignedTarget:
     """Files PUT to the URLs the job was given, one per file name; a name without a URL is
-    not sent. The URLs are the caller's (docling-serve's pattern); no credential is needed."""
+    not sent. The URLs are the caller's (docling-serve's pattern); no credential is needed.
+    A URL to a non-global address is refused unless `allow_private` (see access.py)."""
 
-    def __init__(self, urls: Mapping[str, str], timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, urls: Mapping[str, str], timeout_s: float = 30.0, allow_private: bool = False
+    ) -> None:
         self.urls = dict(urls)
         self.timeout_s = timeout_s
+        self.allow_private = allow_private
         self.where = f"{len(self.urls)} pre-signed URLs"
 
     def has(self, name: str) -> bool:
@@ -79,6 +84,10 @@ class PresignedTarget:
         url = self.urls.get(name)
         if url is None:
             return
+        try:  # checked again here: the host may resolve elsewhere since the job was taken
+            check_url(url, self.allow_private, "result URL")
+        except PlaceRefused as exc:
+            raise ObjectRefused(NOT_ALLOWED, f"PUT of {name} refused: {exc}") from exc
         try:
             answer = httpx.put(
                 url, content=data, headers={"Content-Type": content_type}, timeout=self.timeout_s

@@ -1,0 +1,74 @@
+"""Hostile inputs generated in the test, never committed: PDFs whose structure is broken in the
+ways an adversarial review used (a page tree with a cycle, a bad /Count, a page tree that is
+not a dictionary), names a file system or an object store handles badly, and plain junk."""
+
+from __future__ import annotations
+
+import io
+
+from app.pdf.samples import born_digital_pdf, page_text
+
+
+def good_pdf(pages: int, seed: int = 0) -> bytes:
+    return born_digital_pdf([page_text(seed + n) for n in range(pages)])
+
+
+def raw_pdf(objects: list[bytes]) -> bytes:
+    """A PDF of these objects (1 0 obj is the catalog) with a correct cross-reference table."""
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    out.write(
+        b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    )
+    return out.getvalue()
+
+
+def cyclic_page_tree_pdf() -> bytes:
+    """A few hundred bytes: the page tree lists itself among its kids. MuPDF counts 2 pages,
+    then raises `cycle in page tree` when the pages are walked."""
+    return raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R 2 0 R] /Count 2 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+        ]
+    )
+
+
+def lying_count_pdf() -> bytes:
+    """A page tree that claims 50,000 pages and holds one."""
+    return raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 50000 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+        ]
+    )
+
+
+def pages_not_a_tree_pdf() -> bytes:
+    """The catalog's /Pages is a number."""
+    return raw_pdf([b"<< /Type /Catalog /Pages 7 >>"])
+
+
+def junk_files() -> dict[str, bytes]:
+    """Files that are not PDFs Folio can process, each for its own reason."""
+    good = good_pdf(1, seed=40)
+    return {
+        "empty.pdf": b"",
+        "text.pdf": b"just some text, not a PDF at all\n",
+        "header-only.pdf": b"%PDF-1.7\n",
+        "truncated.pdf": good[: len(good) // 2],
+        "garbage.pdf": bytes(range(256)) * 8,
+        "cycle.pdf": cyclic_page_tree_pdf(),
+        "pages-not-a-tree.pdf": pages_not_a_tree_pdf(),
+        "html.pdf": b"<html><body>%PDF-1.4 is not here</body></html>",
+    }

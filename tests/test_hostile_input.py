@@ -1,0 +1,221 @@
+"""Every document judged alone: no name, content or PDF structure fails more than its own
+document, through the upload folder (`folio watch`), an API upload and `folio run`. The
+inputs are generated here (tests/hostile_inputs.py); nothing hostile is committed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from app.cli import exit_codes
+from app.cli.main import app as cli
+from app.jobs.watch import MAX_BATCH_TRIES, Watcher
+from app.settings import Settings
+from tests.api_server import running_api, wait_for_job
+from tests.hostile_inputs import cyclic_page_tree_pdf, good_pdf, junk_files, lying_count_pdf
+from tests.test_api import image_bomb_pdf, settings_for, submit
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(sqlite_url: str) -> dict[str, str]:
+    return {
+        "FOLIO_DATABASE_URL": sqlite_url,
+        "FOLIO_ENGINE": "textlayer",
+        "FOLIO_CONCURRENCY": "1",
+        "FOLIO_WATCH_POLL_S": "0.05",
+        "FOLIO_MAX_PAGE_MEGAPIXELS": "0.5",
+        "COLUMNS": "200",
+    }
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+
+
+def watch_once(inbox: Path, env: dict[str, str]) -> Any:
+    return runner.invoke(cli, ["watch", str(inbox), "--once"], env=env)
+
+
+def test_names_too_long_for_results_and_a_page_tree_cycle_fail_alone(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A 251-byte stem (its `.json` would be 256 bytes), a 245-byte failed file (its
+    `.reason.txt` would be 256) and a PDF whose page tree is a cycle, beside good files."""
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    long_stem, long_junk = "s" * 251 + ".pdf", "f" * 245
+    (inbox / "a.pdf").write_bytes(good_pdf(2, seed=1))
+    (inbox / long_stem).write_bytes(good_pdf(1, seed=3))
+    (inbox / long_junk).write_bytes(b"not a PDF")
+    (inbox / "cycle.pdf").write_bytes(cyclic_page_tree_pdf())
+
+    result = watch_once(inbox, env)
+
+    assert result.exit_code == 0, result.output
+    assert list((inbox / "processing").iterdir()) == []
+    done, failed = files_in(inbox / "done"), files_in(inbox / "failed")
+    assert "a.pdf" in done and len(done) == 2  # the long name too, cut to fit
+    assert "cycle.pdf" in failed and "cycle.pdf.reason.txt" in failed
+    assert "cycle in page tree" in (inbox / "failed" / "cycle.pdf.reason.txt").read_text()
+    assert len(failed) == 4 and all(len(n.encode()) <= 255 for n in failed)
+    (batch,) = (inbox / "outbox").iterdir()
+    summary = json.loads((batch / "summary.json").read_text())
+    assert (summary["documents_done"], summary["documents_failed"]) == (2, 2)
+    assert summary["pages_succeeded"] == 3
+    long_file = next(d["file"] for d in summary["documents"] if d["name"].startswith("sss"))
+    assert "Section 3" in (batch / f"{long_file}.md").read_text()
+
+
+def test_a_batch_that_keeps_failing_gives_its_files_up_and_the_watcher_goes_on(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """Whatever makes a batch fail as a whole (here: its outbox is a file, so nothing can be
+    written), the watcher stays up, tries it again, then moves its files to failed/."""
+    settings = Settings(database_url=sqlite_url, engine="textlayer", watch_window_s=0)
+    inbox, outbox = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    outbox.write_text("in the way")
+    watcher = Watcher(settings, _database(sqlite_url), inbox, outbox)
+    (inbox / "a.pdf").write_bytes(good_pdf(1))
+    assert watcher.tick() is None  # first look
+    assert watcher.tick() is None  # the first try fails
+    given_up = [o for _ in range(MAX_BATCH_TRIES) for o in watcher.retry()]
+    assert len(given_up) == 1 and "a.pdf" in given_up[0].failed
+    assert "failed to run" in (inbox / "failed" / "a.pdf.reason.txt").read_text()
+    assert list((inbox / "processing").iterdir()) == []
+    outbox.unlink()
+    (inbox / "b.pdf").write_bytes(good_pdf(1, seed=2))
+    assert watcher.tick() is None
+    after = watcher.tick()
+    assert after is not None and after.done == ["b.pdf"]
+
+
+def _database(url: str) -> Any:
+    from app.db.engine import Database
+
+    return Database(url)
+
+
+def test_a_page_tree_cycle_fails_its_document_not_the_upload(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    with running_api(settings_for(sqlite_url, tmp_path)) as api:
+        client = api.client(api.key("alice"))
+        files = [("cycle.pdf", cyclic_page_tree_pdf()), ("count.pdf", lying_count_pdf())]
+        response = submit(client, [*files, ("fine.pdf", good_pdf(1))])
+        assert response.status_code == 202, response.text  # type: ignore[attr-defined]
+        job = wait_for_job(client, response.json()["id"])  # type: ignore[attr-defined]
+        docs = {d["name"]: d for d in client.get(f"/v1/jobs/{job['id']}/documents").json()}
+    assert job["pages"] == {"succeeded": 1}
+    assert docs["fine"]["status"] == "done"
+    for name in ("cycle", "count"):
+        assert (docs[name]["status"], docs[name]["error_category"]) == ("failed", "corrupt")
+
+
+def test_folio_run_over_a_folder_with_a_page_tree_cycle(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    folder, out = tmp_path / "docs", tmp_path / "out"
+    folder.mkdir()
+    (folder / "cycle.pdf").write_bytes(cyclic_page_tree_pdf())
+    (folder / "good.pdf").write_bytes(good_pdf(2, seed=5))
+    result = runner.invoke(cli, ["run", str(folder), "--out", str(out)], env=env)
+    assert result.exit_code == exit_codes.SOME_FAILED, result.output
+    assert "Section 5" in (out / "good.md").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["documents_failed"] == 1 and summary["pages_succeeded"] == 2
+
+
+def _corpus(inbox: Path, outside: Path) -> tuple[dict[str, int], set[str]]:
+    """At least 30 entries dropped at once: good PDFs (name -> pages) and bad ones (names)."""
+    good: dict[str, int] = {
+        "plain.pdf": 1,
+        "two pages.pdf": 2,
+        "UPPER.PDF": 1,
+        "summary.pdf": 1,  # the job's own summary.json must not take its place
+        "report.pdf": 1,
+        "Summary.PDF": 1,
+        "ünïcödé-名前.pdf": 1,
+        "line\nbreak.pdf": 1,
+        "tab\tand;semi'quote\".pdf": 1,
+        "a" * 251 + ".pdf": 1,
+        "b" * 200 + "é" * 20 + ".pdf": 1,
+        "-rf.pdf": 1,
+        "$(id).pdf": 1,
+        "no-extension": 1,
+        "truncated-tail.pdf": 1,
+    }
+    for n, name in enumerate(good):
+        body = good_pdf(good[name], seed=n)
+        if name == "truncated-tail.pdf":
+            body = body + b"\n% a trailing comment after %%EOF is still a PDF\n"
+        (inbox / name).write_bytes(body)
+    bad = dict(junk_files())
+    bad["bomb.pdf"] = image_bomb_pdf()
+    bad["count.pdf"] = lying_count_pdf()
+    bad["x" * 245] = b"junk with a 245-byte name"
+    bad["x" * 240 + ".pdf"] = b""
+    for name, body in bad.items():
+        (inbox / name).write_bytes(body)
+    raw = os.fsencode(inbox) + b"/not-utf8-\xff\xfe.pdf"
+    with open(raw, "wb") as handle:  # a name that is not UTF-8: taken, under a name that is
+        handle.write(good_pdf(1, seed=30))
+    good["not-utf8-__.pdf"] = 1
+    secret = outside / "secret.pdf"
+    secret.write_bytes(good_pdf(1, seed=31))
+    (inbox / "link.pdf").symlink_to(secret)
+    (inbox / "dangling.pdf").symlink_to(outside / "nowhere.pdf")
+    (inbox / "dir-link.pdf").symlink_to(outside)
+    (inbox / ".hidden.pdf").write_bytes(good_pdf(1))  # left alone
+    (inbox / "copying.pdf.part").write_bytes(b"%PDF-1.7 half")  # left alone
+    (inbox / "subfolder").mkdir()  # left alone
+    bad_names = set(bad) | {"link.pdf", "dangling.pdf", "dir-link.pdf"}
+    assert len(good) + len(bad_names) >= 30
+    return good, bad_names
+
+
+def test_a_hostile_corpus_dropped_at_once_into_the_upload_folder(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    inbox, outside = tmp_path / "in", tmp_path / "elsewhere"
+    inbox.mkdir()
+    outside.mkdir()
+    good, bad = _corpus(inbox, outside)
+
+    result = watch_once(inbox, env)
+
+    assert result.exit_code == 0, result.output  # the watcher came through it
+    assert list((inbox / "processing").iterdir()) == []
+    left = [n for n in files_in(inbox) if not n.startswith(".")]  # dot files stay too
+    assert left == ["copying.pdf.part"]
+    done = set(files_in(inbox / "done"))
+    entries = {p.name for p in (inbox / "failed").iterdir()}  # links as links
+    failed = {n for n in entries if not n.endswith(".reason.txt")}
+    assert len(done) == len(good) and len(failed) == len(bad), (done, failed)
+    for name in failed:  # every bad one failed with a reason
+        assert (inbox / "failed" / f"{name}.reason.txt").read_text().strip()
+    assert "symbolic link" in (inbox / "failed" / "link.pdf.reason.txt").read_text()
+    assert (outside / "secret.pdf").exists()  # a link is moved, never what it points to
+    (batch,) = (inbox / "outbox").iterdir()
+    summary = json.loads((batch / "summary.json").read_text())
+    assert summary["documents_done"] == len(good)
+    assert summary["pages_succeeded"] == sum(good.values())
+    assert summary["pages_failed"] <= 1  # truncated.pdf's one page, if MuPDF repairs its count
+    outputs = "".join(p.read_text() for p in batch.iterdir() if p.suffix in (".md", ".json"))
+    assert "Section 31" not in outputs  # nothing read through the link
+    files = {d["name"]: d["file"] for d in summary["documents"] if d["status"] == "done"}
+    assert {"Summary", "summary-2", "report"} <= set(files)  # names unique in any case
+    assert not {"summary", "report"} & {f.lower() for f in files.values()}  # the job's own
+    assert len({f.lower() for f in files.values()}) == len(files)  # no two share a file
+    for name, file in files.items():  # each its own text, none clobbered by another's
+        payload = json.loads((batch / f"{file}.json").read_text())
+        assert payload["name"] == name
+    report = json.loads((batch / "report.json").read_text())
+    assert report["pages_total"] == summary["pages_total"]  # the job's report, not a PDF's
