@@ -16,9 +16,9 @@ def test_a_left_column_wider_than_half_the_page_is_read_before_the_right_one() -
         _line("A Title Across Both Columns Of The Page", 70, 60, 540, 0),
         _line("The left column begins here and its text", 70, 100, 350, 1),
         _line("runs past the middle of the page.", 70, 112, 350, 1),
-        _line("its second paragraph, which ends with a", 70, 200, 350, 2),
+        _line("its second paragraph, which ends with a", 70, 130, 350, 2),
         _line("sentence that the right column finishes.", 362, 100, 540, 3),
-        _line("The right column's own second paragraph.", 362, 200, 540, 4),
+        _line("The right column's own second paragraph.", 362, 118, 540, 4),
     ]
     markdown = page_markdown(PageLayout(612, 792, lines))
     paragraphs = markdown.split("\n\n")
@@ -37,7 +37,7 @@ def test_a_full_width_item_parts_the_columns_above_it_from_those_below() -> None
         "bottom left": Box(70, 420, 290, 700),
         "bottom right": Box(320, 420, 540, 700),
     }
-    order = xy_cut(list(boxes), lambda name: boxes[name])
+    order = xy_cut(list(boxes), lambda name: boxes[name], 30.0)
     assert order == ["top left", "top right", "figure", "bottom left", "bottom right"]
 
 
@@ -48,5 +48,5 @@ def test_paragraph_gaps_that_line_up_across_columns_do_not_cut_the_columns() -> 
         "right 1": Box(320, 100, 540, 200),
         "right 2": Box(320, 210, 540, 300),
     }
-    order = xy_cut(list(boxes), lambda name: boxes[name])
+    order = xy_cut(list(boxes), lambda name: boxes[name], 30.0)
     assert order == ["left 1", "left 2", "right 1", "right 2"]

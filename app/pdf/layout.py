@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pymupdf
 
-from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
+from app.textlayer.equations import has_math_signs, wants_glyphs
+from app.textlayer.model import Box, Glyph, PageLayout, TableGrid, TextLine
 from app.textlayer.words import has_run_together_words
 
 EDGE_BAND = 0.12  # share of the page height at the top and at the bottom where running lines sit
@@ -42,25 +44,41 @@ def read_layout(
 
 def _lines(page: pymupdf.Page) -> list[TextLine]:
     lines = _read_lines(page.get_text("dict", flags=_TEXT_FLAGS)["blocks"])
-    if any(has_run_together_words(line.text) for line in lines):
+    spaced = any(has_run_together_words(line.text) for line in lines)
+    formulas = any(has_math_signs(line.text) for line in lines)
+    if spaced or formulas:
         # Words placed by position without space characters ("Compositionofthedata"): read
-        # the glyphs and part words where the gap between two glyphs says so.
+        # the glyphs and part words where the gap between two glyphs says so. Formulas: the
+        # glyphs' sizes and baselines are their layout (scripts, fractions, limits).
         blocks = page.get_text("rawdict", flags=_TEXT_FLAGS)["blocks"]
         for block in blocks:
             for line in block.get("lines", ()):
                 for span in line["spans"]:
-                    span["text"] = _spaced(span["chars"], span["size"])
-        lines = _read_lines(blocks)
+                    chars = span["chars"]
+                    text = "".join(char["c"] for char in chars)
+                    span["text"] = _spaced(chars, span["size"]) if spaced else text
+        lines = _read_lines(blocks, glyphs=formulas)
     return lines
 
 
-def _read_lines(blocks: list[dict[str, Any]]) -> list[TextLine]:
+def _read_lines(blocks: list[dict[str, Any]], glyphs: bool = False) -> list[TextLine]:
     lines = []
     for number, block in enumerate(blocks):
         for raw in block.get("lines", ()):
             if line := _line(raw, number):
+                if glyphs and wants_glyphs(line.text):
+                    line = replace(line, glyphs=_glyphs(raw))
                 lines.append(line)
     return lines
+
+
+def _glyphs(raw: dict[str, Any]) -> tuple[Glyph, ...]:
+    return tuple(
+        Glyph(char["c"], Box(*char["bbox"]), span["size"], char["origin"][1], _is_bold(span))
+        for span in raw["spans"]
+        for char in span["chars"]
+        if char["c"].strip() and char["c"] not in "\u200b\ufffd"
+    )
 
 
 def _spaced(chars: list[dict[str, Any]], size: float) -> str:

@@ -8,11 +8,17 @@ from dataclasses import dataclass
 
 from app.textlayer.borderless import borderless_tables
 from app.textlayer.edges import body_size, running_lines
+from app.textlayer.equations import display_equations
 from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
-from app.textlayer.order import xy_cut
+from app.textlayer.order import by_section_numbers, xy_cut
 from app.textlayer.paragraphs import join_lines
 from app.textlayer.tables import is_table_like, table_markdown, with_header_rows
 from app.textlayer.unicode import normalize
+
+# A horizontal gap of this many line heights parts sections: rows of a grid of cards are read
+# one after the other (mathfuncs in the olmOCR-bench sample: 3 line heights), while the paragraph
+# gaps of two columns (under 2) that happen to line up do not cut the columns.
+SECTION_GAP = 2.5
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,7 @@ class Item:
     box: Box
     lines: tuple[TextLine, ...] = ()
     table: TableGrid | None = None
+    equation: str | None = None  # LaTeX of a displayed formula
 
 
 def page_markdown(layout: PageLayout) -> str:
@@ -38,14 +45,19 @@ def page_markdown(layout: PageLayout) -> str:
         for i, line in enumerate(layout.lines)
         if any(t.box.contains_center_of(line.box) for t in tables)
     }
+    equations = display_equations(layout.lines, dropped)
+    for equation in equations:
+        dropped |= equation.lines
     for grid, members in borderless_tables(layout.lines, dropped):
         tables.append(grid)
         dropped.update(members)
     kept = [line for i, line in enumerate(layout.lines) if i not in dropped]
     items = [*_blocks(kept), *(Item(t.box, table=t) for t in tables)]
+    items += [Item(e.box, equation=e.latex) for e in equations]
     body = body_size(kept)
     parts = [_render(item, body) for item in reading_order(items, layout.width)]
-    return "\n\n".join(_merge_continuations([part for part in parts if part]))
+    parts = by_section_numbers([part for part in parts if part])
+    return "\n\n".join(_merge_continuations(parts))
 
 
 def _merge_continuations(parts: list[str]) -> list[str]:
@@ -94,12 +106,16 @@ def _blocks(lines: Sequence[TextLine]) -> list[Item]:
 def reading_order(items: Sequence[Item], width: float) -> list[Item]:
     """Columns left to right, and between the items that span a gutter, top to bottom
     (`order.xy_cut`); `width` is kept for callers that pass the page's width."""
-    return xy_cut(items, lambda item: item.box)
+    heights = sorted(line.box.height for item in items for line in item.lines)
+    line_height = heights[len(heights) // 2] if heights else 12.0
+    return xy_cut(items, lambda item: item.box, SECTION_GAP * line_height)
 
 
 def _render(item: Item, body: float) -> str:
     if item.table is not None:
         return table_markdown(item.table.rows)
+    if item.equation is not None:
+        return f"$${item.equation}$$"
     text = normalize(join_lines([line.text for line in item.lines]))
     if not text:
         return ""

@@ -36,6 +36,19 @@ class Box:
 
 
 @dataclass(frozen=True)
+class Glyph:
+    """One character as the PDF places it: what a formula's layout is read from."""
+
+    char: str
+    box: Box
+    size: float
+    baseline: (
+        float  # y of the glyph's origin: superscripts sit above their base's, subscripts below
+    )
+    bold: bool = False
+
+
+@dataclass(frozen=True)
 class TextLine:
     """One line of text as the PDF places it, with the style that marks headings."""
 
@@ -46,6 +59,7 @@ class TextLine:
     block: int
     invisible: bool = False
     vertical: bool = False
+    glyphs: tuple[Glyph, ...] = ()  # read only for short lines on pages with math signs
 
 
 @dataclass(frozen=True)
