@@ -154,3 +154,41 @@ def test_rejected_output_is_cut_a_few_periods_after_the_onset() -> None:
     assert truncate_rejected(looping, onset=None, period=None, periods=3) == looping
     kept = truncate_rejected(looping, onset=12, period=4, periods=3, min_chars=40)
     assert kept == "Intro text. " + "abc " * 10
+
+
+@pytest.mark.vllm
+def test_pages_read_without_looping_are_exported_for_the_gate(
+    vlm_job: tuple[Settings, str], tmp_path: Path
+) -> None:
+    """A job whose first (penalised) attempt is healthy: its page goes to healthy.jsonl with
+    that answer, never to the pairs, and the gate reads it beside the held-out pairs."""
+    from app.train.gate_pages import gate_pages
+
+    settings, looping_job = vlm_job
+    settings = settings.model_copy(update={"plans": {**settings.plans, "once": [PENALIZED]}})
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "clean.pdf").write_bytes(samples.scanned_pdf([samples.page_text(4)]))
+    db = Database(settings.database_url)
+    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "once"))
+    run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
+    out = tmp_path / "pairs"
+    summary = export_preferences(settings, db, [looping_job, ingested.job_id], out, ExportOptions())
+    assert summary.pairs == 3 and summary.healthy_pages == 1
+    (record,) = [json.loads(line) for line in (out / "healthy.jsonl").read_text().splitlines()]
+    with db.session() as session:
+        attempt = repo_first_attempt(session, ingested.page_ids[0])
+    assert attempt.status == "ok" and record["answer"] == attempt.output
+    assert record["metadata"]["document"] == "clean" and (out / record["images"][0]).is_file()
+    pages = gate_pages([out], held_out=[], trained=[], limit=10)
+    assert [(p.origin, p.answer) for p in pages] == [("healthy", attempt.output)]
+
+
+def repo_first_attempt(session: object, page_id: int) -> object:
+    from sqlalchemy import select
+
+    from app.db.models import Attempt
+
+    return session.scalars(  # type: ignore[attr-defined]
+        select(Attempt).where(Attempt.page_id == page_id).order_by(Attempt.id)
+    ).first()

@@ -103,11 +103,15 @@ def test_max_length_that_cuts_the_image_is_refused(tmp_path: Path) -> None:
 
 def test_lora_run_writes_a_complete_servable_folder(tmp_path: Path) -> None:
     train_extra_or_skip()
-    pairs = write_pairs_folder(tmp_path / "pairs", 10)
+    pairs = write_pairs_folder(tmp_path / "pairs", 10, healthy=3)
     out = tmp_path / "tuned"
     args = [str(pairs), "--base-model", str(TINY), "--out", str(out), "--device", "cpu"]
-    code, output = invoke(*args, "--max-steps", "4", "--learning-rate", "5e-4", "--held-out", "0.2")
+    code, output = invoke(
+        *args, "--max-steps", "4", "--learning-rate", "5e-4", "--held-out", "0.2",
+        "--gate-max-tokens", "48",
+    )  # fmt: skip
     assert code == 0, output
+    _check_gate(out, output)
     for name in ("config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja"):
         assert (out / name).is_file(), name
     flat = json.loads((out / "preprocessor_config.json").read_text())
@@ -128,6 +132,47 @@ def test_lora_run_writes_a_complete_servable_folder(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("tuned.*")), "no partial or old folder left beside it"
     config = json.loads((out / "config.json").read_text())
     assert config["dtype"] == "bfloat16" and "lora" not in (out / "config.json").read_text()
+
+
+def _check_gate(out: Path, output: str) -> None:
+    """The gate read the 2 held-out pairs' pages and the 3 healthy ones with both models, and
+    its verdict follows from the readings it wrote."""
+    from app.train.gate import PageReading, decide
+
+    verdict = json.loads((out / "gate_verdict.json").read_text())
+    assert verdict["reading"]["pages_by_origin"] == {"looped": 2, "healthy": 3}
+    assert len(verdict["pages"]) == 5
+    base = [PageReading(**row["base"]) for row in verdict["pages"]]
+    tuned = [PageReading(**row["tuned"]) for row in verdict["pages"]]
+    assert all(0 < r.tokens <= 48 for r in [*base, *tuned])
+    again = decide(base, tuned)
+    assert verdict["decision"] == again.decision and verdict["reasons"] == list(again.reasons)
+    card = json.loads((out / "training_card.json").read_text())
+    assert card["gate"]["decision"] == verdict["decision"]
+    said = "promote the tuned model" if again.promote else "keep the base model"
+    assert f"Gate: {said}" in output
+    assert said.capitalize() in (out / "GATE_VERDICT.md").read_text()
+
+
+def test_a_tuned_model_no_better_than_its_base_is_kept_out(tmp_path: Path) -> None:
+    """The gate end to end on the tiny base: a "tuned" model that is the base itself reads
+    every page as the base does, so it is refused, never called an improvement."""
+    train_extra_or_skip()
+    from app.train.gate_run import run_gate
+    from app.train.options import GateOptions, TrainOptions
+    from app.train.run import prepare
+
+    pairs = write_pairs_folder(tmp_path / "pairs", 6, healthy=2)
+    options = TrainOptions(held_out_share=0.34, batch_size=1)
+    plan = prepare([pairs], TINY, tmp_path / "tuned", options, force=False)
+    dest = tmp_path / "verdict"
+    dest.mkdir()
+    gate = GateOptions(max_tokens=32)
+    verdict = run_gate(plan, gate, TINY, "cpu", notify=lambda _: None, dest=dest)
+    assert not verdict.promote and verdict.reasons[0].startswith("loops no less")
+    assert (verdict.fixed, verdict.made) == (0, 0)
+    assert verdict.base == verdict.tuned and verdict.base.pages == 4
+    assert "Keep the base model" in (dest / "GATE_VERDICT.md").read_text()
 
 
 def test_a_page_exported_by_two_jobs_is_held_out_or_trained_on_never_both(

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
 
 from app.cli import exit_codes
 from app.errors import MissingExtraError, TrainInputError
-from app.train.options import DEFAULT_LEARNING_RATE, TrainOptions
+from app.train.gate import PROMOTE, GatePolicy
+from app.train.gate_report import VERDICT_MD
+from app.train.options import DEFAULT_LEARNING_RATE, GateOptions, TrainOptions
 from app.train.run import HELD_OUT_FILE, prepare, train_dpo
 
 console = Console(stderr=True)
@@ -110,6 +112,34 @@ def train_dpo_command(
     force: Annotated[
         bool, typer.Option("--force", help="Replace --out if it exists (at the end).")
     ] = False,
+    no_gate: Annotated[
+        bool,
+        typer.Option(
+            "--no-gate",
+            help="Skip the promotion gate (the base and the tuned model reading held-out pages).",
+        ),
+    ] = False,
+    gate_pages: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Held-out pages the gate reads at most (looped pages first, then healthy)."
+        ),
+    ] = 200,
+    gate_max_tokens: Annotated[
+        int, typer.Option(min=1, help="Tokens per page and model in the gate's reading.")
+    ] = 1024,
+    gate_max_p: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Promote only when fewer loops is this unlikely by chance (McNemar p; 1: any).",
+        ),
+    ] = 0.05,
+    gate_cer_tolerance: Annotated[
+        float,
+        typer.Option(min=0.0, help="CER the tuned model may lose against the accepted answers."),
+    ] = 0.02,
 ) -> None:
     """DPO fine-tuning on looping/healthy pairs: a model that loops less, served by vLLM as is."""
     if method not in ("lora", "full") or device not in ("auto", "cpu", "cuda"):
@@ -142,6 +172,12 @@ def train_dpo_command(
         max_image_tokens=max_image_tokens,
         memory_check=not no_memory_check,
         memory_budget_gib=memory_budget,
+        gate=GateOptions(
+            enabled=not no_gate,
+            max_pages=gate_pages,
+            max_tokens=gate_max_tokens,
+            policy=GatePolicy(max_p=gate_max_p, max_cer_increase=gate_cer_tolerance),
+        ),
     )
     try:
         plan = prepare(pairs, base_model, out, options, force=force)
@@ -157,9 +193,29 @@ def train_dpo_command(
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(exit_codes.CONFIG) from exc
     console.print(
-        f"[green]Tuned model in {out}[/] ({card['steps']} steps, {card['train_seconds']:.0f} s); "
+        f"Tuned model in {out} ({card['steps']} steps, {card['train_seconds']:.0f} s); "
         f"held-out pages in {out / HELD_OUT_FILE}; card in {out / 'TRAINING_CARD.md'}"
     )
+    _print_gate(card.get("gate"), out)
+
+
+def _print_gate(gate: dict[str, Any] | None, out: Path) -> None:
+    if gate is None:
+        console.print("[yellow]No promotion gate (--no-gate): compare before serving it.[/]")
+        return
+    base, tuned = gate["base"], gate["tuned"]
+    figures = (
+        f"loops on held-out pages: base {base['loops']} of {base['pages']}, "
+        f"tuned {tuned['loops']} of {tuned['pages']}; {gate['evidence']}"
+    )
+    if gate["decision"] == PROMOTE:
+        console.print(f"[green]Gate: promote the tuned model[/] ({figures})", soft_wrap=True)
+    else:
+        console.print(
+            f"[yellow]Gate: keep the base model[/]: {'; '.join(gate['reasons'])} ({figures})",
+            soft_wrap=True,
+        )
+    console.print(f"Verdict in {out / VERDICT_MD}")
 
 
 def _device(name: str) -> Literal["auto", "cpu", "cuda"]:

@@ -89,11 +89,13 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"reward margin: {first.get('rewards/margins', float('nan')):.4f} -> "
         f"{last.get('rewards/margins', float('nan')):.4f}",
         *_memory_lines(card.get("memory") or {}),
+        *_gate_lines(card.get("gate")),
         "",
         "Curves: training_curves.svg. Config and data hashes: training_card.json.",
         "",
         "A lower loss says the model now prefers the chosen side of the training pairs; "
-        "whether it loops less on new pages is what `folio eval` on the held-out pages measures.",
+        "whether it loops less on new pages is what the gate (GATE_VERDICT.md) and `folio eval` "
+        "on the held-out pages measure.",
         "",
     ]
     return "\n".join(lines)
@@ -113,4 +115,16 @@ def _memory_lines(memory: dict[str, Any]) -> list[str]:
         f"- memory: estimated peak {preflight['estimated_peak_bytes'] / 1024**3:.2f} GiB, "
         f"measured {seen}; batch {preflight['batch_size']} x accumulation "
         f"{preflight['grad_accum']} ({preflight['note']})"
+    ]
+
+
+def _gate_lines(gate: dict[str, Any] | None) -> list[str]:
+    if not gate:
+        return ["- promotion gate: not run (--no-gate)"]
+    base, tuned = gate["base"], gate["tuned"]
+    why = "; ".join(gate["reasons"]) or "loops less, accuracy held"
+    return [
+        f"- promotion gate: **{gate['decision']}** ({why}); loops on held-out pages: base "
+        f"{base['loops']} of {base['pages']}, tuned {tuned['loops']} of {tuned['pages']}; "
+        f"{gate['evidence']} (GATE_VERDICT.md)"
     ]

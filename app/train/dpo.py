@@ -17,16 +17,16 @@ from sqlalchemy import select
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.degeneration import score_output
-from app.engines.vlm_image import model_image
 from app.evaluate.quality import find_truth
-from app.pdf.render import read_page, read_text_layer
+from app.pdf.render import read_text_layer
 from app.pdf.textlayer import text_layer_is_usable
-from app.pipeline.process_page import page_input
-from app.profiles import BUILTIN, Profile
+from app.profiles import Profile
 from app.profiles.answer import write_answer
 from app.profiles.request import IMAGE_PLACEHOLDER, messages
 from app.settings import Settings
 from app.textmatch import word_f1
+from app.train.healthy import export_healthy
+from app.train.page_image import profile_of, write_page_image
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,13 @@ class ExportOptions:
     min_chosen_chars: int = 1
     min_textlayer_agreement: float = 0.5
     truth_dir: Path | None = None  # DOC.pN.md (as `folio eval --truth`): chosen where present
+    healthy_pages: int = 200  # pages read without looping, for train-dpo's gate (healthy.jsonl)
 
 
 @dataclass
 class ExportSummary:
     pairs: int = 0
+    healthy_pages: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -76,13 +78,14 @@ def truncate_rejected(
 def export_preferences(
     settings: Settings, db: Database, job_ids: Sequence[str], out: Path, options: ExportOptions
 ) -> ExportSummary:
-    """Write `out/train.jsonl` and `out/images/`; return what was written and why pages were not."""
+    """Write `out/train.jsonl`, `out/healthy.jsonl` (the gate's pages read without looping) and
+    `out/images/`; return what was written and why pages were not."""
     (out / "images").mkdir(parents=True, exist_ok=True)
     summary = ExportSummary()
     seen: set[str] = set()
     with (out / "train.jsonl").open("w", encoding="utf-8") as sink:
         for pair in _candidate_pairs(db, job_ids, summary, options.truth_dir):
-            profile = _profile(settings, pair.rejected.endpoint)
+            profile = profile_of(settings, pair.rejected.endpoint)
             reason = _rejection_reason(pair, options) or _format_reason(profile, pair.chosen)
             if reason:
                 summary.skipped[reason] += 1
@@ -97,6 +100,9 @@ def export_preferences(
             seen.add(key)
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             summary.pairs += 1
+    summary.healthy_pages = export_healthy(
+        settings, db, job_ids, out, options.healthy_pages, options.truth_dir
+    )
     return summary
 
 
@@ -165,7 +171,14 @@ def _record(
     image_name = f"{pair.page.job_id}-{pair.page.id}.png"
     image_path = out / "images" / image_name
     if not image_path.exists():
-        _write_page_image(settings, profile, pair, image_path)
+        write_page_image(
+            settings,
+            profile,
+            Path(pair.document.path),
+            pair.page.number,
+            pair.rejected.endpoint,
+            image_path,
+        )
     rejected = pair.rejected
     prompt = messages(profile, IMAGE_PLACEHOLDER)
     rejected_text = truncate_rejected(
@@ -220,22 +233,3 @@ def _chosen_metadata(chosen: Attempt | TruthAnswer, prompt_version: str | None) 
         "chosen_by": f"{chosen.engine}:{chosen.step_name}",
         "chosen_format": "as_answered" if chosen.prompt_version == prompt_version else "rewritten",
     }
-
-
-def _profile(settings: Settings, endpoint: str | None) -> Profile:
-    """The profile the rejected attempt was asked with (the generic one for an endpoint no
-    longer configured)."""
-    if endpoint in settings.vlm_endpoints:
-        return settings.profile_of(endpoint or "")
-    return BUILTIN["markdown"]
-
-
-def _write_page_image(settings: Settings, profile: Profile, pair: PagePair, path: Path) -> None:
-    """The page image as the model saw it: rendered at the profile's size, as the pipeline
-    rendered it (`page_input`: once, at that size)."""
-    document, number = Path(pair.document.path), pair.page.number
-    dpi, cap = settings.dpi, settings.max_image_side
-    page = page_input(document, number, dpi, cap, read_page(document, number, dpi, cap), False)
-    endpoint = settings.vlm_endpoints.get(pair.rejected.endpoint or "")
-    max_side = endpoint.max_image_side if endpoint else None
-    model_image(page, profile.image, max_side).save(path, format="PNG")

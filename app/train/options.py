@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from app.train.gate import GatePolicy
 
 Method = Literal["lora", "full"]
 # Learning rates people use for DPO on VLMs: LoRA tolerates ten times more than a full tune.
 DEFAULT_LEARNING_RATE = {"lora": 5e-5, "full": 5e-6}
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """The promotion gate after training: which pages it reads and how it decides."""
+
+    enabled: bool = True
+    max_pages: int = 200  # held-out pairs' pages first, then pages the batch read cleanly
+    max_tokens: int = 1024  # per page and model (a loop is stopped long before)
+    policy: GatePolicy = field(default_factory=GatePolicy)
 
 
 @dataclass(frozen=True)
@@ -37,6 +49,7 @@ class TrainOptions:
     memory_budget_gib: float | None = None  # at most this much memory; None: what is free
     # Leave a frozen vision tower out of the backward (False only to measure the old behaviour).
     release_frozen_vision: bool = True
+    gate: GateOptions = field(default_factory=GateOptions)
 
     @property
     def lr(self) -> float:

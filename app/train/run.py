@@ -18,6 +18,8 @@ from typing import Any
 from app.errors import MissingExtraError, TrainInputError
 from app.train.base_model import read_base_config
 from app.train.card import write_card
+from app.train.gate_report import verdict_summary
+from app.train.gate_run import run_gate
 from app.train.layout import finish_layout
 from app.train.options import TrainOptions
 from app.train.pairs import (
@@ -89,8 +91,12 @@ def train_dpo(
         finish_layout(plan.base, partial, plan.base_config.get("model_type"))
         held = held_out_pages(plan.split.held_out)
         (partial / HELD_OUT_FILE).write_text(json.dumps(held, indent=2) + "\n", encoding="utf-8")
-        card = _card(plan, options, curves, seconds, trainer.pick_device(options.device), held)
+        device = trainer.pick_device(options.device)
+        card = _card(plan, options, curves, seconds, device, held)
         card["memory"] = result.memory
+        if options.gate.enabled:
+            verdict = run_gate(plan, options.gate, partial, device, notify)
+            card["gate"] = verdict_summary(verdict)
         write_card(partial, card)
         _move_into_place(partial, plan.out)
     except BaseException:
