@@ -1,0 +1,137 @@
+"""Folio's alert rules on a real Prometheus (Debian's), scraping `folio serve`, the GPU stand-in
+for vLLM and Debian's SQL exporter over the job's database, every second, during two short VLM
+jobs: one on a model that does not loop, then one on a model whose pages loop half the time.
+The rules' own expressions, asked through Prometheus's HTTP API, are quiet after the first
+and fire after the second, and Prometheus's own rule evaluation holds the loop alert pending
+(its `for:` of 10 minutes is not waited for).
+
+Celery workers export no metrics today (only the process that runs pages in-process does:
+`folio serve` without a broker), so no worker is scraped here; docs/kubernetes.md says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from app.db import keys
+from app.db.engine import Database
+from app.db.models import Attempt
+from tests.api_server import free_port
+from tests.distributed_support import wait_until, write_text_pdfs
+from tests.prometheus_stack import (
+    PROMETHEUS_DIR,
+    Prometheus,
+    folio_serve,
+    prometheus,
+    serve_env,
+    sql_exporter,
+    standin,
+)
+
+pytestmark = pytest.mark.postgres
+
+PAGES = 24  # >= the loop alert's 20 VLM calls in its window, on one model
+STACKS = (("healthy", "stand-in-healthy", 0.0), ("loopy", "stand-in-loopy", 0.5))
+
+
+def alert_expr(name: str) -> str:
+    groups = yaml.safe_load((PROMETHEUS_DIR / "folio-rules.yaml").read_text(encoding="utf-8"))
+    [expr] = [r["expr"] for g in groups["groups"] for r in g["rules"] if r.get("alert") == name]
+    return str(expr)
+
+
+def scrape_configs(token: str, ports: dict[str, int], sql: str) -> list[dict[str, Any]]:
+    def target(name: str, stack: str) -> dict[str, Any]:
+        return {"targets": [f"127.0.0.1:{ports[name]}"], "labels": {"stack": stack}}
+
+    return [
+        {
+            "job_name": "folio",
+            "authorization": {"credentials": token},  # /metrics takes an API key
+            "static_configs": [target(f"serve-{s}", s) for s, _, _ in STACKS],
+        },
+        {"job_name": "vllm", "static_configs": [target(f"standin-{s}", s) for s, _, _ in STACKS]},
+        {"job_name": "folio-db", "static_configs": [{"targets": [sql]}]},
+    ]
+
+
+def run_job(api: str, token: str, folder: Path) -> str:
+    headers = {"Authorization": f"Bearer {token}"}
+    files = [("files", (p.name, p.read_bytes(), "application/pdf")) for p in folder.glob("*.pdf")]
+    answer = httpx.post(f"{api}/v1/jobs", files=files, headers=headers, timeout=60)
+    assert answer.status_code == 202, answer.text
+    job_id = str(answer.json()["id"])
+
+    def done() -> bool:
+        job = httpx.get(f"{api}/v1/jobs/{job_id}", headers=headers, timeout=30).json()
+        return bool(job["status"] == "done")
+
+    wait_until(done, 300, f"job {job_id}")
+    return job_id
+
+
+def vlm_attempts(db: Database, job_id: str) -> int:
+    with db.session() as session:
+        query = select(func.count()).where(Attempt.job_id == job_id, Attempt.engine == "vlm")
+        return int(session.scalar(query) or 0)
+
+
+def scraped(prom: Prometheus, model: str, attempts: int) -> None:
+    """Until Prometheus holds the job's last count and its rules have read it."""
+    total = f'sum(folio_attempts_total{{engine="vlm",model="{model}"}})'
+    wait_until(lambda: prom.value(total) == attempts, 120, f"{attempts} attempts scraped")
+    volume = f'folio:vlm_attempts:rate15m{{model="{model}"}} * 900'
+    wait_until(lambda: (prom.value(volume) or 0) >= 20, 60, "the rules' volume gate")
+
+
+def measure(
+    prom: Prometheus, db: Database, api: str, token: str, model: str, folder: Path
+) -> dict[str, Any]:
+    """One job on `model`, then what Prometheus has once it has scraped the job's last count."""
+    job_id = run_job(api, token, folder)
+    attempts = vlm_attempts(db, job_id)
+    scraped(prom, model, attempts)
+    return {
+        "attempts": attempts,
+        "loop_rate": prom.value(f'folio:loop_rate:ratio15m{{model="{model}"}}'),
+        "alert": {r["metric"]["model"] for r in prom.query(alert_expr("FolioLoopRateSpike"))},
+        "pending": {a["labels"]["model"] for a in prom.alerts()["FolioLoopRateSpike"]},
+        "vllm_running": prom.value(f'vllm:num_requests_running{{model_name="{model}"}}'),
+    }
+
+
+def test_the_loop_alert_fires_on_a_spike_and_stays_quiet_on_a_healthy_job(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    db = Database(postgres_url)
+    with db.session() as session:
+        token = keys.create_key(session, "prometheus")[1]
+    assert write_text_pdfs(tmp_path / "in", documents=2, pages=PAGES // 2) == PAGES
+    ports = {f"{kind}-{s}": free_port() for s, _, _ in STACKS for kind in ("serve", "standin")}
+    found: dict[str, dict[str, Any]] = {}
+    with (
+        sql_exporter(postgres_url, free_port(), tmp_path) as sql,
+        prometheus(scrape_configs(token, ports, sql), tmp_path) as prom,
+    ):
+        for stack, model, loop_rate in STACKS:
+            logs = (tmp_path / f"standin-{stack}.log", tmp_path / f"serve-{stack}.log")
+            with standin(ports[f"standin-{stack}"], model, loop_rate, logs[0]) as vllm:
+                env = serve_env(postgres_url, vllm, model, tmp_path)
+                with folio_serve(ports[f"serve-{stack}"], env, logs[1]) as api:
+                    found[stack] = measure(prom, db, api, token, model, tmp_path / "in")
+        db_quiet = [name for name in ("FolioPagesWaitingTooLong", "FolioWorkersGone",
+                    "FolioResultsNotDelivered") if prom.query(alert_expr(name))]  # fmt: skip
+        db_scraped = prom.value('sql_folio_pages_open{col="waiting"}')
+    healthy, loopy = found["healthy"], found["loopy"]
+    assert healthy["attempts"] >= PAGES and loopy["attempts"] > PAGES, found
+    assert not healthy["loop_rate"] and healthy["alert"] == set() == healthy["pending"], found
+    assert loopy["loop_rate"] > 0.05, found
+    assert loopy["alert"] == {"stand-in-loopy"} == loopy["pending"], found
+    assert healthy["vllm_running"] is not None and loopy["vllm_running"] is not None, found
+    assert db_scraped == 0 and db_quiet == [], (db_scraped, db_quiet)
+    print(found)  # the figures, for a run with -s
