@@ -33,6 +33,8 @@ DEFAULT_MARGIN = 2
 # A unit must hold this many letters to be asked about: shorter ones (`a`, `0 0`) are on
 # every page and say nothing of a loop.
 MIN_LETTERS = 2
+# Copies longer than this are asked about by the verdict's excerpt only.
+MAX_PERIOD = 2048
 
 _SEP = "\x1f"  # tokens are joined by two of these, so consecutive copies both count
 _TAG = re.compile(r"<[^<>]{0,200}>")
@@ -116,6 +118,9 @@ def ground(verdict: LoopVerdict, output: str, page: PageText) -> Grounding | Non
     """The page's count of the verdict's unit, and the output's; None where the unit holds no
     words the page could hold (rules, fill, numbers, markup)."""
     readings = unit_readings(verdict.unit, whole=verdict.period <= len(verdict.unit))
+    if 1 < verdict.period <= MAX_PERIOD:  # the copies as written (some views keep a digest)
+        first = output[verdict.onset : verdict.onset + verdict.period]
+        readings += unit_readings(first) + unit_readings(output[-verdict.period :])
     if not readings:
         return None
     page_copies, tokens = max((page.copies(r), r) for r in readings)

@@ -1,0 +1,447 @@
+"""Grounding measured where pages exist (issue 50): `python -m bench detector-grounding`.
+
+Healthy answers are paired with their page's own text and streamed through the online stop
+with and without grounding (`app.degeneration.grounding`), 4 characters a piece as the worker
+feeds deltas; a page is a false alarm where a verdict would have cut it. The pairs, by source:
+
+- `opendataloader-bench` (the healthy corpus' pinned commit): seven engines' and the ground
+  truth's reading of each of 200 pages, paired with the page's text layer as a text-layer
+  engine read it from the same PDF: pymupdf4llm's prediction (opendataloader's for
+  pymupdf4llm itself, so no answer is asked of its own text). The PDFs themselves are Git LFS
+  objects that the mirror does not hold; what the page holds is what its text layer gives.
+- `olmocr-bench-sample` (../shared/corpus): olmOCR's own answers paired with the real PDF
+  page's text layer as Folio reads it (PyMuPDF, `app.pdf.render.read_page`).
+
+A page is grounded where its text passes the pipeline's usability gate (`textlayer_min_chars`,
+25); pages that do not are judged as today. The thresholds are the detector's frozen defaults
+and the margin `DEFAULT_MARGIN` (2 copies); nothing here was fitted to these pages.
+
+Real loops (the shared dev corpora, continued to 16,000 characters past their onset as
+`continued` does) are paired with a real page of the same kind, since their own pages are not
+known: the paired page whose text holds the loop's unit most often (the worst case for
+grounding), and the one sharing most words with the loop's text. Each must still be caught,
+and the characters from the onset to the verdict are reported beside those past the page's
+count. Cost: microseconds per fed piece on pages without a verdict, and per verdict asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from app.degeneration import LoopDetector, LoopVerdict
+from app.degeneration.grounding import (
+    DEFAULT_MARGIN,
+    GroundedDetector,
+    PageText,
+    ground,
+    grounding_tokens,
+    unit_readings,
+)
+from app.pdf.textlayer import text_layer_is_usable
+from bench import environment
+from bench.detector.continued import ContinuedLoop, continue_loop
+from bench.detector.heldout import load_samples
+from bench.healthy_corpus.build import DEFAULT_MIRRORS, MirrorMissing, git_dir
+from bench.healthy_corpus.corpus import load_pages
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "bench" / "results" / "detector_grounding.json"
+SHARED = REPO.parent / "shared" / "corpus"
+OLMOCR_SAMPLE = SHARED / "olmocr_bench_sample"
+PIECE_CHARS = 4
+MIN_CHARS = 25  # the pipeline's default `textlayer_min_chars`
+ODL = "opendataloader-project/opendataloader-bench"
+PYPDF = "py-pdf/benchmarks"
+# Text-layer engines of opendataloader-bench: what a page's text layer gives, read from its PDF.
+LAYER_ENGINE, LAYER_ENGINE_ELSE = "pymupdf4llm", "opendataloader"
+_ODL_ID = re.compile(r"/(\d{14})\.md$")
+
+
+def odl_pairs() -> Iterator[dict[str, Any]]:
+    """opendataloader-bench's readings of each page with that page's text layer."""
+    pages = [p for p in load_pages() if p["source"] == ODL]
+    layers: dict[tuple[str, str], str] = {}
+    for page in pages:
+        if (found := _ODL_ID.search(page["origin"])) and page["producer"] in (
+            LAYER_ENGINE,
+            LAYER_ENGINE_ELSE,
+        ):
+            layers[(page["producer"], found.group(1))] = page["text"]
+    for page in pages:
+        found = _ODL_ID.search(page["origin"])
+        if not found:
+            continue
+        engine = LAYER_ENGINE_ELSE if page["producer"] == LAYER_ENGINE else LAYER_ENGINE
+        yield {
+            "source": "opendataloader-bench",
+            "producer": page["producer"],
+            "page": found.group(1),
+            "text": page["text"],
+            "layer": layers.get((engine, found.group(1)), ""),
+        }
+
+
+def olmocr_pairs(root: Path = OLMOCR_SAMPLE) -> Iterator[dict[str, Any]]:
+    """olmOCR's answers on the bench sample with the real PDF page's text layer."""
+    import pymupdf
+
+    answers = root / "olmocr_pipeline"
+    if not answers.is_dir():
+        return
+    for answer in sorted(answers.rglob("*_repeat1.md")):
+        stem, _, number = answer.name.removesuffix("_repeat1.md").rpartition("_pg")
+        pdf = root / "pdfs" / answer.parent.relative_to(answers) / f"{stem}.pdf"
+        if not pdf.is_file():
+            continue
+        with pymupdf.open(pdf) as doc:
+            layer = doc[int(number) - 1].get_text()
+        yield {
+            "source": "olmocr-bench-sample",
+            "producer": "olmocr",
+            "page": answer.stem,
+            "text": answer.read_text(encoding="utf-8"),
+            "layer": layer,
+        }
+
+
+class LayerDocument:
+    """A whole document's text layer, and the stretch of it a page-sized chunk came from: the
+    window of the chunk's size (times `SCALE`) around the median place of the chunk's word
+    4-grams in the layer (the chunks of the healthy corpus are page-sized, not pages)."""
+
+    SCALE = 1.5
+
+    def __init__(self, text: str) -> None:
+        self.tokens = grounding_tokens(text)
+        self.places: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for i in range(len(self.tokens) - 3):
+            self.places[tuple(self.tokens[i : i + 4])].append(i)
+
+    def page_of(self, chunk: str) -> str:
+        words = grounding_tokens(chunk)
+        found = sorted(
+            place
+            for i in range(len(words) - 3)
+            for place in self.places.get(tuple(words[i : i + 4]), ())[:3]
+        )
+        if not found:
+            return ""
+        centre, half = found[len(found) // 2], int(len(words) * self.SCALE / 2)
+        return " ".join(self.tokens[max(0, centre - half) : centre + half])
+
+
+def mirror_file(repo: str, commit: str, path: str) -> bytes | None:
+    """A file of a mirrored repository at a commit (None: no mirror, or not there)."""
+    try:
+        gitdir = git_dir(DEFAULT_MIRRORS, repo)
+        return subprocess.run(
+            ["git", f"--git-dir={gitdir}", "show", f"{commit}:{path}"],
+            check=True,
+            capture_output=True,
+        ).stdout
+    except (MirrorMissing, subprocess.CalledProcessError):
+        return None
+
+
+def pypdf_pairs() -> Iterator[dict[str, Any]]:
+    """py-pdf/benchmarks' extractions of 14 real PDFs, each page-sized chunk paired with the
+    same stretch of the PDF's text layer as PyMuPDF extracted it (pypdf's for PyMuPDF's own)."""
+    pages = [p for p in load_pages() if p["source"] == PYPDF]
+    documents: dict[tuple[str, str], LayerDocument | None] = {}
+    for page in pages:
+        commit, path = page["origin"].split("@")[1].split(":", 1)
+        name = path.rsplit("/", 1)[1]
+        engine = "pypdf" if page["producer"] == "pymupdf" else "pymupdf"
+        if (engine, name) not in documents:
+            text = mirror_file(PYPDF, commit, f"read/results/{engine}/{name}")
+            documents[(engine, name)] = LayerDocument(text.decode()) if text else None
+        layer = documents[(engine, name)]
+        if layer is None:
+            continue
+        yield {
+            "source": "py-pdf/benchmarks",
+            "producer": page["producer"],
+            "page": f"{name}#{page['chunk']}",
+            "text": page["text"],
+            "layer": layer.page_of(page["text"]),
+        }
+
+
+def stream(detector: LoopDetector | GroundedDetector, text: str) -> LoopVerdict | None:
+    for start in range(0, len(text), PIECE_CHARS):
+        if detector.feed(text[start : start + PIECE_CHARS]) is not None:
+            return detector.verdict
+    return detector.finish()
+
+
+def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
+    """Both verdicts on one answer, and the seconds each stream took."""
+    text, layer = pair["text"], pair["layer"]
+    started = time.perf_counter()
+    alone = stream(LoopDetector(), text)
+    plain_s = time.perf_counter() - started
+    usable = text_layer_is_usable(layer, MIN_CHARS)
+    grounded, grounded_s, asked = alone, plain_s, []
+    if usable:
+        detector = GroundedDetector(None, layer, margin)
+        started = time.perf_counter()
+        grounded = stream(detector, text)
+        grounded_s = time.perf_counter() - started
+        asked = [[g.page_copies, g.output_copies, g.overruled] for g in detector.asked]
+    return {
+        "source": pair["source"],
+        "producer": pair["producer"],
+        "page": pair["page"],
+        "chars": len(text),
+        "usable": usable,
+        "alone": _row(alone, text),
+        "grounded": _row(grounded, text),
+        "asked": asked,
+        "plain_s": plain_s,
+        "grounded_s": grounded_s,
+    }
+
+
+def _row(verdict: LoopVerdict | None, text: str) -> dict[str, Any] | None:
+    if verdict is None:
+        return None
+    excerpt = text[max(0, verdict.onset - 20) : verdict.onset + 160]
+    return {"kind": verdict.kind, "onset": verdict.onset, "unit": verdict.unit[:80], "at": excerpt}
+
+
+def false_alarms(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per source and pooled: pages, grounded pages, false alarms alone and grounded."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[row["source"]].append(row)
+        groups["pooled"].append(row)
+    return {name: _rates(group) for name, group in groups.items()}
+
+
+def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    alone = sum(1 for r in rows if r["alone"])
+    grounded = sum(1 for r in rows if r["grounded"])
+    usable = [r for r in rows if r["usable"]]
+    return {
+        "pages": n,
+        "with_text_layer": len(usable),
+        "alone": alone,
+        "grounded": grounded,
+        "alone_per_1000": round(1000 * alone / n, 2) if n else None,
+        "grounded_per_1000": round(1000 * grounded / n, 2) if n else None,
+        "alone_per_1000_with_layer": _per_1000(sum(1 for r in usable if r["alone"]), usable),
+        "grounded_per_1000_with_layer": _per_1000(sum(1 for r in usable if r["grounded"]), usable),
+        "overruled_verdicts": sum(1 for r in rows for a in r["asked"] if a[2]),
+    }
+
+
+def _per_1000(count: int, rows: Sequence[Any]) -> float | None:
+    return round(1000 * count / len(rows), 2) if rows else None
+
+
+def paired_loops(
+    loops: Sequence[ContinuedLoop], layers: Sequence[str]
+) -> Iterator[tuple[ContinuedLoop, str, str]]:
+    """Each loop with the page holding its unit most often, and the one sharing most words."""
+    bags = [Counter(grounding_tokens(layer)) for layer in layers]
+    pages = [PageText(layer) for layer in layers]
+    for loop in loops:
+        unit = loop.text[loop.onset : loop.onset + loop.period]
+        readings = unit_readings(unit)
+        if readings:
+            held = [max(page.copies(r) for r in readings) for page in pages]
+            yield loop, layers[max(range(len(layers)), key=held.__getitem__)], "holds its unit"
+        words = Counter(grounding_tokens(loop.text[: loop.onset + 4 * loop.period]))
+        shared = [sum((bag & words).values()) for bag in bags]
+        yield loop, layers[max(range(len(layers)), key=shared.__getitem__)], "most words"
+
+
+def judge_loop(loop: ContinuedLoop, layer: str, pairing: str, margin: int) -> dict[str, Any]:
+    """Where the stop cuts a continued real loop, alone and asking a paired page."""
+    alone = _first_verdict(LoopDetector(), loop.text)
+    detector = GroundedDetector(None, layer, margin)
+    grounded = _first_verdict(detector, loop.text)
+    standing = detector.standing
+    past = None
+    if grounded is not None and standing is not None:
+        past = max(0, grounded - loop.onset - standing.page_copies * loop.period)
+    return {
+        "id": loop.id,
+        "family": loop.family,
+        "pairing": pairing,
+        "period": loop.period,
+        "alone_chars": None if alone is None else max(0, alone - loop.onset),
+        "grounded_chars": None if grounded is None else max(0, grounded - loop.onset),
+        "page_copies": standing.page_copies if standing else 0,
+        "chars_past_page_count": past,
+        "overruled": len(detector.overruled),
+    }
+
+
+def _first_verdict(detector: LoopDetector | GroundedDetector, text: str) -> int | None:
+    for start in range(0, len(text), PIECE_CHARS):
+        if detector.feed(text[start : start + PIECE_CHARS]) is not None:
+            return start + PIECE_CHARS
+    return None
+
+
+def loop_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pairing in sorted({r["pairing"] for r in rows}):
+        group = [r for r in rows if r["pairing"] == pairing]
+        caught = [r for r in group if r["grounded_chars"] is not None]
+        past = sorted(r["chars_past_page_count"] or 0 for r in caught)
+        out[pairing] = {
+            "loops": len(group),
+            "caught_alone": sum(1 for r in group if r["alone_chars"] is not None),
+            "caught_grounded": len(caught),
+            "p90_chars_alone": _p90(
+                [r["alone_chars"] for r in group if r["alone_chars"] is not None]
+            ),
+            "p90_chars_grounded": _p90([r["grounded_chars"] for r in caught]),
+            "p90_chars_past_page_count": _p90(past),
+            "max_chars_past_page_count": past[-1] if past else None,
+            "loops_the_page_delayed": sum(1 for r in group if r["overruled"]),
+            "missed": [r["id"] for r in group if r["grounded_chars"] is None],
+        }
+    return out
+
+
+def _p90(values: Sequence[int]) -> int | None:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))] if ordered else None
+
+
+def cost(rows: Sequence[dict[str, Any]], layers: Sequence[str]) -> dict[str, Any]:
+    """Microseconds per fed piece without a verdict, alone and grounded; per verdict asked."""
+    quiet = [r for r in rows if r["usable"] and not r["alone"] and not r["asked"]]
+    pieces = sum(r["chars"] for r in quiet) / PIECE_CHARS or 1
+    asked_s: list[float] = []
+    for row in rows:
+        if row["alone"] and row["usable"]:
+            verdict = LoopVerdict(
+                row["alone"]["kind"], len(row["alone"]["unit"]), 3.0, 0, 0, row["alone"]["unit"]
+            )
+            layer = layers[len(asked_s) % len(layers)]
+            started = time.perf_counter()
+            ground(verdict, "x " * 2000, PageText(layer))
+            asked_s.append(time.perf_counter() - started)
+    return {
+        "pages_without_verdict": len(quiet),
+        "us_per_piece_alone": round(1e6 * sum(r["plain_s"] for r in quiet) / pieces, 3),
+        "us_per_piece_grounded": round(1e6 * sum(r["grounded_s"] for r in quiet) / pieces, 3),
+        "ms_per_verdict_asked": round(1e3 * sum(asked_s) / len(asked_s), 3) if asked_s else None,
+        "verdicts_timed": len(asked_s),
+    }
+
+
+# A 7B page's decode step at batch 256, KV 1,536 tokens, on an H100 (shared/notes/gpu.md, 6):
+# each request in the batch gets a token every 15.1 ms while a verdict waits.
+H100_7B_STEP_MS = 15.1
+
+
+def ocr_at_verdict(root: Path = OLMOCR_SAMPLE, dpi: int = 200) -> dict[str, Any]:
+    """What reading a page without a text layer at the verdict would cost: Tesseract's CPU
+    seconds per page (the olmOCR-bench sample's pages rendered at `dpi`), and the tokens a
+    stream on an H100 writes meanwhile if it is not held."""
+    import pymupdf
+    import tesserocr
+    from PIL import Image
+
+    from app.engines.tesseract import default_tessdata_dir
+
+    seconds: list[float] = []
+    with tesserocr.PyTessBaseAPI(path=default_tessdata_dir() + "/", lang="eng") as api:
+        for pdf in sorted((root / "pdfs").glob("*.pdf")):
+            with pymupdf.open(pdf) as doc:
+                pixmap = doc[0].get_pixmap(dpi=dpi)
+            image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+            started = time.process_time()
+            api.SetImage(image)
+            api.GetUTF8Text()
+            seconds.append(time.process_time() - started)
+    if not seconds:
+        return {}
+    ordered = sorted(seconds)
+    median = ordered[len(ordered) // 2]
+    return {
+        "pages": len(seconds),
+        "dpi": dpi,
+        "cpu_s_median": round(median, 2),
+        "cpu_s_max": round(ordered[-1], 2),
+        "tokens_meanwhile_median_h100_7b": round(1000 * median / H100_7B_STEP_MS),
+    }
+
+
+def table(report: dict[str, Any]) -> Table:
+    out = Table(title="False alarms per 1,000 real healthy pages, alone and grounded")
+    for name in ("source", "pages", "with layer", "alone", "grounded", "alone /1k", "grounded /1k"):
+        out.add_column(name, justify="left" if name == "source" else "right")
+    for name, row in report["false_alarms"].items():
+        out.add_row(
+            name,
+            str(row["pages"]),
+            str(row["with_text_layer"]),
+            str(row["alone"]),
+            str(row["grounded"]),
+            str(row["alone_per_1000"]),
+            str(row["grounded_per_1000"]),
+        )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m bench detector-grounding")
+    parser.add_argument("--limit", type=int, default=0, help="pages per source (0: all)")
+    parser.add_argument("--margin", type=int, default=DEFAULT_MARGIN)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    console = Console()
+    pairs = [*odl_pairs(), *olmocr_pairs(), *pypdf_pairs()]
+    if args.limit:
+        kept: Counter[str] = Counter()
+        pairs = [
+            p for p in pairs if (kept.update([p["source"]]) or kept[p["source"]]) <= args.limit
+        ]
+    rows = []
+    with console.status("") as status:
+        for done, pair in enumerate(pairs, 1):
+            status.update(f"healthy pages: {done} of {len(pairs)}")
+            rows.append(judge_pair(pair, args.margin))
+    layers = [p["layer"] for p in pairs if text_layer_is_usable(p["layer"], MIN_CHARS)]
+    samples = [s for s in load_samples(SHARED) if s.label == "degenerate"]
+    loops = [continue_loop(s) for s in samples]
+    loop_rows = [
+        judge_loop(loop, layer, how, args.margin)
+        for loop, layer, how in paired_loops(loops, layers)
+    ]
+    report = {
+        "machine": environment.machine_info(),
+        "margin": args.margin,
+        "pieces_chars": PIECE_CHARS,
+        "false_alarms": false_alarms(rows),
+        "loops": loop_summary(loop_rows),
+        "cost": cost(rows, layers),
+        "ocr_at_verdict": ocr_at_verdict(),
+        "flagged": [r for r in rows if r["alone"] or r["grounded"]],
+        "loop_rows": loop_rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    console.print(table(report))
+    console.print(json.dumps(report["loops"], indent=1))
+    console.print(json.dumps(report["cost"], indent=1))
+    console.print(json.dumps(report["ocr_at_verdict"], indent=1))
+    return report
