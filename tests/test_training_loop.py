@@ -32,6 +32,7 @@ from tests.vllm_cpu.server import SERVED_MODEL_NAME, VllmEndpoint, default_model
 
 PAGES = 5
 STEPS = 4  # mechanics only: the card counts them
+GATE_TOKENS = 64  # the tiny model loops within a few dozen tokens; the gate stops it there
 LADDER = [
     PlanStep(name="greedy", engine="vlm", endpoint="primary", temperature=0.0, max_tokens=600),
     PlanStep(
@@ -81,7 +82,7 @@ def train(pairs: Path, out: Path) -> None:
         *(sys.executable, "-c", "from app.cli.main import main; main()"),
         *("train-dpo", str(pairs), "--base-model", str(default_model_dir()), "--out", str(out)),
         *("--max-steps", str(STEPS), "--batch-size", "4", "--learning-rate", "5e-4"),
-        *("--held-out", "0.2", "--device", "cpu"),
+        *("--held-out", "0.2", "--device", "cpu", "--gate-max-tokens", str(GATE_TOKENS)),
     ]
     # One thread: on a busy 2-core machine a second torch thread only spins.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TQDM_DISABLE": "1"}
@@ -121,6 +122,11 @@ def test_a_job_s_loops_become_pairs_and_train(vllm_endpoint: VllmEndpoint, tmp_p
     assert "truth" not in card["pairs"]["by_chosen_source"], "the chosen side is the ladder's"
     for name in ("config.json", "model.safetensors", "preprocessor_config.json"):
         assert (tuned / name).is_file(), f"the tuned folder is laid out as the base was: {name}"
+    gate = json.loads((tuned / "gate_verdict.json").read_text())
+    assert gate["reading"]["pages_by_origin"] == {"looped": 1}, "no healthy page in this job"
+    (page,) = gate["pages"]
+    assert page["base"]["looped"], "read in-process, the base loops on the page it looped on"
+    assert gate["base"]["loops"] == 1 and card["gate"]["decision"] == gate["decision"]
     firsts = first_attempts(db, ingested.job_id)
     assert len(firsts) == PAGES and all(a.status == "degenerate" for a in firsts), (
         "greedy on the base loops"

@@ -225,6 +225,7 @@ def train(work: Path, folder: str, label: str, size: Size, pairs: int, sft_only:
           "--method", "full", "--learning-rate", str(size.learning_rate),
           "--max-steps", str(steps), "--batch-size", str(batch), "--held-out", "0",
           "--seed", str(size.seed), "--device", "cpu", "--max-length", "1024", "--force",
+          "--no-gate",
           *weights)  # fmt: skip
     card = json.loads((work / "models" / label / "training_card.json").read_text())
     return {"pairs": pairs, "steps": card["steps"], "batch": batch,

@@ -168,6 +168,7 @@ def train(work: Path, label: str, size: Size, seed: int, sft_only: bool) -> dict
           "--method", "full", "--learning-rate", str(size.learning_rate),
           "--max-steps", str(size.steps), "--batch-size", str(size.batch), "--held-out", "0",
           "--seed", str(seed), "--device", "cpu", "--max-length", "1024", "--force",
+          "--no-gate",
           *weights)  # fmt: skip
     card = json.loads((work / "models" / label / "training_card.json").read_text())
     return {"steps": card["steps"], "train_seconds": card["train_seconds"],
