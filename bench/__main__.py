@@ -19,6 +19,7 @@ BENCHES: dict[str, str] = {
     "rasterize": "bench.rasterize",
     "detector": "bench.detector.benchmark",
     "detector-healthy": "bench.detector.healthy",
+    "detector-harvest": "bench.detector.harvest",
     "detector-grounding": "bench.detector.grounding",
     "healthy-corpus": "bench.healthy_corpus.build",
     "tax": "bench.tax.benchmark",

@@ -1,0 +1,97 @@
+"""How a harvested file becomes the text of one page.
+
+Ground-truth collections keep a page's transcription inside layout XML (PAGE-XML from
+Transkribus and OCR-D, ALTO from eScriptorium) or, for the SROIE receipts, one CSV row per text
+line with its box. The text is taken as a reader of the page would write it: lines in the
+file's order, one per line, a blank line between regions or blocks. Coordinates, baselines and
+word-level duplicates of a line's text are left out: they are the file format, not the page.
+"""
+
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _children(element: ET.Element, name: str) -> Iterator[ET.Element]:
+    return (child for child in element if _local(child.tag) == name)
+
+
+def _equiv_text(element: ET.Element) -> str | None:
+    """The `TextEquiv/Unicode` directly under `element` (the first, as PAGE orders them)."""
+    for equiv in _children(element, "TextEquiv"):
+        for unicode in _children(equiv, "Unicode"):
+            return unicode.text or ""
+    return None
+
+
+def _reading_order(root: ET.Element) -> dict[str, int]:
+    """Region id -> its place in the page's `ReadingOrder` (empty where it has none)."""
+    return {
+        ref.get("regionRef", ""): int(ref.get("index", "0"))
+        for ref in root.iter()
+        if _local(ref.tag) == "RegionRefIndexed"
+    }
+
+
+def page_xml_text(raw: bytes) -> str:
+    """A PAGE-XML page's transcription: its regions in the page's reading order (where it has
+    one; document order otherwise, and for regions it leaves out, after those it orders), each
+    region's lines, the region's own text where it has no lines (nested regions, such as table
+    cells, in document order)."""
+    root = ET.fromstring(raw)
+    order = _reading_order(root)
+    regions = [element for element in root.iter() if _local(element.tag) == "TextRegion"]
+    ranked = sorted(
+        enumerate(regions),
+        key=lambda item: (order.get(item[1].get("id", ""), len(order)), item[0]),
+    )
+    blocks = []
+    for _, region in ranked:
+        lines = [_equiv_text(line) for line in _children(region, "TextLine")]
+        kept = [line for line in lines if line and line.strip()]
+        if not kept and not any(_local(child.tag) == "TextRegion" for child in region):
+            own = _equiv_text(region)
+            kept = [own] if own and own.strip() else []
+        if kept:
+            blocks.append("\n".join(kept))
+    return "\n\n".join(blocks)
+
+
+def alto_text(raw: bytes) -> str:
+    """An ALTO page's transcription: each block's lines, a line's strings joined by spaces."""
+    root = ET.fromstring(raw)
+    blocks = []
+    for block in root.iter():
+        if _local(block.tag) != "TextBlock":
+            continue
+        lines = []
+        for line in _children(block, "TextLine"):
+            words = [node.get("CONTENT", "") for node in line if _local(node.tag) == "String"]
+            text = " ".join(word for word in words if word)
+            if text.strip():
+                lines.append(text)
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def box_csv_text(raw: bytes) -> str:
+    """SROIE's box file: `x1,y1,x2,y2,x3,y3,x4,y4,text` per line; the text, one per line."""
+    rows = raw.decode("utf-8", errors="strict").splitlines()
+    lines = [row.split(",", 8)[8] for row in rows if row.count(",") >= 8]
+    return "\n".join(line for line in lines if line.strip())
+
+
+def plain_text(raw: bytes) -> str:
+    return raw.decode("utf-8")
+
+
+READERS: dict[str, Callable[[bytes], str]] = {
+    "text": plain_text,
+    "page-xml": page_xml_text,
+    "alto": alto_text,
+    "box-csv": box_csv_text,
+}
