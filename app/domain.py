@@ -75,6 +75,9 @@ class JobStatus(StrEnum):
     RUNNING = "running"
     DONE = "done"
     CANCELLED = "cancelled"
+    # Every page ended, but the results could not be sent where the job asked (see
+    # app/jobs/delivery.py); tried again when the server starts.
+    UNDELIVERED = "undelivered"
 
 
 class Executor(StrEnum):

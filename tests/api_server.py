@@ -64,6 +64,6 @@ def wait_for_job(client: httpx.Client, job_id: str, timeout: float = 120) -> dic
     deadline = time.monotonic() + timeout
     while True:
         job = client.get(f"/v1/jobs/{job_id}").json()
-        if job["status"] in ("done", "cancelled") or time.monotonic() > deadline:
+        if job["status"] in ("done", "cancelled", "undelivered") or time.monotonic() > deadline:
             return dict(job)
         time.sleep(0.1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -16,12 +17,13 @@ from app.db.engine import Database
 from app.db.models import Job
 from app.jobs import (
     close_open_pages,
+    deliver_job,
     interrupted_api_jobs,
     job_priority,
-    publish_job,
     release_dead_leases,
     run_job_locally,
 )
+from app.jobs.delivery import DeliveryFailed, requeue_undelivered
 from app.pipeline.cancel import CancelWatch
 from app.report.metrics import FolioMetrics
 from app.settings import Settings
@@ -85,10 +87,12 @@ class LocalJobRunner:
 
     def resume(self) -> list[str]:
         """Take up again the API jobs a previous server left queued or running (their open
-        pages only; pages its killed process held are freed at once)."""
+        pages only; pages its killed process held are freed at once), or whose results it
+        could not send (sent again)."""
         job_ids = interrupted_api_jobs(self.db)
         for job_id in job_ids:
             release_dead_leases(self.db, job_id)
+            requeue_undelivered(self.db, job_id)  # `pending` again until it runs
             self.submit(job_id)
         if job_ids:
             log.warning("resuming %d job(s) left unfinished by a previous server", len(job_ids))
@@ -130,11 +134,11 @@ class LocalJobRunner:
 
     def _run(self, job_id: str) -> None:
         # The runner's edge: a job that cannot run records why on its open pages.
+        # Its results_uri or result_urls get the results before the job reads done.
+        deliver = partial(deliver_job, self.settings, self.db)
         try:
             with self.db.session() as session:
                 page_ids = repo.open_pages(session, job_id)
-            # Its results_uri or result_urls get the results before the job reads done.
-            publish = partial(publish_job, self.settings, self.db, finishing=True)
             run_job_locally(
                 self.settings,
                 self.db,
@@ -142,11 +146,15 @@ class LocalJobRunner:
                 page_ids,
                 metrics=self.metrics,
                 cancels=self.cancels,
-                on_done=publish,
+                on_done=deliver,
             )
+        except DeliveryFailed:
+            return  # the job reads `undelivered`, with why; the next start tries again
         except Exception as exc:
             log.exception("job %s failed to run", job_id)
-            close_open_pages(self.db, job_id, "internal", f"{type(exc).__name__}: {exc}")
+            reason = f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(DeliveryFailed):
+                close_open_pages(self.db, job_id, "internal", reason, on_done=deliver)
 
 
 class CeleryJobRunner:

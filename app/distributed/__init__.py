@@ -22,6 +22,7 @@ from app.distributed.queue import BrokerUnavailable, Enqueuer
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
+from app.jobs.delivery import DeliveryFailed, mark_undelivered
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
 from app.pipeline.periodic import PeriodicThread
@@ -184,7 +185,7 @@ def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | N
     """Settle the job's documents and the job, `publish`ing its results just before it is
     marked done; idempotent (publishing again replaces the same files). A store that is down
     propagates (the task retries, the job stays running); a refusal (a missing results
-    bucket, an expired PUT URL) is logged and the job ends without its results sent."""
+    bucket, an expired PUT URL) leaves the job `undelivered`, with why (app/jobs/delivery.py)."""
     if publish is None:
         return settle_job(db, job_id)
     with db.session() as session:
@@ -197,10 +198,14 @@ def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | N
     def send(job: str) -> None:
         try:
             publish(job)
-        except ObjectRefused as exc:
-            log.error("job %s is done but its results could not be sent: %s", job, exc)
+        except ObjectRefused as exc:  # retrying will not help: the job says so
+            mark_undelivered(db, job, 1, exc)
+            raise DeliveryFailed(str(exc)) from exc
 
-    return settle_job(db, job_id, send)
+    try:
+        return settle_job(db, job_id, send)
+    except DeliveryFailed:
+        return False
 
 
 def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict[str, int]:

@@ -9,6 +9,7 @@ import os
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from app.db.models import Document, Job, Page
 from app.domain import DocumentStatus, Executor, JobStatus, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import ConfigError
+from app.jobs.delivery import deliver
 from app.jobs.results import load_results, publish
 from app.pdf.render import DocumentLimits
 from app.pipeline.cancel import CancelWatch
@@ -168,14 +170,16 @@ def _input_now(settings: Settings, request: JobRequest) -> set[tuple[str, str | 
 
 def _asked_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """A job's options as its request gave them, without what running it added."""
-    return {k: v for k, v in (options or {}).items() if k != "executor"}
+    return {k: v for k, v in (options or {}).items() if k not in ("executor", "delivery")}
 
 
 def interrupted_api_jobs(db: Database) -> list[str]:
-    """API jobs a stopped server left queued or running, oldest first."""
+    """API jobs a stopped server left queued or running, or whose results it could not send,
+    oldest first."""
+    unfinished = [JobStatus.PENDING, JobStatus.RUNNING, JobStatus.UNDELIVERED]
     with db.session() as session:
         query = select(Job.id).where(Job.api_key_id.is_not(None))
-        query = query.where(Job.status.in_([JobStatus.PENDING, JobStatus.RUNNING]))
+        query = query.where(Job.status.in_(unfinished))
         return list(session.scalars(query.order_by(Job.created_at)))
 
 
@@ -268,14 +272,21 @@ def settle_job(db: Database, job_id: str, on_done: Callable[[str], object] | Non
     return True
 
 
-def close_open_pages(db: Database, job_id: str, category: str, reason: str) -> None:
-    """Fail every page of the job that is not terminal yet, then settle the job."""
+def close_open_pages(
+    db: Database,
+    job_id: str,
+    category: str,
+    reason: str,
+    on_done: Callable[[str], object] | None = None,
+) -> None:
+    """Fail every page of the job that is not terminal yet, then settle the job (`on_done`:
+    see `settle_job`)."""
     with db.session() as session:
         for page_id in repo.open_pages(session, job_id):
             repo.finish_page(
                 session, page_id, PageStatus.FAILED, failure_category=category, error=reason
             )
-    settle_job(db, job_id)
+    settle_job(db, job_id, on_done)
 
 
 def cancel_job(db: Database, job_id: str) -> bool:
@@ -312,6 +323,13 @@ def publish_job(
         results = replace(results, status=JobStatus.DONE)
     publish(results, report, target)
     return target.where
+
+
+def deliver_job(settings: Settings, db: Database, job_id: str) -> None:
+    """Send the job's results where it asked, as it ends (retried on an outage; the job reads
+    `undelivered` and DeliveryFailed is raised when they could not be sent)."""
+    publish = partial(publish_job, settings, db, finishing=True)
+    deliver(db, job_id, publish, settings.delivery_retries, settings.delivery_retry_s)
 
 
 def _asked_target(settings: Settings, db: Database, job_id: str) -> ResultTarget | None:

@@ -42,6 +42,18 @@ class StorageFields(BaseModel):
         "and other non-global addresses (off: a caller could make the server write to its "
         "own host or network).",
     )
+    delivery_retries: int = Field(
+        default=4,
+        ge=0,
+        description="Times sending a job's results (results_uri, result_urls) is tried again "
+        "after an outage, with backoff, before the job reads `undelivered`; a refusal (an "
+        "expired URL, a missing bucket) is not tried again.",
+    )
+    delivery_retry_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="Wait before the first retry of sending a job's results; doubles each time.",
+    )
     storage_timeout_s: float = Field(
         default=30.0, gt=0, description="Connect and read timeout of one object store request."
     )
