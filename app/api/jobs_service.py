@@ -176,10 +176,14 @@ def results_zip(ctx: ApiContext, key: int, job_id: str) -> Path:
     results = load_results(ctx.db, job_id)
     fd, name = tempfile.mkstemp(prefix="folio-results-", suffix=".zip")
     os.close(fd)
-    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(name, "w") as archive:
-        write_outputs(results, Path(tmp))
-        for path in sorted(Path(tmp).iterdir()):
-            archive.write(path, path.name, compress_type=zipfile.ZIP_DEFLATED)
+    try:
+        with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(name, "w") as archive:
+            write_outputs(results, Path(tmp))
+            for path in sorted(Path(tmp).iterdir()):
+                archive.write(path, path.name, compress_type=zipfile.ZIP_DEFLATED)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)  # the route never gets it to delete
+        raise
     return Path(name)
 
 
