@@ -27,6 +27,7 @@ BENCHES: dict[str, str] = {
     "tax-reestimate": "bench.tax.reestimate",
     "orchestration": "bench.orchestration.benchmark",
     "ocr": "bench.ocr.benchmark",
+    "ocr-worth": "bench.ocr.worth",
     "stops": "bench.stops.benchmark",
     "gpu": "bench.gpu.benchmark",
     "profile-images": "bench.profile_images",

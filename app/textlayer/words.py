@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 
 from wordfreq import get_frequency_dict
@@ -15,6 +16,9 @@ _TESSERACT_TO_WORDFREQ = {
     "rus": "ru", "ukr": "uk", "ell": "el", "hun": "hu", "ron": "ro", "cat": "ca", "ind": "id",
 }  # fmt: skip
 _DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")
+# The script each word list is written in (Latin unless named): a word in another script
+# (Hangul, Arabic, Han) is one no list here can judge, not an unknown one.
+_SCRIPTS = {"ru": "CYRILLIC", "uk": "CYRILLIC", "el": "GREEK"}
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _LONG_WORD = re.compile(r"[^\W\d_]{15,}")
 _SAMPLE = 400  # words looked up per page: enough for a verdict, bounded cost
@@ -26,9 +30,19 @@ def languages_for(tesseract_lang: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*_DEFAULT_LANGUAGES, *(code for code in named if code)]))
 
 
-def words_of(text: str) -> list[str]:
-    """Alphabetic tokens of three letters or more, the ones a word list can judge."""
-    return _WORD.findall(text)[:_SAMPLE]
+def words_of(text: str, languages: tuple[str, ...] | None = None) -> list[str]:
+    """Alphabetic tokens of three letters or more, the ones a word list can judge; with
+    `languages`, only those in a script one of their lists is written in."""
+    words = _WORD.findall(text)
+    if languages is not None:
+        scripts = {_SCRIPTS.get(language, "LATIN") for language in languages}
+        words = [word for word in words if script_of(word) in scripts]
+    return words[:_SAMPLE]
+
+
+def script_of(word: str) -> str:
+    """The Unicode script name of a word's first letter: LATIN, CYRILLIC, HANGUL, ARABIC..."""
+    return unicodedata.name(word[0], "UNKNOWN").split(" ")[0] if word else "UNKNOWN"
 
 
 def has_run_together_words(text: str) -> bool:
