@@ -162,3 +162,35 @@ def test_a_prefix_is_listed_as_a_folder_and_a_pdf_as_itself() -> None:
     assert listing_prefix("s3://b/docs/") == "s3://b/docs/"
     assert listing_prefix("s3://b/docs/a.PDF") == "s3://b/docs/a.PDF"
     assert listing_prefix("s3://b/") == "s3://b/"
+
+
+def test_two_keys_sharing_a_results_prefix_never_touch_each_others_results(
+    sqlite_url: str, s3_server: Any, bucket: str, tmp_path: Path
+) -> None:
+    """Each API job writes under `<results_uri>/<job id>/`; a rerun skips only what the same
+    key did, so another key's job id is never seen."""
+    s3: Any = s3_server.client()
+    s3.put_object(Bucket=bucket, Key="in/a.pdf", Body=good_pdf(1, seed=41))
+    s3.put_object(Bucket=bucket, Key="out/a.md", Body=b"the caller's own notes")
+    allowed = [f"s3://{bucket}/in/", f"s3://{bucket}/out/"]
+    body = {"uri": f"s3://{bucket}/in/", "results_uri": f"s3://{bucket}/out/"}
+    with running_api(settings_for(sqlite_url, tmp_path, api_allowed_uris=allowed)) as api:
+        alice, bob = api.client(api.key("alice")), api.client(api.key("bob"))
+        first = wait_for_job(alice, alice.post("/v1/jobs", json=body).json()["id"])
+        theirs = wait_for_job(bob, bob.post("/v1/jobs", json=body).json()["id"])
+        again = wait_for_job(alice, alice.post("/v1/jobs", json=body).json()["id"])
+        bobs_docs = bob.get(f"/v1/jobs/{theirs['id']}/documents").json()
+    assert first["status"] == theirs["status"] == again["status"] == "done"
+    assert [d["status"] for d in bobs_docs] == ["done"]  # not skipped for alice's job
+
+    def read(key: str) -> bytes:
+        return bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+    assert read("out/a.md") == b"the caller's own notes"
+    bob_summary = json.loads(read(f"out/{theirs['id']}/summary.json"))
+    assert first["id"] not in json.dumps(bob_summary)
+    assert bob_summary["documents_done"] == 1 and "rerun_note" not in bob_summary
+    rerun = json.loads(read(f"out/{again['id']}/summary.json"))
+    assert rerun["documents_skipped"] == 1 and first["id"] in rerun["rerun_note"]
+    assert "Section 41" in read(f"out/{again['id']}/a.md").decode()  # whole in its own folder
+    assert "Section 41" in read(f"out/{first['id']}/a.md").decode()

@@ -92,5 +92,6 @@ def test_long_and_odd_keys_are_written_under_names_that_fit(
     assert all(len(n.encode()) <= 255 and "\t" not in n and "\\" not in n for n in names)
     written = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="out/")["Contents"]]
     assert len(written) == 8  # 3 x (.md, .json), summary.json, report.json
-    summary = json.loads(s3.get_object(Bucket=bucket, Key="out/summary.json")["Body"].read())
+    key = f"out/{job['id']}/summary.json"
+    summary = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     assert summary["documents_done"] == 3

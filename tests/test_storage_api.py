@@ -47,13 +47,16 @@ def test_a_job_from_a_bucket_with_results_to_a_prefix_and_to_presigned_urls(
             "/v1/jobs", json={"uri": f"s3://{bucket}/in/", "results_uri": f"s3://{bucket}/out/"}
         )
         assert response.status_code == 202, response.text
-        assert wait_for_job(client, response.json()["id"])["pages"] == {"succeeded": 3}
+        to_prefix = response.json()["id"]
+        assert wait_for_job(client, to_prefix)["pages"] == {"succeeded": 3}
         presigned = client.post("/v1/jobs", json={"uri": f"s3://{bucket}/in/", "result_urls": urls})
         assert presigned.status_code == 202, presigned.text
         assert wait_for_job(client, presigned.json()["id"])["pages"] == {"succeeded": 3}
-    summary = json.loads(s3.get_object(Bucket=bucket, Key="out/summary.json")["Body"].read())
+    # An API job's results go under its own folder of the results prefix.
+    out = f"out/{to_prefix}/"
+    summary = json.loads(s3.get_object(Bucket=bucket, Key=f"{out}summary.json")["Body"].read())
     assert summary["pages_succeeded"] == 3
-    document = json.loads(s3.get_object(Bucket=bucket, Key="out/b.json")["Body"].read())
+    document = json.loads(s3.get_object(Bucket=bucket, Key=f"{out}b.json")["Body"].read())
     assert document["pages"][0]["text"].strip() == page_text(5).strip()
     sent = theirs.list_objects_v2(Bucket="their-bucket", Prefix="r/")["Contents"]
     assert sorted(o["Key"] for o in sent) == ["r/a.json", "r/a.md", "r/summary.json"]

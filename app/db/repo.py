@@ -380,15 +380,22 @@ def record_server_sample(
 
 
 def find_done_object(
-    session: Session, uri: str, etag: str, out_dir: str, before_id: int | None = None
+    session: Session,
+    uri: str,
+    etag: str,
+    out_dir: str,
+    before_id: int | None = None,
+    api_key_id: int | None = None,
 ) -> Document | None:
     """A finished document read from this stored object (same URI, same ETag), whose results
-    went to the same place: a rerun skips it without fetching it again."""
+    went to the same place for the same owner (an API key, or none for the CLI's jobs): a
+    rerun skips it without fetching it again, and never learns of another key's jobs."""
+    owner = Job.api_key_id.is_(None) if api_key_id is None else Job.api_key_id == api_key_id
     query = (
         select(Document)
         .join(Job)
         .where(Document.etag == etag, Document.path == uri)
-        .where(Document.status == DocumentStatus.DONE, Job.out_dir == out_dir)
+        .where(Document.status == DocumentStatus.DONE, Job.out_dir == out_dir, owner)
         .order_by(Document.id.desc())
     )
     if before_id is not None:

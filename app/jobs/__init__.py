@@ -35,6 +35,7 @@ from app.report.render import ReportFormat, render_report
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 from app.storage import DocumentCache, Stores, is_store_uri
+from app.storage.base import ObjectUri
 from app.storage.targets import PresignedTarget, ResultTarget, result_target
 
 
@@ -334,12 +335,25 @@ def deliver_job(settings: Settings, db: Database, job_id: str) -> None:
 
 def _asked_target(settings: Settings, db: Database, job_id: str) -> ResultTarget | None:
     with db.session() as session:
-        row = session.execute(select(Job.out_dir, Job.options).where(Job.id == job_id)).first()
+        row = session.execute(
+            select(Job.out_dir, Job.options, Job.api_key_id).where(Job.id == job_id)
+        ).first()
     if row is None:
         raise KeyError(f"no job {job_id!r}")
-    out_dir, options = row
+    out_dir, options, api_key_id = row
     if urls := (options or {}).get("result_urls"):
         return PresignedTarget(urls, settings.storage_timeout_s, settings.result_urls_allow_private)
     if out_dir and is_store_uri(out_dir):
-        return result_target(out_dir, Stores.from_settings(settings))
+        return result_target(
+            results_prefix(out_dir, job_id, api_key_id), Stores.from_settings(settings)
+        )
     return None
+
+
+def results_prefix(out_dir: str, job_id: str, api_key_id: int | None) -> str:
+    """Where a job's results go in a store: an API job's under `<results_uri>/<job id>/`, so
+    that no other job (another key's, a rerun) and no object of the caller's shares a name
+    with them; a CLI job's (`--out`, the operator's own choice) right under the prefix."""
+    if api_key_id is None:
+        return out_dir
+    return str(ObjectUri.parse(out_dir).child(f"{job_id}/"))

@@ -117,7 +117,7 @@ def load_results(db: Database, job_id: str) -> JobResults:
             d.id: found
             for d in documents
             if d.status == DocumentStatus.SKIPPED
-            and (found := _done_earlier(session, d, job.out_dir)) is not None
+            and (found := _done_earlier(session, d, job)) is not None
         }
         job_ids = {job_id} | {e.job_id for e in earlier.values()}
         totals = _attempt_totals(session, job_ids)
@@ -157,10 +157,11 @@ def _fitted(name: str) -> str:
     return f"{head}~{digest}"
 
 
-def _done_earlier(session: Session, document: Document, out_dir: str | None) -> Document | None:
+def _done_earlier(session: Session, document: Document, job: Job) -> Document | None:
+    out_dir = job.out_dir
     if out_dir and document.etag:  # a stored object, skipped on its URI and ETag
-        uri, etag = document.path, document.etag
-        return repo.find_done_object(session, uri, etag, out_dir, before_id=document.id)
+        uri, etag, key = document.path, document.etag, job.api_key_id
+        return repo.find_done_object(session, uri, etag, out_dir, document.id, key)
     if not (document.sha256 and out_dir):
         return None
     return repo.find_done_document(session, document.sha256, out_dir, before_id=document.id)

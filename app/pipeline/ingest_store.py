@@ -182,6 +182,7 @@ def ingest_stored(
     `policy` admits is read (see `listed_pages`)."""
     names = _Names()
     count = partial(_count, cache, limits)
+    owner = (job_fields or {}).get("api_key_id")
     with (
         ThreadPoolExecutor(max(1, threads), thread_name_prefix="folio-ingest") as pool,
         db.session() as session,
@@ -194,7 +195,7 @@ def ingest_stored(
                 if max_documents is not None and result.documents >= max_documents:
                     raise TooManyObjects(f"more than {max_documents} objects in one job")
                 name = names.take(document_name_of(listed.uri, source))
-                document = _admit(session, result, listed, name, out_dir, force)
+                document = _admit(session, result, listed, name, out_dir, force, owner)
                 if document is not None and isinstance(listed, StoredObject):
                     to_read.append((document, listed))
             counted = pool.map(count, [stored for _, stored in to_read])
@@ -252,9 +253,11 @@ def _admit(
     name: str,
     out_dir: str | None,
     force: bool,
+    owner: int | None,
 ) -> Document | None:
     """The object's document row; returned when its object is still to be read, None when it
-    is settled already (refused by the store, or done earlier with the same ETag)."""
+    is settled already (refused by the store, or done earlier with the same ETag for the same
+    owner: `owner` is the job's API key, None for the CLI's)."""
     stored = listed if isinstance(listed, StoredObject) else None
     document = _document(result, stored or StoredObject(listed.uri, 0), name)
     session.add(document)
@@ -264,7 +267,7 @@ def _admit(
         return None
     assert stored is not None
     if out_dir and stored.etag and not force:
-        done = repo.find_done_object(session, stored.uri, stored.etag, out_dir)
+        done = repo.find_done_object(session, stored.uri, stored.etag, out_dir, api_key_id=owner)
         if done:
             skip_document(result, document, done, "already done (same object and ETag, same out)")
             return None
