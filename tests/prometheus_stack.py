@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,30 @@ from tests.distributed_support import ROOT, wait_until
 PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"
 FOLIO = str(Path(sys.executable).parent / "folio")
 SCRAPE = "1s"  # short, so a short job leaves many samples; counts, not clocks, are asserted
+
+
+PROMQL_WORDS = {
+    "sum", "max", "min", "by", "on", "and", "or", "unless", "offset", "rate", "increase",
+    "min_over_time", "label_replace", "group_left", "without", "ignoring", "histogram_quantile",
+}  # fmt: skip
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: identifiers that are not in a string, not
+    a label matcher or grouping label, not a function or keyword, not a duration."""
+    bare = re.sub(r'"[^"]*"', '""', expr)
+    bare = re.sub(r"\{[^}]*\}", "{}", bare)  # label matchers
+    bare = re.sub(r"\b(by|on|without|ignoring)\s*\([^)]*\)", " ", bare)  # grouping labels
+    bare = re.sub(r"\[[^\]]*\]", "[]", bare)
+    bare = re.sub(r"\boffset\s+\w+", " ", bare)
+    words = re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=\s*[\{\[\s)*/+>-]|$)", bare)
+    return {w for w in words if w not in PROMQL_WORDS and not re.fullmatch(r"\d+\w*", w)}
+
+
+def dashboard_exprs() -> list[str]:
+    """Every query of deploy/grafana/folio.json."""
+    board = json.loads((ROOT / "deploy" / "grafana" / "folio.json").read_text(encoding="utf-8"))
+    return [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
 
 
 def binary(name: str, package: str) -> str:
@@ -115,6 +140,16 @@ def sql_exporter(database_url: str, port: int, tmp: Path) -> Iterator[str]:
     command = [binary("prometheus-sql-exporter", "prometheus-sql-exporter")]
     command += ["-config.file", str(path), "-web.listen-address", f"127.0.0.1:{port}"]
     with process(command, tmp / "sql-exporter.log", f"http://127.0.0.1:{port}/metrics"):
+        yield f"127.0.0.1:{port}"
+
+
+@contextmanager
+def redis_exporter(redis_url: str, db: int, port: int, tmp: Path) -> Iterator[str]:
+    """Debian's redis_exporter, reporting the length of Folio's Celery lists in Redis `db`."""
+    command = [binary("prometheus-redis-exporter", "prometheus-redis-exporter")]
+    command += ["-redis.addr", redis_url, "-check-keys", f"db{db}=folio:folio.*"]
+    command += ["-web.listen-address", f"127.0.0.1:{port}"]
+    with process(command, tmp / "redis-exporter.log", f"http://127.0.0.1:{port}/metrics"):
         yield f"127.0.0.1:{port}"
 
 

@@ -23,6 +23,7 @@ from app.distributed.queue_view import QueueView
 from app.report.metrics import FolioMetrics
 from app.settings import Settings
 from tests.conftest import unavailable
+from tests.prometheus_stack import metric_names
 
 REPO = Path(__file__).resolve().parents[1]
 PROMETHEUS = REPO / "deploy" / "prometheus"
@@ -37,10 +38,6 @@ OUTSIDE = {
     "kube_pod_init_container_status_terminated_reason",
     "kube_deployment_status_replicas_available",
 }
-PROMQL_WORDS = {
-    "sum", "max", "min", "by", "on", "and", "or", "unless", "offset", "rate", "increase",
-    "min_over_time", "label_replace", "group_left", "without", "ignoring",
-}  # fmt: skip
 
 
 def promtool() -> str:
@@ -54,18 +51,6 @@ def promtool() -> str:
 def rules() -> list[dict[str, Any]]:
     groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
     return [rule for group in groups for rule in group["rules"]]
-
-
-def metric_names(expr: str) -> set[str]:
-    """The metric names a PromQL expression reads: identifiers that are not in a string, not
-    a label matcher or grouping label, not a function or keyword, not a duration."""
-    bare = re.sub(r'"[^"]*"', '""', expr)
-    bare = re.sub(r"\{[^}]*\}", "{}", bare)  # label matchers
-    bare = re.sub(r"\b(by|on|without|ignoring)\s*\([^)]*\)", " ", bare)  # grouping labels
-    bare = re.sub(r"\[[^\]]*\]", "[]", bare)
-    bare = re.sub(r"\boffset\s+\w+", " ", bare)
-    words = re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=\s*[\{\[\s)*/+>-]|$)", bare)
-    return {w for w in words if w not in PROMQL_WORDS and not re.fullmatch(r"\d+\w*", w)}
 
 
 def folio_exported() -> set[str]:
@@ -158,8 +143,9 @@ def sql_queries() -> dict[str, str]:
 
 def seed(session: Session) -> None:
     """One job an hour and a half old: a page waiting, one running on a lapsed lease, one
-    running on a live lease, a done page with a VLM attempt whose close was NOT live, and
-    webhook deliveries (one failed now, one pending for 20 minutes, one delivered)."""
+    running on a live lease, a done page with VLM attempts (one under a NOT live close now, one
+    degenerate now, one of each three hours ago), and webhook deliveries (one failed now, one
+    pending for 20 minutes, one delivered)."""
     now = datetime.now(UTC)
     job = Job(
         id="j1",
@@ -184,16 +170,16 @@ def seed(session: Session) -> None:
     ]  # fmt: skip
     session.add_all(pages)
     session.flush()
-    for verdict, started in (
-        ("NOT live", now),
-        ("live", now),
-        ("NOT live", now - timedelta(hours=3)),
+    for verdict, started, status, kind in (
+        ("NOT live", now, "ok", None),
+        ("live", now, "degenerate", "cycle"),
+        ("NOT live", now - timedelta(hours=3), "degenerate", "stutter"),
     ):
         session.add(
             Attempt(
                 job_id="j1", page_id=pages[3].id, step_index=0, step_name="s", engine="vlm",
-                endpoint="http://a/v1", params={"loop_stop_close": verdict}, status="ok",
-                started_at=started, ended_at=started, duration_s=1.0,
+                endpoint="http://a/v1", params={"loop_stop_close": verdict}, status=status,
+                verdict_kind=kind, started_at=started, ended_at=started, duration_s=1.0,
             )
         )  # fmt: skip
     for status, created, finished in (
@@ -220,8 +206,10 @@ def test_the_sql_exporter_queries_count_what_they_say(postgres_url: str) -> None
         pages = conn.execute(text(queries["folio_pages_open"])).mappings().one()
         hooks = conn.execute(text(queries["folio_webhooks"])).mappings().one()
         verdicts = conn.execute(text(queries["folio_close_verdicts"])).mappings().all()
+        kinds = conn.execute(text(queries["folio_loop_kinds"])).mappings().all()
     engine.dispose()
     assert (pages["waiting"], pages["running"], pages["lease_expired"]) == (1, 2, 1)
     assert 90 * 60 - 5 <= pages["oldest_waiting_seconds"] <= 90 * 60 + 300
     assert (hooks["failed_1h"], hooks["overdue"]) == (1, 1)
     assert sorted((v["verdict"], v["attempts"]) for v in verdicts) == [("NOT live", 1), ("live", 1)]
+    assert [(k["kind"], k["attempts"]) for k in kinds] == [("cycle", 1)]  # the last hour only
