@@ -16,6 +16,8 @@ import httpx
 import pytest
 from PIL import Image
 
+from app.retry.plan import LoopStop, same_stop
+from bench.gpu_standin.answers import AnswerBook, Script
 from bench.gpu_standin.pacing import FLOOR_MS, GpuPace
 from tests.distributed_support import ROOT, wait_until
 
@@ -34,6 +36,63 @@ def test_steps_reproduce_the_measured_tables() -> None:
     assert h100.vision_ms(1000, 1288) == pytest.approx(45, rel=0.05)
 
 
+KEYS = [f"page {n}".encode() for n in range(60)]
+
+
+def read(book: AnswerBook, key: bytes, temperature: float) -> tuple[str, str | None]:
+    answer = book.answer(key, temperature)
+    return "".join(answer.pieces[:600]), answer.loop
+
+
+def stop_at_loop(book: AnswerBook, key: bytes, temperature: float) -> LoopStop:
+    """Where a stop lands on this read: 200 characters into its loop (the text so far)."""
+    answer = book.answer(key, temperature)
+    script = next(s for s in book.loops if s.name == answer.loop)
+    onset = len("".join(answer.pieces)) - len("".join(script.loop_tokens))
+    text = "".join(answer.pieces)[: onset + 200]
+    return LoopStop("cycle", onset, text)
+
+
+def test_a_sticky_loop_comes_back_at_the_same_place_after_text_that_is_not_identical() -> None:
+    book = AnswerBook(loop_rate=1.0, sticky_share=1.0, moving_share=0.0)
+    changed = 0
+    for key in KEYS:
+        first, retry, hotter = (stop_at_loop(book, key, t) for t in (0.1, 0.2, 0.5))
+        assert book.answer(key, 0.5).loop == book.answer(key, 0.1).loop is not None
+        # Folio's own rule calls the retries the same stop as the first read
+        assert same_stop(first, retry) and same_stop(first, hotter)
+        changed += first.text != retry.text
+    # the healthy text before the loop differs wherever there is healthy text to change
+    assert changed >= len(KEYS) * 2 // 3
+
+
+def test_a_moving_loop_comes_back_elsewhere_and_a_once_loop_not_at_all() -> None:
+    moving = AnswerBook(loop_rate=1.0, sticky_share=0.0, moving_share=1.0)
+    once = AnswerBook(loop_rate=1.0, sticky_share=0.0, moving_share=0.0)
+    for key in KEYS:
+        shapes = {moving.answer(key, t).loop for t in (0.1, 0.2, 0.5)}
+        assert None not in shapes and len(shapes) >= 2
+        assert not same_stop(stop_at_loop(moving, key, 0.1), stop_at_loop(moving, key, 0.2))
+        assert once.answer(key, 0.1).loop and once.answer(key, 0.2).loop is None
+
+
+def test_shares_are_drawn_as_asked_and_a_retry_rereads_a_healthy_page_a_little_changed() -> None:
+    book = AnswerBook(loop_rate=0.5, sticky_share=0.5, moving_share=0.25)
+    keys = [f"draw {n}".encode() for n in range(2000)]
+    kinds = [book.answer(key, 0.1).comeback for key in keys]
+    assert 0.45 < sum(k is not None for k in kinds) / len(keys) < 0.55
+    assert 0.2 < kinds.count("sticky") / len(keys) < 0.3
+    assert 0.08 < kinds.count("moving") / len(keys) < 0.17
+    healthy = next(key for key, kind in zip(keys, kinds, strict=True) if kind is None)
+    first, retry = read(book, healthy, 0.1)[0], read(book, healthy, 0.5)[0]
+    assert first != retry and len(first) == len(retry)
+    assert sum(a != b for a, b in zip(first, retry, strict=True)) <= 8
+    assert first.startswith("---\n") and retry.split("---")[1] == first.split("---")[1]
+    with pytest.raises(ValueError, match="shares"):
+        AnswerBook(loop_rate=0.1, sticky_share=0.8, moving_share=0.4)
+    assert isinstance(book.loops[0], Script)
+
+
 @pytest.fixture(scope="module")
 def standin() -> Iterator[str]:
     """The stand-in as its own process, 20x faster than the GPU it models, 4 slots."""
@@ -41,7 +100,8 @@ def standin() -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
-    command += ["--loop-rate", "1.0", "--max-num-seqs", "4", "--slowdown", str(SLOWDOWN)]
+    command += ["--loop-rate", "1.0", "--sticky-share", "0", "--moving-share", "0"]
+    command += ["--max-num-seqs", "4", "--slowdown", str(SLOWDOWN)]
     server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -131,6 +191,23 @@ def test_a_closed_stream_computes_at_least_two_more_tokens_then_stops(standin: s
     computed = stats["computed_tokens"] - computed_before
     assert stats["aborted"] == 1 and min(stats["tokens_after_close"]) >= 2
     assert 40 <= counted <= computed - 2 and computed < 3000
+
+
+def test_a_continued_answer_goes_on_from_the_assistant_message_it_was_given(standin: str) -> None:
+    """vLLM's continue_final_message: a page's own text up to a point, then the rest of it."""
+    whole = stream(standin, body(5, temperature=0.5, max_tokens=4000))
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in whole if c["choices"])
+    kept = text[: len(text) // 2]
+    request = body(5, temperature=0.5, max_tokens=4000, continue_final_message=True)
+    request["messages"].append({"role": "assistant", "content": kept})
+    refused = httpx.post(
+        f"{standin}/v1/chat/completions", json=request | {"add_generation_prompt": True}
+    )
+    assert refused.status_code == 400 and "continue_final_message" in refused.text
+    rest = stream(standin, request | {"add_generation_prompt": False})
+    more = "".join(c["choices"][0]["delta"].get("content", "") for c in rest if c["choices"])
+    assert 0 < len(more) < len(text) and text.endswith(more)
+    assert abs(len(kept) + len(more) - len(text)) <= 8  # to within one piece
 
 
 def test_repetition_detection_is_checked_and_stops_exact_repeats(standin: str) -> None:

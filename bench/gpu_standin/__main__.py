@@ -1,4 +1,5 @@
-"""`python -m bench.gpu_standin --port 8000 [--gpu h100|h200] [--shape 3b|7b] [--loop-rate R]`:
+"""`python -m bench.gpu_standin --port 8000 [--gpu h100|h200] [--shape 3b|7b] [--loop-rate R]
+[--sticky-share S] [--moving-share M]`:
 serve the GPU-paced stand-in for vLLM until interrupted."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.gpu_standin.answers import AnswerBook
+from bench.gpu_standin.answers import MOVING_SHARE, STICKY_SHARE, AnswerBook
 from bench.gpu_standin.engine import MAX_NUM_BATCHED_TOKENS, MAX_NUM_SEQS, Engine
 from bench.gpu_standin.http import Connection
 from bench.gpu_standin.pacing import GpuPace
@@ -25,6 +26,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="allenai/olmOCR-2-7B-1025-FP8")
     p.add_argument("--profile", default="olmocr2", help="Answers in this profile's format.")
     p.add_argument("--loop-rate", type=float, default=0.0, help="Share of pages that loop.")
+    p.add_argument(
+        "--sticky-share",
+        type=float,
+        default=STICKY_SHARE,
+        help="Of the looping pages, the share that loops again on every read, at the same place "
+        "on the same unit (default 12/17: the flywheel base's ladder, answers.py).",
+    )
+    p.add_argument(
+        "--moving-share",
+        type=float,
+        default=MOVING_SHARE,
+        help="Of the looping pages, the share that loops again on every read, each temperature "
+        "on another shape (default 2/17, the same source).",
+    )
     p.add_argument("--max-num-seqs", type=int, default=MAX_NUM_SEQS)
     p.add_argument("--max-num-batched-tokens", type=int, default=MAX_NUM_BATCHED_TOKENS)
     p.add_argument(
@@ -44,8 +59,10 @@ async def serve(args: argparse.Namespace, ready: asyncio.Event | None = None) ->
         args.slowdown,
         record,
     )
-    book = AnswerBook(args.profile, args.loop_rate)
-    _ = book.shapes  # built before the first request, not during it
+    book = AnswerBook(
+        args.profile, args.loop_rate, sticky_share=args.sticky_share, moving_share=args.moving_share
+    )
+    _ = book.loops  # built before the first request, not during it
     api = StandInApi(engine, book, args.model)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Connection(api.handle), args.host, args.port)

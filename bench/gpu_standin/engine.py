@@ -122,6 +122,7 @@ class StepLog:
     aborted: int = 0
     tokens_after_close: list[int] = field(default_factory=list)
     loops: Counter[str] = field(default_factory=Counter)
+    loop_kinds: Counter[str] = field(default_factory=Counter)  # sticky, moving, once
 
 
 class Engine:
@@ -152,6 +153,7 @@ class Engine:
     def submit(self, request: Request) -> None:
         if request.answer.loop:
             self.log.loops[request.answer.loop] += 1
+            self.log.loop_kinds[request.answer.comeback or "once"] += 1
         self.waiting.append(request)
         self._wake.set()
 

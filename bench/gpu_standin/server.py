@@ -4,7 +4,9 @@ them, with `usage`, `finish_reason` and `continuous_usage_stats`), vLLM's `/metr
 
 Requests are checked as vLLM 0.32 checks the fields Folio probes with: a bad
 `repetition_detection` is refused (400, naming it); unknown `vllm_xargs` are accepted and
-ignored (no Folio plugin here); there is no abort route (vLLM's default)."""
+ignored (no Folio plugin here); there is no abort route (vLLM's default). A request with
+`continue_final_message` continues its last, assistant message: the answer from as many
+characters on as that message holds."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any
 
 from PIL import Image
 
-from bench.gpu_standin.answers import AnswerBook, image_key
+from bench.gpu_standin.answers import AnswerBook, continued, image_key
 from bench.gpu_standin.engine import Engine, RepetitionRule, Request
 from bench.gpu_standin.http import Connection, HttpRequest
 from bench.gpu_standin.pacing import image_prompt_tokens
@@ -62,6 +64,12 @@ class StandInApi:
         width, height = _image_size(image_url) if image_url else (0, 0)
         temperature = body.get("temperature")
         answer = self.book.answer(image_key(image_url or json.dumps(body["messages"])), temperature)
+        if body.get("continue_final_message"):
+            if body.get("add_generation_prompt"):  # vLLM 0.32's check_generation_prompt
+                raise BadRequest(
+                    "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
+                )
+            answer = continued(answer, _final_assistant_text(body["messages"]))
         request = Request(
             id=f"chatcmpl-{uuid.uuid4().hex}",
             prompt_tokens=TEMPLATE_TOKENS
@@ -138,6 +146,7 @@ class StandInApi:
             "aborted": log.aborted,
             "tokens_after_close": after,
             "loops": dict(log.loops),
+            "loop_kinds": dict(log.loop_kinds),
         }
 
 
@@ -255,6 +264,18 @@ def _prompt_parts(messages: list[dict[str, Any]]) -> tuple[str | None, int]:
             elif part.get("type") == "text":
                 chars += len(part.get("text") or "")
     return image, chars
+
+
+def _final_assistant_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last message, which `continue_final_message` asks to be the assistant's
+    (vLLM refuses the request otherwise)."""
+    last = messages[-1] if messages else {}
+    if last.get("role") != "assistant":
+        raise BadRequest("continue_final_message: the last message must be the assistant's")
+    content = last.get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text") or "" for part in content if part.get("type") == "text")
+    return str(content or "")
 
 
 def _image_size(url: str) -> tuple[int, int]:

@@ -33,10 +33,26 @@ PROFILE = "olmocr2"
 
 
 @dataclass(frozen=True)
+class Loops:
+    """What a stand-in draws: the share of pages that loop, and of those the shares that loop
+    again on every read, at the same place on the same unit (sticky) or elsewhere (moving)."""
+
+    rate: float
+    sticky: float = 0.0
+    moving: float = 0.0
+
+    def arguments(self) -> list[str]:
+        return [
+            *("--loop-rate", str(self.rate)),
+            *("--sticky-share", str(self.sticky), "--moving-share", str(self.moving)),
+        ]
+
+
+@dataclass(frozen=True)
 class Arm:
     key: str
     title: str
-    loop_rate: float
+    loops: Loops
     client_detector: bool = True  # Folio's own loop detector in the worker
     # the endpoint's server_repetition_detection; None: Folio's default (off, since 2026-11-26)
     server_repetition: bool | str | None = None
@@ -83,20 +99,20 @@ def _admin(statement: str) -> None:
     admin.dispose()
 
 
-def standin_command(port: int, setup: Setup, loop_rate: float) -> list[str]:
-    """The GPU stand-in for one GPU of `setup`, on `port`, drawing loops at `loop_rate`."""
+def standin_command(port: int, setup: Setup, loops: Loops) -> list[str]:
+    """The GPU stand-in for one GPU of `setup`, on `port`, drawing `loops`."""
     command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
     command += ["--gpu", setup.gpu, "--shape", setup.shape, "--model", MODEL, "--profile", PROFILE]
-    command += ["--loop-rate", str(loop_rate), "--slowdown", str(setup.slowdown)]
+    command += [*loops.arguments(), "--slowdown", str(setup.slowdown)]
     command += ["--max-num-seqs", str(setup.max_num_seqs)]
     return command
 
 
 def start_standin(
-    port: int, setup: Setup, loop_rate: float, log: Path, env: dict[str, str]
+    port: int, setup: Setup, loops: Loops, log: Path, env: dict[str, str]
 ) -> subprocess.Popen[bytes]:
     """The stand-in of `standin_command`, its output appended to `log`."""
-    command = standin_command(port, setup, loop_rate)
+    command = standin_command(port, setup, loops)
     with log.open("ab") as out:
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=out)
 
@@ -142,7 +158,10 @@ class Deployment:
                 endpoint["max_tokens"] = self.setup.max_tokens
             env["FOLIO_VLM_ENDPOINTS"] = json.dumps({"primary": endpoint})
         if not self.arm.client_detector:
+            # Folio's own stop off: the stage worker's detector sees nothing, and no verdict is
+            # asked of the page's text layer either (grounding has a detector of its own)
             env["FOLIO_BENCH_CLIENT_DETECTOR"] = "off"
+            env["FOLIO_DETECTOR_GROUNDING"] = "false"
         return env
 
     def start(self) -> None:
@@ -160,7 +179,7 @@ class Deployment:
 
     def _standin(self, port: int) -> subprocess.Popen[bytes]:
         log = self.scratch / f"standin-{port}.log"
-        return start_standin(port, self.setup, self.arm.loop_rate, log, self.env())
+        return start_standin(port, self.setup, self.arm.loops, log, self.env())
 
     def _worker(
         self, queue: str, threads: int, port: int | None, stats: Path | None
@@ -268,13 +287,42 @@ class Deployment:
                 dict(row._mapping)
                 for row in conn.execute(
                     text(
-                        "SELECT status, engine, finish_reason, stop_mechanism, completion_tokens,"
-                        " max_tokens, tokens_after_verdict FROM attempts WHERE job_id = :j"
+                        "SELECT page_id, status, engine, finish_reason, stop_mechanism, role,"
+                        " completion_tokens, max_tokens, tokens_after_verdict FROM attempts"
+                        " WHERE job_id = :j"
                     ),
                     {"j": job_id},
                 )
             ]
-        return {"seconds": float(seconds), "pages": pages, "attempts": attempts}
+            endings = [
+                tuple(row)
+                for row in conn.execute(
+                    text(
+                        "SELECT p.final_step, p.final_engine,"
+                        " min(a.step_index) FILTER (WHERE a.status = 'ok'),"
+                        " coalesce(bool_or(a.role = 'confirm' AND a.status = 'ok'), false),"
+                        " coalesce(bool_or(a.status = 'degenerate'), false),"
+                        " coalesce(sum(a.completion_tokens), 0)"
+                        " FROM pages p LEFT JOIN attempts a ON a.page_id = p.id"
+                        " WHERE p.job_id = :j GROUP BY p.id"
+                    ),
+                    {"j": job_id},
+                )
+            ]
+            failures = conn.execute(
+                text(
+                    "SELECT failure_category, left(error, 160), count(*) FROM pages"
+                    " WHERE job_id = :j AND status = 'failed' GROUP BY 1, 2"
+                ),
+                {"j": job_id},
+            ).all()
+        return {
+            "seconds": float(seconds),
+            "pages": pages,
+            "failures": [list(row) for row in failures],
+            "attempts": attempts,
+            "endings": endings,  # a page: final step, engine, its index, confirmed, looped, tokens
+        }
 
     def stop(self) -> None:
         for process in [*self.gpu_workers, *([self.cpu_worker] if self.cpu_worker else [])]:

@@ -46,13 +46,52 @@ def standin_delta(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> 
     )
     total: Counter[str] = Counter()
     loops: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
     after_close: list[int] = []
     for a, b in zip(after, before, strict=True):
         total.update(delta(a, b, keys))
         total["demand_slot_s"] += a.get("demand_slot_s", 0.0) - b.get("demand_slot_s", 0.0)
         loops.update(Counter(a["loops"]) - Counter(b["loops"]))
+        kinds.update(Counter(a.get("loop_kinds", {})) - Counter(b.get("loop_kinds", {})))
         after_close += a["tokens_after_close"][len(b["tokens_after_close"]) :]
-    return {**total, "loops": dict(loops), "tokens_after_close": sorted(after_close)}
+    return {
+        **total,
+        "loops": dict(loops),
+        "loop_kinds": dict(kinds),
+        "tokens_after_close": sorted(after_close),
+    }
+
+
+def ending(step: str | None, engine: str | None, index: int | None, confirmed: bool) -> str:
+    """The step a page's answer came from, as the issue names them."""
+    if step is None:
+        return "none"
+    if confirmed:
+        return "confirm"
+    if engine == "vlm":
+        if step == "fallback-model":
+            return "fallback model"
+        return "first read" if index == 0 else "VLM retry"
+    return {"textlayer": "text layer", "tesseract": "Tesseract"}.get(step, step)
+
+
+def endings(rows: list[Any]) -> dict[str, Any]:
+    """Pages by the step that ended them, all and those that looped, and the completion tokens
+    (Folio's count) a page that looped took against one that did not."""
+    every = Counter(ending(*row[:4]) for row in rows)
+    looped = [row for row in rows if row[4]]
+    healthy = [row for row in rows if not row[4]]
+    return {
+        "all": dict(every),
+        "looped": dict(Counter(ending(*row[:4]) for row in looped)),
+        "looped_pages": len(looped),
+        "tokens_per_looped_page": round(sum(r[5] for r in looped) / len(looped))
+        if looped
+        else None,
+        "tokens_per_other_page": round(sum(r[5] for r in healthy) / len(healthy))
+        if healthy
+        else None,
+    }
 
 
 def arm_figures(
@@ -70,6 +109,7 @@ def arm_figures(
     return {
         "pages": pages,
         "pages_by_status": job["pages"],
+        "failures": job["failures"],  # failed pages: category, error, count
         "all_terminal": set(job["pages"]) <= set(TERMINAL),
         "wall_s": round(wall, 2),
         "pages_per_s_per_gpu": round(pages / wall / gpus, 2),
@@ -95,6 +135,12 @@ def arm_figures(
         "prompt_tokens": server["prompt_tokens"],
         "loops_started": sum(server["loops"].values()),
         "loop_shapes": server["loops"],
+        "loops_by_kind": server["loop_kinds"],  # reads that looped: sticky, moving, once
+        "pages_ending_on": endings(job["endings"]),
+        "confirming_attempts": sum(a["role"] == "confirm" for a in attempts),
+        "confirming_tokens": sum(
+            a["completion_tokens"] or 0 for a in attempts if a["role"] == "confirm"
+        ),
         "attempts": len(attempts),
         "degenerate_attempts": len(degenerate),
         "degenerate_at_cap": len(at_cap),
@@ -178,10 +224,10 @@ def full_gpu_pages_per_s(
     return 1000 / (pace.prefill_ms(round(prompt_tokens)) + vision + decode)
 
 
-def sizing(result: dict[str, Any], gpu: str, shape: str) -> dict[str, Any]:
-    """Cores per GPU by stage: Folio's default CPU per page times the pages a full GPU reads
-    (prompt and output lengths from the floor arm's own pages)."""
-    floor, folio = result["tax"]["floor"], result["tax"]["folio"]
+def sizing(result: dict[str, Any], gpu: str, shape: str, folio_key: str) -> dict[str, Any]:
+    """Cores per GPU by stage: Folio's default CPU per page (arm `folio_key`) times the pages a
+    full GPU reads (prompt and output lengths from the floor arm's own pages)."""
+    floor, folio = result["tax"]["floor"], result["tax"][folio_key]
     prompt = floor["prompt_tokens"] / max(1, floor["attempts"])
     output = floor["gpu_tokens"] / max(1, floor["attempts"])
     capacity = full_gpu_pages_per_s(gpu, shape, prompt, output)

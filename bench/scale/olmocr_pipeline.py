@@ -38,6 +38,7 @@ from bench.environment import machine_info
 from bench.scale.deployment import (
     MODEL,
     REPO,
+    Loops,
     Setup,
     _healthy,
     drop_database,
@@ -48,7 +49,14 @@ from bench.scale.deployment import (
 )
 from bench.scale.figures import _share, against_floor, percent, standin_delta
 from bench.scale.inputs import write_scale_pdfs
-from bench.scale.run import RESULTS, Inputs, measure, standin_arguments, tax_arms
+from bench.scale.run import (
+    RESULTS,
+    Inputs,
+    measure,
+    standin_arguments,
+    sticky_shares,
+    tax_arms,
+)
 from tests.distributed_support import wait_until
 
 VENV = Path(
@@ -61,15 +69,15 @@ def venv_python() -> Path | None:
     return python if python.exists() else None
 
 
-def run_olmocr(pdfs: list[Path], setup: Setup, loop_rate: float, scratch: Path) -> dict[str, Any]:
-    """olmOCR's pipeline on `pdfs` against a fresh stand-in; its raw readings."""
+def run_olmocr(pdfs: list[Path], setup: Setup, loops: Loops, scratch: Path) -> dict[str, Any]:
+    """olmOCR's pipeline on `pdfs` against a fresh stand-in drawing `loops`; its raw readings."""
     python = venv_python()
     if python is None:
         raise SystemExit(f"no olmOCR venv at {VENV}: run bash bench/olmocr_pipeline_env.sh")
     port = free_port()
-    key = f"olmocr-{loop_rate}-{port}"
+    key = f"olmocr-{loops.rate}-{loops.sticky}-{port}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    standin = start_standin(port, setup, loop_rate, scratch / f"standin-{key}.log", env)
+    standin = start_standin(port, setup, loops, scratch / f"standin-{key}.log", env)
     try:
         wait_until(partial(_healthy, port), 120, "a GPU stand-in")
         before = standin_stats(port)
@@ -112,12 +120,15 @@ def olmocr_figures(raw: dict[str, Any], slowdown: float, max_num_seqs: int) -> d
         "finish_reasons": raw["reasons"],
         "loops_started": sum(server["loops"].values()),
         "loop_shapes": server["loops"],
+        "loops_by_kind": server["loop_kinds"],
         "pages_finished_on": by_attempt,
         "standin_behind_s": round(server["behind_s"] / slowdown, 2),
     }
 
 
-def folio_arms(pages_dir: Path, setup: Setup, loop_rate: float, scratch: Path) -> dict[str, Any]:
+def folio_arms(
+    pages_dir: Path, setup: Setup, loop_rate: float, shares: tuple[float, ...], scratch: Path
+) -> dict[str, Any]:
     """Folio's floor and default arms of `python -m bench scale` on the same pages."""
     warm = scratch / "warm"
     write_scale_pdfs(warm, 2)
@@ -125,7 +136,7 @@ def folio_arms(pages_dir: Path, setup: Setup, loop_rate: float, scratch: Path) -
     try:
         timeout = 1800 + 10 * 1000 * setup.slowdown
         inputs = Inputs(pages_dir, warm, scratch, template, timeout)
-        arms = tax_arms(loop_rate, ("floor", "folio"))
+        arms = tax_arms(loop_rate, ("floor", "folio"), shares)
         return {f"folio_{arm.key}": measure(arm, setup, pages_dir, inputs) for arm in arms}
     finally:
         drop_database(template)
@@ -138,19 +149,23 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         pages_dir = scratch / "pages"
         pages = write_scale_pdfs(pages_dir, args.pages)
         pdfs = sorted(pages_dir.glob("*.pdf"))
+        shares = sticky_shares(args.sticky_shares)
+        runs = [("olmocr_floor", Loops(0.0))]
+        runs += [(f"olmocr@{s:g}", Loops(args.loop_rate, s, round(1 - s, 6))) for s in shares]
         arms: dict[str, dict[str, Any]] = {}
-        for key, rate in (("olmocr_floor", 0.0), ("olmocr", args.loop_rate)):
+        for key, loops in runs:
             with console.status(f"{key}: olmOCR's pipeline on {pages} pages..."):
-                raw = run_olmocr(pdfs, setup, rate, scratch)
-            arms[key] = {"loop_rate": rate, **olmocr_figures(raw, args.slowdown, args.max_num_seqs)}
+                raw = run_olmocr(pdfs, setup, loops, scratch)
+            figures = olmocr_figures(raw, args.slowdown, args.max_num_seqs)
+            arms[key] = {"loops": vars(loops), **figures}
             console.print(f"{key}: {arms[key]}")
         if not args.no_folio:
             with console.status(f"Folio's floor and default on {pages} pages..."):
-                arms.update(folio_arms(pages_dir, setup, args.loop_rate, scratch))
-    for system in ("olmocr", "folio_folio"):
-        floor = "olmocr_floor" if system == "olmocr" else "folio_floor"
-        if system in arms and floor in arms:
-            arms[system]["over_floor"] = against_floor(arms[system], arms[floor])
+                arms.update(folio_arms(pages_dir, setup, args.loop_rate, shares, scratch))
+    for key, arm in arms.items():
+        floor = "olmocr_floor" if key.startswith("olmocr") else "folio_floor"
+        if key != floor and floor in arms:
+            arm["over_floor"] = against_floor(arm, arms[floor])
     return arms
 
 

@@ -3,12 +3,14 @@ Celery GPU and CPU workers, real PDFs rendered at the profile's size) against GP
 stand-ins for vLLM (`bench.gpu_standin`).
 
 Two parts in one run, every arm on its own database, queues, stand-ins and workers:
-- the tax, side by side on one GPU: the no-loop floor (no page loops), no stop (loops run to the
-  cap at `--loop-rate`, 2.42% as DharmaOCR measured; Folio's detector off, so only the judge
-  after the cap sees them), vLLM's `repetition_detection` alone (16/4, as the tax bench's D16
-  and Folio's probe send it; Folio's detector off) and Folio's default (its detector, the close,
-  and the server's repetition_detection where the probe finds it); wall-clock and GPU tokens
-  against the floor;
+- the tax, side by side on `--gpus` stand-in GPUs: the no-loop floor (no page loops), no stop
+  (loops run to the cap at `--loop-rate`, 2.42% as DharmaOCR measured; Folio's detector off,
+  so only the judge after the cap sees them), vLLM's `repetition_detection` alone (16/4, as the
+  tax bench's D16 and Folio's probe send it; Folio's detector off) and Folio's default (its
+  detector and the close); wall-clock and GPU tokens against the floor. Every loop comes back
+  on every read: each arm with loops runs once per `--sticky-shares` share, that share of its
+  looping pages looping again at the same place on the same unit, the rest elsewhere
+  (`bench.gpu_standin.answers`); pages by the step that ended them;
 - scale: Folio's default against `--scale-gpus` stand-in GPUs at once.
 Figures: pages a second per GPU (in GPU time: wall / `--slowdown`), the share of the 256 slots
 busy while requests waited (the stand-ins' step logs), and CPU milliseconds per page by stage
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -37,7 +40,14 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.environment import machine_info
-from bench.scale.deployment import Arm, Deployment, Setup, drop_database, migrated_template
+from bench.scale.deployment import (
+    Arm,
+    Deployment,
+    Loops,
+    Setup,
+    drop_database,
+    migrated_template,
+)
 from bench.scale.figures import against_floor, arm_figures, percent, sizing, standin_delta
 from bench.scale.inputs import write_scale_pdfs
 
@@ -48,19 +58,44 @@ TARGETS = {"wall_over_floor": 0.05, "gpu_tokens_over_floor": 0.03, "slots_busy":
 
 
 DEFAULT_ARMS = ("floor", "no_stop", "server_rd", "folio")
+# Of the looping pages, the share whose loop comes back at the same place on the same unit on
+# every read (sticky); the rest come back elsewhere (moving): every loop comes back, the case a
+# stand-in whose loops end at the first retry left out (issue 51).
+STICKY_SHARES = (0.0, 0.5, 1.0)
+ARMS: dict[str, tuple[str, bool, bool | None]] = {  # title, Folio's detector, the server's
+    "floor": ("no-loop floor (no page loops; Folio's default stops)", True, None),
+    "no_stop": ("no stop: loops run to the cap", False, False),
+    "server_rd": ("vLLM repetition_detection 16/4 alone", False, True),
+    "folio": ("Folio's default", True, None),
+    # a floor no stop cuts short: what the pages cost with nothing to stop and no stop on
+    "bare_floor": ("no-loop floor, no stop at all", False, False),
+    "folio_client": ("Folio's detector and close alone", True, False),
+}
+FLOORS = ("floor", "bare_floor")
 
 
-def tax_arms(loop_rate: float, keys: tuple[str, ...] = DEFAULT_ARMS) -> list[Arm]:
-    arms = [
-        Arm("floor", "no-loop floor (no page loops; Folio's default stops)", 0.0),
-        Arm("no_stop", "no stop: loops run to the cap", loop_rate, False, False),
-        Arm("server_rd", "vLLM repetition_detection 16/4 alone", loop_rate, False, True),
-        Arm("folio", "Folio's default", loop_rate),
-        # a floor no stop cuts short: what the pages cost with nothing to stop and no stop on
-        Arm("bare_floor", "no-loop floor, no stop at all", 0.0, False, False),
-        Arm("folio_client", "Folio's detector and close alone", loop_rate, True, False),
-    ]
-    return [arm for arm in arms if arm.key in keys]  # `--arms none`: the scale run alone
+def tax_arms(
+    loop_rate: float,
+    keys: tuple[str, ...] = DEFAULT_ARMS,
+    sticky_shares: tuple[float, ...] = (0.0,),
+) -> list[Arm]:
+    """The arms named in `keys`; an arm with loops once for each sticky share (`folio@0.5`),
+    its other looping pages moving, or at the one share its key names (`no_stop@0.5`).
+    `--arms none`: the scale run alone."""
+    arms = []
+    for key in keys:
+        name, _, named = key.partition("@")
+        if name not in ARMS:
+            continue
+        title, detector, server = ARMS[name]
+        if name in FLOORS:
+            arms.append(Arm(name, title, Loops(0.0), detector, server))
+            continue
+        for share in (float(named),) if named else sticky_shares:
+            loops = Loops(loop_rate, share, round(1 - share, 6))
+            label = f"{title}, sticky share {share:g}"
+            arms.append(Arm(f"{name}@{share:g}", label, loops, detector, server))
+    return arms
 
 
 @dataclass(frozen=True)
@@ -138,13 +173,15 @@ def _arms(
     sizes: tuple[int, int, Path],
 ) -> dict[str, Any]:
     tax_pages, scale_pages, scale_dir = sizes
+    shares = sticky_shares(args.sticky_shares)
     runs: list[tuple[str, Arm, Setup, Path]] = [
-        (arm.key, arm, _setup(args, 1, args.slowdown), inputs.pages)
-        for arm in tax_arms(args.loop_rate, tuple(args.arms.split(",")))
+        (arm.key, arm, _setup(args, args.gpus, args.slowdown), inputs.pages)
+        for arm in tax_arms(args.loop_rate, tuple(args.arms.split(",")), shares)
     ]
     if scale_pages:
         setup = _setup(args, args.scale_gpus, args.scale_slowdown)
-        runs.append(("scale", tax_arms(args.loop_rate, ("folio",))[0], setup, scale_dir))
+        arm = tax_arms(args.loop_rate, ("folio",), shares[:1])[0]
+        runs.append(("scale", arm, setup, scale_dir))
     done: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
 
@@ -172,8 +209,17 @@ def _arms(
         if "bare_floor" in tax and key != "bare_floor":
             measured["over_bare_floor"] = against_floor(measured, tax["bare_floor"])
     result = {"tax": tax, "scale": done.get("scale", {})}
-    sized = sizing(result, args.gpu, args.shape) if {"floor", "folio"} <= set(tax) else None
+    folio = next((key for key in tax if key.startswith("folio@")), None)
+    sized = sizing(result, args.gpu, args.shape, folio) if "floor" in tax and folio else None
     return {**result, "sizing": sized}
+
+
+def sticky_shares(text: str) -> tuple[float, ...]:
+    """`--sticky-shares`: comma-separated shares, each in [0, 1]."""
+    shares = tuple(float(part) for part in text.split(",") if part.strip())
+    if not shares or any(not 0 <= share <= 1 for share in shares):
+        raise SystemExit(f"--sticky-shares: shares in [0, 1], comma-separated, not {text!r}")
+    return shares
 
 
 def _setup(args: argparse.Namespace, gpus: int, slowdown: float) -> Setup:
@@ -264,6 +310,12 @@ def _after(spread: dict[str, Any]) -> str:
 def standin_arguments(p: argparse.ArgumentParser) -> None:
     """The GPU stand-in's options, shared with `python -m bench scale-olmocr`."""
     p.add_argument("--loop-rate", type=float, default=DHARMA_LOOP_RATE)
+    p.add_argument(
+        "--sticky-shares",
+        default=",".join(f"{share:g}" for share in STICKY_SHARES),
+        help="Of the looping pages, the shares that loop again at the same place on every read "
+        "(the rest loop again elsewhere), comma-separated: each arm with loops runs at each.",
+    )
     p.add_argument("--gpu", choices=("h100", "h200"), default="h100")
     p.add_argument("--shape", choices=("3b", "7b"), default="7b")
     p.add_argument("--max-num-seqs", type=int, default=256)
@@ -275,6 +327,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pages", type=int, default=500, help="Pages per tax arm.")
     p.add_argument("--scale-pages", type=int, default=1000, help="Pages of the scale run.")
     p.add_argument("--scale-gpus", type=int, default=4)
+    p.add_argument("--gpus", type=int, default=4, help="Stand-in GPUs of each tax arm.")
     standin_arguments(p)
     p.add_argument("--slowdown", type=float, default=4.0, help="Tax arms: wall s per GPU s.")
     p.add_argument("--scale-slowdown", type=float, default=16.0)
@@ -287,7 +340,8 @@ def parser() -> argparse.ArgumentParser:
         default=",".join(DEFAULT_ARMS),
         help="Tax arms, comma-separated: floor, no_stop, server_rd, folio, bare_floor "
         "(no loops, no stops), folio_client (Folio's detector, no repetition_detection); "
-        "none: the scale run alone.",
+        "an arm with loops runs at every --sticky-shares share, or at the one its name gives "
+        "(no_stop@0.5); none: the scale run alone.",
     )
     p.add_argument(
         "--out",
@@ -305,6 +359,8 @@ SMOKE = {
     "scale_pages": 8,
     "scale_gpus": 2,
     "loop_rate": 0.2,
+    "sticky_shares": "1",
+    "gpus": 1,
     "slowdown": 0.25,
     "scale_slowdown": 0.5,
     "threads_per_gpu": 12,
@@ -322,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     console = Console()
     load_before = os.getloadavg()[0]
     started = time.monotonic()
+    code = code_state()
     out = RESULTS / (args.out or ("scale_smoke.json" if args.smoke else "scale.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
 
@@ -334,6 +391,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 "minutes": round((time.monotonic() - started) / 60, 1),
             },
             "setup": dict(vars(args)),
+            "code": code,
             "targets": TARGETS,
             "result": result,
         }
@@ -346,6 +404,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     write_json(out, report)
     console.print(f"Written to {out}")
     return report
+
+
+def code_state() -> dict[str, Any]:
+    """The commit the run started from and the files of app/ changed beside it: the workers
+    import the working tree as it is when each arm starts."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--short", "app", "workers"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"head": head, "changed": changed}
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
