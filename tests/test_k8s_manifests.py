@@ -241,3 +241,16 @@ def test_secrets_are_referenced_never_rendered(rendered: list[dict[str, Any]]) -
     assert not [o for o in rendered if o["kind"] == "Secret"]
     text = yaml.safe_dump_all(rendered)
     assert "postgresql" not in text and "redis://" not in text
+
+
+def test_the_gpu_worker_keeps_more_pages_in_flight_than_vllm_has_slots(
+    rendered: list[dict[str, Any]], deployed_settings: Settings
+) -> None:
+    """As measured (docs/deploying.md, "Workers per GPU"): more pages in flight than
+    --max-num-seqs, and an endpoint cap that does not hold the worker below its threads."""
+    spec = pod(rendered, "folio-gpu")
+    vllm_args, worker_args = spec["initContainers"][0]["args"], spec["containers"][0]["args"]
+    slots = int(vllm_args[vllm_args.index("--max-num-seqs") + 1])
+    threads = int(worker_args[worker_args.index("--concurrency") + 1])
+    assert threads > slots
+    assert deployed_settings.vlm_endpoints["primary"].max_concurrency >= threads

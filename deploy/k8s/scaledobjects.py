@@ -47,7 +47,7 @@ SCALING = (
     # CPU workers run the finalize and lost-task sweeps too: one stays up.
     QueueScaling("cpu", "folio-worker-cpu", 4, 1, 10, 300),
     # A GPU pod loads its model for minutes: scale to zero only after a long quiet.
-    QueueScaling("gpu", "folio-gpu", 256, 0, 8, 1800),
+    QueueScaling("gpu", "folio-gpu", 288, 0, 8, 1800),
 )
 
 
