@@ -49,7 +49,7 @@ from bench.healthy_corpus.build import (
 )
 from bench.healthy_corpus.chunking import page_chunks
 from bench.healthy_corpus.corpus import COMMITTED, read_pages
-from bench.healthy_corpus.harvest_readers import READERS
+from bench.healthy_corpus.harvest_readers import PAGED_READERS, READERS
 from bench.healthy_corpus.harvest_sources import (
     FREEZE_COMMIT,
     HARVEST,
@@ -116,22 +116,24 @@ def pdf_pages(gitdir: Path, commit: str, path: str) -> int | None:
 
 
 def input_record(
-    gitdir: Path, source: HarvestSource, path: str | None, chunk: int, chunks: int, marked: bool
+    gitdir: Path,
+    source: HarvestSource,
+    path: str | None,
+    chunks: int,
+    number: int | None,
 ) -> dict[str, Any] | None:
     """Where the page's document lies, and which page of it this is where that is known: an
-    image is one page; a PDF's page is known when it has one page and the output one chunk,
-    or when the output marks its pages (form feeds) and each chunk is one of them."""
+    image is one page; a PDF's page is the one the output names (`number`, checked against
+    the PDF where the mirror holds it), or page 1 of a one-page PDF read as one chunk."""
     if path is None:
         return None
     if not path.lower().endswith(".pdf"):
         kind = "image" if path.lower().endswith((".png", ".jpg", ".jpeg", ".tif")) else "file"
         return {"path": path, "kind": kind, "page": 1 if kind == "image" else None}
     pages = pdf_pages(gitdir, source.commit, path)
-    page = None
-    if pages == 1 and chunks == 1:
+    page = number if number is not None and (pages is None or number <= pages) else None
+    if page is None and pages == 1 and chunks == 1:
         page = 1
-    elif marked and pages == chunks:
-        page = chunk + 1
     return {"path": path, "kind": "pdf", "pages": pages, "page": page}
 
 
@@ -143,20 +145,32 @@ def source_pages(mirror_root: Path, source: HarvestSource) -> Iterator[dict[str,
     for selector, path in selected_files(gitdir, source):
         assert isinstance(selector, HarvestSelector)
         raw = _git(gitdir, "show", f"{source.commit}:{path}")
+        document = find_input(tree, path, selector)
         try:
-            text = READERS[selector.reader](raw)
+            texts = _file_pages(raw, path, selector)
         except (UnicodeDecodeError, ValueError):  # not UTF-8, or not well-formed XML
             continue
         fmt = file_format(path, selector)
-        chunks = [text] if selector.reader != "text" or selector.paged else page_chunks(text)
-        document = find_input(tree, path, selector)
-        # each chunk is one of the document's pages where it marks them and none was cut
-        marked = "\f" in text and len(text.split("\f")) == len(chunks)
-        for index, chunk in enumerate(chunks):
-            page = page_record(source, selector, path, fmt, chunk, index, len(chunks))
+        for index, (number, text) in enumerate(texts):
+            page = page_record(source, selector, path, fmt, text, index, len(texts))
+            page["redistributable"] = source.redistributable and selector.committed
             page["reader"] = selector.reader
-            page["input"] = input_record(gitdir, source, document, index, len(chunks), marked)
+            page["input"] = input_record(gitdir, source, document, len(texts), number)
             yield page
+
+
+def _file_pages(raw: bytes, path: str, selector: HarvestSelector) -> list[tuple[int | None, str]]:
+    """(page number in the input where known, text) for each page a file holds: a paged
+    reader's pages; one page for layout XML and paged outputs; else page-sized chunks, numbered
+    where the output marks its pages (form feeds) and each chunk is one of them."""
+    if selector.reader in PAGED_READERS:
+        return list(PAGED_READERS[selector.reader](raw).items())
+    text = READERS[selector.reader](raw)
+    if selector.reader != "text" or selector.paged:
+        return [(None, text)]
+    chunks = page_chunks(text)
+    marked = "\f" in text and len(text.split("\f")) == len(chunks)
+    return [(index + 1 if marked else None, chunk) for index, chunk in enumerate(chunks)]
 
 
 def build(mirror_root: Path) -> tuple[list[dict[str, Any]], Counter[str]]:
@@ -198,6 +212,7 @@ def manifest(pages: Sequence[dict[str, Any]], dropped: Counter[str]) -> dict[str
                 "note": source.note,
                 "paths": [selector.pattern for selector in source.selectors],
                 "pages": len(of(source)),
+                "pages_committed": sum(1 for page in of(source) if page["redistributable"]),
                 "paired": dict(
                     Counter(page["input"]["kind"] for page in of(source) if page["input"])
                 ),

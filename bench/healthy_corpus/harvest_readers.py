@@ -1,10 +1,13 @@
-"""How a harvested file becomes the text of one page.
+"""How a harvested file becomes the text of its pages.
 
 Ground-truth collections keep a page's transcription inside layout XML (PAGE-XML from
 Transkribus and OCR-D, ALTO from eScriptorium) or, for the SROIE receipts, one CSV row per text
 line with its box. The text is taken as a reader of the page would write it: lines in the
 file's order, one per line, a blank line between regions or blocks. Coordinates, baselines and
 word-level duplicates of a line's text are left out: they are the file format, not the page.
+The ICDAR 2013 table competition's structure files hold each table's cells by row and column,
+on a numbered page of its PDF: each page's tables are written as Markdown tables, a cell's
+lines joined by a space (`PAGED_READERS`: one file, several pages).
 """
 
 import xml.etree.ElementTree as ET
@@ -88,6 +91,33 @@ def box_csv_text(raw: bytes) -> str:
 def plain_text(raw: bytes) -> str:
     return raw.decode("utf-8")
 
+
+def _markdown_table(cells: list[ET.Element]) -> str:
+    grid: dict[tuple[int, int], str] = {}
+    for cell in cells:
+        content = next(_children(cell, "content"), None)
+        text = " ".join(((content.text if content is not None else "") or "").split())
+        grid[(int(cell.get("start-row", "0")), int(cell.get("start-col", "0")))] = text
+    rows = 1 + max(row for row, _ in grid)
+    cols = 1 + max(col for _, col in grid)
+    lines = [
+        "| " + " | ".join(grid.get((r, c), "") for c in range(cols)) + " |" for r in range(rows)
+    ]
+    lines.insert(1, "|" + "---|" * cols)
+    return "\n".join(lines)
+
+
+def icdar_tables(raw: bytes) -> dict[int, str]:
+    """Page number -> that page's tables as Markdown, from an ICDAR 2013 `-str.xml` file."""
+    pages: dict[int, list[str]] = {}
+    for region in ET.fromstring(raw).iter("region"):
+        cells = list(region.iter("cell"))
+        if cells:
+            pages.setdefault(int(region.get("page", "1")), []).append(_markdown_table(cells))
+    return {page: "\n\n".join(tables) for page, tables in sorted(pages.items())}
+
+
+PAGED_READERS: dict[str, Callable[[bytes], dict[int, str]]] = {"icdar-tables": icdar_tables}
 
 READERS: dict[str, Callable[[bytes], str]] = {
     "text": plain_text,

@@ -27,9 +27,13 @@ FROZEN_PATH = "app/degeneration"
 
 @dataclass(frozen=True, slots=True)
 class HarvestSelector(Selector):
-    reader: str = "text"  # text | page-xml | alto | box-csv (see harvest_readers.READERS)
+    # text | page-xml | alto | box-csv (harvest_readers.READERS) | icdar-tables (PAGED_READERS)
+    reader: str = "text"
     pair: tuple[str, str] | None = None  # (pattern over the path, input path sans extension)
     pair_extensions: tuple[str, ...] = (".pdf", ".png", ".jpg", ".jpeg")
+    # False where these files' text may not be committed though the source's may (data that
+    # a permissive repository carries under terms of its own): rebuilt locally
+    committed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +106,37 @@ HARVEST: tuple[HarvestSource, ...] = (
                     r"src/test/resources/technology/tabula/\1",
                 ),
             ),
+            HarvestSelector(
+                "src/test/resources/technology/tabula/icdar2013-dataset/*/*-str.xml",
+                "groundtruth",
+                "markdown",
+                reader="icdar-tables",
+                pair=(r"^(.*)-str\.xml$", r"\1"),
+                committed=False,
+            ),
         ),
         note="tables tabula extracted from real PDFs (voting records, disclosures, "
-        "school lists), as its tests expect them",
+        "school lists), as its tests expect them; and the ICDAR 2013 table competition's "
+        "ground truth for the EU and US government PDFs tabula carries (its data states no "
+        "licence of its own: rebuilt locally)",
+    ),
+    HarvestSource(
+        "apache/pdfbox",
+        "89a917394c762257017c27e0cf5189605776aa57",
+        "Apache-2.0",
+        True,
+        (
+            HarvestSelector(
+                "pdfbox/src/test/resources/input/*.pdf.txt",
+                "pdfbox",
+                "text",
+                pair=(r"^(.*)\.txt$", r"\1"),
+                pair_extensions=("",),
+            ),
+        ),
+        licence_file="LICENSE.txt",
+        note="PDFBox's text of the PDFs its extraction tests read (a book, paper pages, "
+        "a poem collection, forms), beside them",
     ),
     HarvestSource(
         "UB-Mannheim/reichsanzeiger-gt",
