@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import uuid
@@ -31,8 +32,10 @@ from app.domain import JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
 from app.jobs.results import load_results, write_outputs
-from app.pipeline.ingest_store import TooManyObjects
+from app.pipeline.ingest_store import NoObjects, TooManyObjects, TooManyPages
 from app.storage.access import PlaceRefused, check_url
+
+log = logging.getLogger(__name__)
 
 
 def submit_uploads(
@@ -57,7 +60,8 @@ def submit_uploads(
         raise HTTPException(exc.status, str(exc)) from exc
     except StoreUnavailable as exc:
         discard(folder.root)
-        raise HTTPException(503, f"the upload store is unreachable: {exc}") from exc
+        log.warning("upload: the object store is unreachable: %s", exc)
+        raise HTTPException(503, "the upload store is unreachable; try again later") from exc
     ctx.runner.submit(ingested.job_id)
     return get_job(ctx, key, ingested.job_id)
 
@@ -83,10 +87,15 @@ def submit_uri(ctx: ApiContext, key: int, request: schemas.ObjectJob) -> schemas
         ingested = create_stored_job(
             ctx.settings, ctx.db, request.uri, request.results_uri, job_options, key
         )
-    except TooManyObjects as exc:
+    except (TooManyObjects, TooManyPages) as exc:
         raise HTTPException(413, str(exc)) from exc
-    except (ObjectRefused, StoreUnavailable) as exc:
+    except NoObjects as exc:
+        raise HTTPException(422, str(exc)) from exc
+    except ObjectRefused as exc:  # Folio's own sentence: the URI and what the store said
         raise HTTPException(422, f"cannot list {request.uri}: {exc}") from exc
+    except StoreUnavailable as exc:  # its text may name the store's internal endpoint
+        log.warning("submit of %s: the object store is unreachable: %s", request.uri, exc)
+        raise HTTPException(503, "the object store is unreachable; try again later") from exc
     ctx.runner.submit(ingested.job_id)
     return get_job(ctx, key, ingested.job_id)
 

@@ -62,6 +62,14 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return problem(request, 422, "the request is not valid; see errors", errors=errors)
 
 
+async def _too_deep(request: Request, exc: Exception) -> JSONResponse:
+    # The JSON decoder's recursion guard: a body nested thousands of levels deep is the
+    # client's error, as a shallower one is (pydantic answers 422 below its own limit).
+    if "JSON" not in str(exc):
+        return await _unexpected(request, exc)
+    return problem(request, 422, "the JSON body is nested too deeply")
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     # The API's edge: the failure is logged with its traceback, the client gets no internals.
     log.exception("unhandled error on %s", request.url.path, exc_info=exc)
@@ -71,4 +79,5 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(RecursionError, _too_deep)
     app.add_exception_handler(Exception, _unexpected)

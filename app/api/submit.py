@@ -123,7 +123,9 @@ def create_stored_job(
         threads=settings.storage_ingest_threads,
         job_fields={"options": options.as_json(), "api_key_id": api_key_id},
         max_documents=settings.api_max_files_per_job,
+        max_pages=settings.api_max_pages_per_job,
         policy=access_policy(settings),
+        allow_empty=False,
     )
 
 

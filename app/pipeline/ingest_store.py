@@ -159,6 +159,18 @@ class TooManyObjects(FolioError):
     category = "too_many_objects"
 
 
+class TooManyPages(FolioError):
+    """The source's documents hold more pages than the caller allows in one job."""
+
+    category = "too_many_pages"
+
+
+class NoObjects(FolioError):
+    """The source names no PDF at all (an empty or mistyped prefix, an empty manifest)."""
+
+    category = "no_objects"
+
+
 def ingest_stored(
     db: Database,
     stores: Stores,
@@ -173,13 +185,16 @@ def ingest_stored(
     force: bool = False,
     job_fields: dict[str, Any] | None = None,
     max_documents: int | None = None,
+    max_pages: int | None = None,
     policy: AccessPolicy = EVERYWHERE,
+    allow_empty: bool = True,
 ) -> IngestResult:
     """Create the job, its documents and pages from stored objects; an object that cannot be
     read or processed becomes a failed document with the reason, and the job goes on.
     The objects of a listing page are read and counted on `threads` threads at once.
-    More than `max_documents` objects raise TooManyObjects, and no job is made. Only what
-    `policy` admits is read (see `listed_pages`)."""
+    More than `max_documents` objects raise TooManyObjects, more than `max_pages` pages in
+    all TooManyPages, none at all NoObjects (unless `allow_empty`): no job is made then.
+    Only what `policy` admits is read (see `listed_pages`)."""
     names = _Names()
     count = partial(_count, cache, limits)
     owner = (job_fields or {}).get("api_key_id")
@@ -205,8 +220,14 @@ def ingest_stored(
                 else:
                     document.sha256, document.page_count = outcome
                     add_page_rows(session, result, document)
+            if max_pages is not None and len(result.page_ids) > max_pages:
+                raise TooManyPages(
+                    f"the job has more than {max_pages} pages, over the pages per job limit"
+                )
             session.flush()
             session.expunge_all()  # this page's rows are written; memory holds only the next
+        if not allow_empty and result.documents == 0:
+            raise NoObjects(f"no PDF under {source}")
     return result
 
 

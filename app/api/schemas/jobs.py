@@ -3,11 +3,11 @@ from ORM rows at the route's edge."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.times import UtcDatetime
 from app.db.models import Document, Job, Page
 from app.domain import Outcome, page_outcome
 
@@ -25,9 +25,9 @@ class JobOut(BaseModel):
     id: str
     status: str
     plan: str
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
+    created_at: UtcDatetime
+    started_at: UtcDatetime | None
+    finished_at: UtcDatetime | None
     options: dict[str, Any]
     documents: dict[str, int] = Field(description="Documents by status.")
     pages: dict[str, int] = Field(description="Pages by status.")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.times import UtcDatetime
 from app.db.models import WebhookAttempt, WebhookDelivery
 
 
@@ -34,7 +33,7 @@ class WebhookOut(BaseModel):
 
 
 class DeliveryTryOut(BaseModel):
-    attempted_at: datetime
+    attempted_at: UtcDatetime
     status_code: int | None = Field(description="The receiver's answer; null when none came.")
     latency_s: float
     error: str | None
@@ -90,9 +89,9 @@ class DeliveryOut(BaseModel):
     url: str
     status: str = Field(description="pending (retried with backoff), delivered or failed.")
     attempts: int
-    created_at: datetime
-    next_at: datetime | None = Field(description="When a pending delivery is tried next.")
-    finished_at: datetime | None
+    created_at: UtcDatetime
+    next_at: UtcDatetime | None = Field(description="When a pending delivery is tried next.")
+    finished_at: UtcDatetime | None
     tries: list[DeliveryTryOut]
 
     @classmethod
