@@ -215,6 +215,7 @@ LONGEST_FIRST = {
             "tests/test_distributed.py",
             "tests/test_bench_scale.py",
             "tests/test_corpus_run.py",
+            "tests/test_alerts_live.py",  # 45-70 s alone on a loaded machine (2026-11-27)
             "vllm-dev-speculative",
             "tests/test_train_memory.py",
             "tests/test_resume.py",
