@@ -72,3 +72,52 @@ def junk_files() -> dict[str, bytes]:
         "pages-not-a-tree.pdf": pages_not_a_tree_pdf(),
         "html.pdf": b"<html><body>%PDF-1.4 is not here</body></html>",
     }
+
+
+def image_bomb_pdf(side: int = 1000) -> bytes:
+    """One page with a `side` x `side` image: tiny on disk, `side**2` pixels when decoded."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    pixmap = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, side, side), False)
+    pixmap.clear_with(255)
+    page.insert_image(page.rect, pixmap=pixmap)
+    data = bytes(doc.tobytes(deflate=True))
+    doc.close()
+    return data
+
+
+def corpus() -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """At least 30 files: (good PDFs, bad files) by name, names chosen to break things (the
+    job's own `summary`/`report`, cases, separators, quotes, control characters, lengths)."""
+    names = [
+        "plain.pdf",
+        "UPPER.PDF",
+        "summary.pdf",
+        "report.pdf",
+        "Summary.PDF",
+        "ünïcödé-名前.pdf",
+        "line\nbreak.pdf",
+        "tab\tand;semi'quote\".pdf",
+        "a" * 240 + ".pdf",
+        "b" * 200 + "é" * 20 + ".pdf",
+        "-rf.pdf",
+        "$(id).pdf",
+        "%2e%2e%2f..%2fetc.pdf",
+        "trailing-comment.pdf",
+        " leading space.pdf",
+        "trailing space .pdf",
+        "CON.pdf",
+        "emoji-📄.pdf",
+    ]
+    good = {name: good_pdf(1 + n % 2, seed=n) for n, name in enumerate(names)}
+    good["trailing-comment.pdf"] += b"\n% a comment after %%EOF is still a PDF\n"
+    bad = dict(junk_files())
+    bad["bomb.pdf"] = image_bomb_pdf()
+    bad["count.pdf"] = lying_count_pdf()
+    bad["x" * 240 + ".pdf"] = b""
+    bad["pdf-in-name-only.pdf.txt.pdf"] = b"%PDF- but nothing after"
+    bad["zeros.pdf"] = b"%PDF-1.4\n" + b"\0" * 4096
+    assert len(good) + len(bad) >= 30
+    return good, bad
