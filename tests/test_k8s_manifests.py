@@ -147,9 +147,10 @@ def test_each_queue_scales_the_deployment_that_consumes_it(
 ) -> None:
     for obj in (o for o in rendered if o["kind"] == "ScaledObject"):
         target = find(rendered, "Deployment", obj["spec"]["scaleTargetRef"]["name"])
-        worker = next(
-            c for c in target["spec"]["template"]["spec"]["containers"] if c["name"] == "worker"
-        )
+        # KEDA resolves *FromEnv from the target's first container unless told otherwise
+        worker = target["spec"]["template"]["spec"]["containers"][0]
+        assert worker["name"] == "worker"
+        assert "envSourceContainerName" not in obj["spec"]["scaleTargetRef"]
         args = worker["args"]
         kind = args[args.index("--queues") + 1]
         assert obj["metadata"]["labels"]["folio.dev/queue"] == queue_name(deployed_settings, kind)
