@@ -24,12 +24,12 @@ from app.report.metrics import FolioMetrics
 from app.settings import Settings
 from tests.conftest import unavailable
 from tests.prometheus_stack import metric_names
+from tests.vllm_cpu.server import default_venv
 
 REPO = Path(__file__).resolve().parents[1]
 PROMETHEUS = REPO / "deploy" / "prometheus"
 RULES = PROMETHEUS / "folio-rules.yaml"
 SQL_EXPORTER = PROMETHEUS / "sql-exporter.yaml"
-VLLM_SOURCE = Path.home() / ".cache" / "folio" / "vllm-venv" / "lib" / "python3.11"
 # Metrics of exporters this repo does not run, by their documented names:
 # oliver006/redis_exporter (`-check-single-keys`/`-check-keys`) and kube-state-metrics.
 OUTSIDE = {
@@ -72,9 +72,10 @@ def sql_exported() -> dict[str, set[str]]:
 
 def vllm_exported() -> set[str]:
     """The `vllm:` names in vLLM's own metric code, in the test venv's vLLM."""
-    files = list(VLLM_SOURCE.glob("site-packages/vllm/v1/metrics/*.py"))
+    venv = default_venv()
+    files = list(venv.glob("lib/python3*/site-packages/vllm/v1/metrics/*.py"))
     if not files:
-        unavailable(f"the vLLM test venv is not built ({VLLM_SOURCE})")
+        unavailable(f"the vLLM test venv is not built ({venv})")
     found = {n for f in files for n in re.findall(r'"(vllm:[a-z_]+)"', f.read_text())}
     return found | {f"{n}_total" for n in found} | {f"{n}_bucket" for n in found}
 
