@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from app.degeneration.config import DetectorConfig, LoopVerdict
@@ -97,10 +98,17 @@ class PageText:
         self._text = text
         self._joined: str | None = None
 
-    def copies(self, tokens: tuple[str, ...]) -> int:
+    @property
+    def joined(self) -> str:
         if self._joined is None:
             self._joined = _joined(grounding_tokens(self._text))
-        return self._joined.count(_joined(tokens))
+        return self._joined
+
+    def copies(self, tokens: tuple[str, ...]) -> int:
+        return self.joined.count(_joined(tokens))
+
+    def bag_copies(self, bag: dict[tuple[str, ...], int]) -> int:
+        return bag_copies(self.joined, bag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,16 +124,46 @@ class Grounding:
 
 def ground(verdict: LoopVerdict, output: str, page: PageText) -> Grounding | None:
     """The page's count of the verdict's unit, and the output's; None where the unit holds no
-    words the page could hold (rules, fill, numbers, markup)."""
+    words the page could hold (rules, fill, numbers, markup). The unit is read as a sequence
+    of words, and a unit of several lines also line by line (`line_bag`), whichever the page
+    holds more often."""
     readings = unit_readings(verdict.unit, whole=verdict.period <= len(verdict.unit))
+    bag = None
     if 1 < verdict.period <= MAX_PERIOD:  # the copies as written (some views keep a digest)
         first = output[verdict.onset : verdict.onset + verdict.period]
         readings += unit_readings(first) + unit_readings(output[-verdict.period :])
-    if not readings:
+        bag = line_bag(output, verdict.onset, verdict.period)
+    if not readings and not bag:
         return None
-    page_copies, tokens = max((page.copies(r), r) for r in readings)
-    output_copies = _joined(grounding_tokens(output)).count(_joined(tokens))
-    return Grounding(canonical(tokens), page_copies, output_copies, False, len(output))
+    written = _joined(grounding_tokens(output))
+    page_copies, key, output_copies = -1, "", 0
+    if readings:
+        page_copies, tokens = max((page.copies(r), r) for r in readings)
+        key, output_copies = canonical(tokens), written.count(_joined(tokens))
+    if bag and (held := page.bag_copies(bag)) > page_copies:
+        page_copies, key = held, "\n".join(sorted(_SEP.join(line) for line in bag))
+        output_copies = bag_copies(written, bag)
+    return Grounding(key, page_copies, output_copies, False, len(output))
+
+
+def line_bag(output: str, onset: int, period: int) -> dict[tuple[str, ...], int] | None:
+    """The whole lines of the copy at `onset`, each with how often it comes in the copy: a
+    page's text layer may give a table's lines in another order than a model writes them (a
+    column's cells one after another, a header after its rows), so a copy of two or more lines
+    is also asked of the page line by line. None for a copy of fewer than two whole lines."""
+    start = output.find("\n", onset - 1) + 1 if onset and output[onset - 1] != "\n" else onset
+    end = output.rfind("\n", start, onset + period + 1)
+    if end <= start:
+        return None
+    lines = [tuple(grounding_tokens(line)) for line in output[start:end].split("\n")]
+    lines = [line for line in lines if line]
+    bag = Counter(line for line in lines if _groundable(line))
+    return dict(bag) if len(lines) >= 2 and bag else None
+
+
+def bag_copies(joined: str, bag: dict[tuple[str, ...], int]) -> int:
+    """Copies of a line bag a token string holds: its scarcest line's count over its share."""
+    return min(joined.count(_joined(line)) // times for line, times in bag.items())
 
 
 class GroundedDetector:

@@ -155,7 +155,7 @@ class PlanFields(BaseModel):
         description="Ask the page before a loop verdict cuts a stream: where the page has a "
         "usable text layer, a unit the page itself holds as often as the output does is not a "
         "loop, and the stream goes on up to the page's count plus `detector_grounding_margin` "
-        "copies (docs/loop-stop.md#grounding). The engine plugin asks the same page.",
+        "copies (docs/loop-stop.md, Grounding). The engine plugin asks the same page.",
     )
     detector_grounding_margin: int = Field(
         default=2,

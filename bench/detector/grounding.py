@@ -27,6 +27,7 @@ count. Cost: microseconds per fed piece on pages without a verdict, and per verd
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import subprocess
@@ -63,6 +64,7 @@ PIECE_CHARS = 4
 MIN_CHARS = 25  # the pipeline's default `textlayer_min_chars`
 ODL = "opendataloader-project/opendataloader-bench"
 PYPDF = "py-pdf/benchmarks"
+OLMOCR = "allenai/olmocr"
 # Text-layer engines of opendataloader-bench: what a page's text layer gives, read from its PDF.
 LAYER_ENGINE, LAYER_ENGINE_ELSE = "pymupdf4llm", "opendataloader"
 _ODL_ID = re.compile(r"/(\d{14})\.md$")
@@ -107,7 +109,7 @@ def olmocr_pairs(root: Path = OLMOCR_SAMPLE) -> Iterator[dict[str, Any]]:
         with pymupdf.open(pdf) as doc:
             layer = doc[int(number) - 1].get_text()
         yield {
-            "source": "olmocr-bench-sample",
+            "source": OLMOCR,
             "producer": "olmocr",
             "page": answer.stem,
             "text": answer.read_text(encoding="utf-8"),
@@ -117,8 +119,8 @@ def olmocr_pairs(root: Path = OLMOCR_SAMPLE) -> Iterator[dict[str, Any]]:
 
 class LayerDocument:
     """A whole document's text layer, and the stretch of it a page-sized chunk came from: the
-    window of the chunk's size (times `SCALE`) around the median place of the chunk's word
-    4-grams in the layer (the chunks of the healthy corpus are page-sized, not pages)."""
+    window of the chunk's size (times `SCALE`) where the chunk's word 4-grams are densest in
+    the layer (the chunks of the healthy corpus are page-sized, not pages)."""
 
     SCALE = 1.5
 
@@ -137,7 +139,14 @@ class LayerDocument:
         )
         if not found:
             return ""
-        centre, half = found[len(found) // 2], int(len(words) * self.SCALE / 2)
+        half = int(len(words) * self.SCALE / 2)
+        # the densest stretch of matches: where the chunk's own words are
+        best, first = (0, found[0]), 0
+        for last, place in enumerate(found):
+            while place - found[first] > 2 * half:
+                first += 1
+            best = max(best, (last - first + 1, (found[first] + place) // 2))
+        centre = best[1]
         return " ".join(self.tokens[max(0, centre - half) : centre + half])
 
 
@@ -178,6 +187,95 @@ def pypdf_pairs() -> Iterator[dict[str, Any]]:
         }
 
 
+def harvest_pairs() -> Iterator[dict[str, Any]]:
+    """The harvested split (read after the freeze, `bench.healthy_corpus.harvest`) where its
+    pages' documents lie in the mirror: a PDF's page with its text layer (PyMuPDF; for a PDF
+    read as a whole, the stretch of it the chunk came from), an image with what Tesseract reads
+    on it, read only where a verdict asks (as a read at the verdict would run)."""
+    from bench.healthy_corpus.harvest import load_harvest
+
+    layers: dict[tuple[str, str], Any] = {}
+    for page in load_harvest(everything=True):
+        found = page.get("input")
+        if not found or found["kind"] not in ("pdf", "image"):
+            yield _unpaired(page, f"harvest: {page['source']}")
+            continue
+        repo, rest = page["origin"].split("@", 1)
+        commit = rest.split(":", 1)[0]
+        key = (repo, found["path"])
+        if key not in layers:
+            raw = mirror_file(repo, commit, found["path"])
+            layers[key] = None if raw is None else _document(raw, found["kind"])
+        document = layers[key]
+        if document is None:
+            yield _unpaired(page, f"harvest: {repo}")
+            continue
+        layer: Any
+        if found["kind"] == "pdf":
+            number = found.get("page")
+            layer = (
+                document[number - 1]
+                if number
+                else LayerDocument("\n".join(document)).page_of(page["text"])
+            )
+        else:
+            layer = functools.partial(_ocr, document)
+        yield {
+            "source": f"harvest: {repo}",
+            "producer": page["producer"],
+            "page": f"{found['path']}#{page['chunk']}",
+            "text": page["text"],
+            "layer": layer,
+            "read": "text layer" if found["kind"] == "pdf" else "Tesseract at the verdict",
+        }
+
+
+def _unpaired(page: dict[str, Any], source: str) -> dict[str, Any]:
+    """A page whose document is not at hand: judged as today, without grounding."""
+    return {
+        "source": source,
+        "producer": page["producer"],
+        "page": f"{page['origin']}#{page['chunk']}",
+        "text": page["text"],
+        "layer": "",
+        "read": "none",
+    }
+
+
+def other_corpus_pages() -> Iterator[dict[str, Any]]:
+    """The healthy corpus' sources no page text is paired with here (converted from HTML,
+    DOCX, LaTeX and the like, or PDFs the mirrors do not hold): judged as today."""
+    for page in load_pages():
+        if page["source"] not in (ODL, PYPDF, OLMOCR):
+            yield _unpaired(page, page["source"])
+
+
+def _document(raw: bytes, kind: str) -> list[str] | bytes | None:
+    """A PDF's pages' text layers, or an image's bytes (None: not readable)."""
+    import pymupdf
+
+    if kind == "image":
+        return raw
+    try:
+        with pymupdf.open(stream=raw, filetype="pdf") as doc:
+            return [page.get_text() for page in doc]
+    except RuntimeError:
+        return None
+
+
+def _ocr(image: bytes) -> str:
+    import io
+
+    import tesserocr
+    from PIL import Image
+
+    from app.engines.tesseract import default_tessdata_dir
+
+    with tesserocr.PyTessBaseAPI(path=default_tessdata_dir() + "/", lang="eng") as api:
+        api.SetImage(Image.open(io.BytesIO(image)).convert("RGB"))
+        return str(api.GetUTF8Text())
+
+
 def stream(detector: LoopDetector | GroundedDetector, text: str) -> LoopVerdict | None:
     for start in range(0, len(text), PIECE_CHARS):
         if detector.feed(text[start : start + PIECE_CHARS]) is not None:
@@ -191,6 +289,8 @@ def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
     started = time.perf_counter()
     alone = stream(LoopDetector(), text)
     plain_s = time.perf_counter() - started
+    if callable(layer):  # a read at the verdict: without a verdict there is nothing to ask
+        layer = layer() if alone is not None else ""
     usable = text_layer_is_usable(layer, MIN_CHARS)
     grounded, grounded_s, asked = alone, plain_s, []
     if usable:
@@ -203,6 +303,7 @@ def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
         "source": pair["source"],
         "producer": pair["producer"],
         "page": pair["page"],
+        "read": pair.get("read", "text layer"),
         "chars": len(text),
         "usable": usable,
         "alone": _row(alone, text),
@@ -225,8 +326,17 @@ def false_alarms(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[row["source"]].append(row)
-        groups["pooled"].append(row)
-    return {name: _rates(group) for name, group in groups.items()}
+        split = "harvested split" if row["source"].startswith("harvest: ") else "corpus"
+        groups[f"pooled: {split}"].append(row)
+    rates = {name: _rates(group) for name, group in sorted(groups.items())}
+    for split in ("corpus", "harvested split"):
+        sources = [r for name, r in rates.items() if not name.startswith("pooled")]
+        sources = [r for r in sources if r["harvest"] == (split == "harvested split")]
+        if sources and (pooled := rates.get(f"pooled: {split}")):
+            for method in ("alone", "grounded"):
+                macro = sum(r[f"{method}_per_1000"] for r in sources) / len(sources)
+                pooled[f"{method}_macro_per_1000"] = round(macro, 2)
+    return rates
 
 
 def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -235,6 +345,7 @@ def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     grounded = sum(1 for r in rows if r["grounded"])
     usable = [r for r in rows if r["usable"]]
     return {
+        "harvest": all(r["source"].startswith("harvest: ") for r in rows),
         "pages": n,
         "with_text_layer": len(usable),
         "alone": alone,
@@ -409,7 +520,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     console = Console()
-    pairs = [*odl_pairs(), *olmocr_pairs(), *pypdf_pairs()]
+    pairs = [
+        *odl_pairs(),
+        *pypdf_pairs(),
+        *olmocr_pairs(),
+        *other_corpus_pages(),
+        *harvest_pairs(),
+    ]
     if args.limit:
         kept: Counter[str] = Counter()
         pairs = [
@@ -420,7 +537,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for done, pair in enumerate(pairs, 1):
             status.update(f"healthy pages: {done} of {len(pairs)}")
             rows.append(judge_pair(pair, args.margin))
-    layers = [p["layer"] for p in pairs if text_layer_is_usable(p["layer"], MIN_CHARS)]
+    layers = [
+        p["layer"]
+        for p in pairs
+        if isinstance(p["layer"], str) and text_layer_is_usable(p["layer"], MIN_CHARS)
+    ]
     samples = [s for s in load_samples(SHARED) if s.label == "degenerate"]
     loops = [continue_loop(s) for s in samples]
     loop_rows = [

@@ -1,0 +1,22 @@
+"""`python -m bench detector-grounding` on a few pages a source: it runs where the mirrors and
+../shared are absent (their pages are then judged unpaired or left out), and grounding never
+adds a false alarm nor clears a loop it pairs with a page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.detector import grounding
+
+
+def test_the_grounding_bench_runs_and_grounding_only_removes_verdicts(tmp_path: Path) -> None:
+    out = tmp_path / "grounding.json"
+    report = grounding.main(["--limit", "12", "--out", str(out)])
+
+    assert out.is_file()
+    corpus = report["false_alarms"]["pooled: corpus"]
+    assert corpus["pages"] > 0 and corpus["grounded"] <= corpus["alone"]
+    for row in report["flagged"]:
+        assert row["alone"] is not None  # a grounded verdict is one the detector alone gave
+    for pairing in report["loops"].values():
+        assert pairing["caught_grounded"] == pairing["caught_alone"] == pairing["loops"]
