@@ -95,3 +95,23 @@ def test_long_and_odd_keys_are_written_under_names_that_fit(
     key = f"out/{job['id']}/summary.json"
     summary = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     assert summary["documents_done"] == 3
+
+
+@pytest.mark.postgres
+def test_a_key_with_a_nul_fails_alone_on_postgres(
+    postgres_url: str, s3_server: Any, bucket: str, tmp_path: Path
+) -> None:
+    import os
+
+    s3: Any = s3_server.client()
+    s3.put_object(Bucket=bucket, Key="in/nul\x00name.pdf", Body=good_pdf(1, seed=51))
+    s3.put_object(Bucket=bucket, Key="in/fine.pdf", Body=good_pdf(1, seed=52))
+    out = tmp_path / "out"
+    env = dict(os.environ) | {"FOLIO_DATABASE_URL": postgres_url, "FOLIO_ENGINE": "textlayer"}
+    result = runner.invoke(cli, ["run", f"s3://{bucket}/in/", "--out", str(out)], env=env)
+    assert result.exit_code == exit_codes.SOME_FAILED, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    documents = {d["name"]: d for d in summary["documents"]}
+    assert documents["fine"]["status"] == "done"
+    assert documents["nul%00name"]["error_category"] == "unsupported_key"
+    assert "Section 52" in (out / "fine.md").read_text()

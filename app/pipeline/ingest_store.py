@@ -70,7 +70,8 @@ def listed_pages(
     if not is_manifest(source):
         prefix = listing_prefix(source) if is_store_uri(source) else source
         for listed in stores.for_uri(source).list_pages(prefix, page_size):
-            yield [o for o in listed if in_listing(o.uri, prefix) and policy.admits(o.uri)]
+            kept = [o for o in listed if in_listing(o.uri, prefix) and policy.admits(o.uri)]
+            yield [_storable(o) for o in kept]
         return
     page: list[Listed] = []
     for uri in _unique(_manifest_lines(stores, source)):
@@ -114,7 +115,20 @@ def _unique(lines: Iterable[str]) -> Iterator[str]:
             yield line
 
 
+def _storable(stored: StoredObject) -> Listed:
+    """The object, or a refusal when its key holds a NUL: no database text column (PostgreSQL's
+    least of all) takes one, so the document is recorded under the key with `%00` for it."""
+    if "\x00" not in stored.uri:
+        return stored
+    reason = "the object's key holds a NUL character, which Folio cannot record"
+    return RefusedObject(
+        stored.uri.replace("\x00", "%00"), DocumentError("unsupported_key", reason)
+    )
+
+
 def _described(stores: Stores, uri: str, policy: AccessPolicy) -> Listed:
+    if "\x00" in uri:
+        return _storable(StoredObject(uri, 0))
     if not is_store_uri(uri):
         return RefusedObject(uri, DocumentError("not_a_uri", f"not an s3:// URI: {uri!r}"))
     if not policy.admits(uri):  # refused before the store is asked: no answer tells it exists
