@@ -4,9 +4,11 @@ The scripted-decoding processor writes the passport page's healthy answer (its `
 `char_run` with char_run_min and mrz_fill_run_min 12 set explicitly: the detector as it was
 when issue 39 found this false alarm) for every read: the first two attempts are cut by Folio's
 detector closing the stream (the engine plugin and `repetition_detection` are off: they keep
-their own thresholds), and the confirming attempt, asked without any loop stop, writes
-the whole answer to its EOS. A real loop written the same way on every read runs to its cap in
-the confirming attempt and the page ends degenerate.
+their own thresholds), and the confirming attempt, whose stop lets the confirmed unit run to
+its bound (the scanned page has no text layer to count it: 6x the copies at the cut), writes
+the whole answer to its EOS. A real loop written the same way on every read is cut past that
+bound in the confirming attempt, whether it would run to the cap or end before it (issues 50
+and 51), and the page ends degenerate.
 """
 
 from __future__ import annotations
@@ -108,15 +110,27 @@ def test_the_passport_keeps_its_answer(
     assert (page.text or "").strip() == PASSPORT.strip()
 
 
+@pytest.mark.parametrize("rows", [60, 30], ids=["past-the-cap", "ends-before-the-cap"])
 def test_a_real_loop_replayed_on_every_read_ends_degenerate(
-    vllm_endpoint: VllmEndpoint, sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    vllm_endpoint: VllmEndpoint,
+    sqlite_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    rows: int,
 ) -> None:
-    looping = LEDGER.text + LEDGER.loop * 60  # longer than the cap
+    """60 rows run past the cap; 30 end (EOS) well before it: a loop that ends is still one."""
+    looping = LEDGER.text + LEDGER.loop * rows
     attempts, page = run_replayed(vllm_endpoint, sqlite_url, tmp_path, looping, monkeypatch)
     assert [(a.status, a.role) for a in attempts] == [
         ("degenerate", None),
         ("degenerate", None),
         ("degenerate", "confirm"),
     ]
-    assert attempts[2].finish_reason == "length" and attempts[2].completion_tokens == CAP
+    confirming = attempts[2]
+    bound = confirming.params["confirm_bound"]
+    assert bound == 6 * confirming.params["confirm_copies_at_cut"] < rows
+    # cut past its bound, within the detector's own wait, far under the cap
+    assert confirming.aborted and confirming.finish_reason == "abort"
+    assert bound < confirming.output.count(LEDGER.loop.strip()) <= bound + 4
+    assert (confirming.completion_tokens or CAP) < CAP
     assert (page.status, page.outcome, page.text) == ("failed", "degenerate", None)
