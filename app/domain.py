@@ -107,6 +107,19 @@ class AttemptRole(StrEnum):
 
 
 @dataclass(frozen=True)
+class ConfirmedUnit:
+    """What a confirming attempt is run to settle: the unit a verdict cut twice at the same
+    place, as the cut text holds it. The attempt may repeat that unit, and only that one, up
+    to a bound (`app.engines.vlm_confirm`): what the page's own text holds, where known."""
+
+    kind: str
+    unit: str  # one raw copy, as the cut text wrote it
+    cut_text: str  # the text the verdict had cut, for the copies it held then
+    onset: int  # where the loop started in `cut_text`
+    page_holds: int | None = None  # copies the page's own text holds (grounding), if known
+
+
+@dataclass(frozen=True)
 class PageInput:
     """What an engine gets: the rendered page and the PDF's own text for it.
 
@@ -131,6 +144,8 @@ class PageInput:
     render_at: Callable[[float], Image.Image] | None = None
     rotation: int = 0  # degrees a model asked the page to be turned by (olmOCR's feedback)
     pixels: tuple[int, int] | None = None  # `image`'s size, known without rendering it
+    # Set on a confirming attempt's page: the unit it may repeat, and how far.
+    confirming: ConfirmedUnit | None = None
 
     @property
     def image(self) -> Image.Image:

@@ -30,7 +30,16 @@ from app.report.metrics import FolioMetrics, make_metrics
 from app.retry.plan import Limits, NextAttempt, PageFacts, next_attempt
 from app.settings import PlanStep, Settings, VlmEndpoint
 from app.train.dpo import ExportOptions, export_preferences
-from bench.false_alarms.pages import PASSPORT, drifting_loop, healthy, same_loop
+from bench.false_alarms.pages import (
+    ENDED_COPIES,
+    LEDGER,
+    LEDGER_ROW,
+    PASSPORT,
+    drifting_loop,
+    ended_loop,
+    healthy,
+    same_loop,
+)
 from bench.false_alarms.standin import AnswerFor, StandIn, pieces, serving
 from tests.api_server import running_api, wait_for_job
 from tests.test_api import settings_for as api_settings
@@ -40,11 +49,13 @@ MAX_TOKENS = 1200  # over the passport's ~500 tokens; a loop runs to it
 ANY_PAIR = ExportOptions(include_non_vlm=True)
 
 
-def settings_for(db_url: str, base_url: str, **extra: object) -> Settings:
+def settings_for(
+    db_url: str, base_url: str, max_tokens: int = MAX_TOKENS, **extra: object
+) -> Settings:
     endpoint = VlmEndpoint(
         base_url=base_url,
         model="some-ocr-model",  # no built-in profile names it: the generic `markdown`
-        max_tokens=MAX_TOKENS,
+        max_tokens=max_tokens,
         transport_retry_s=5,
         engine_plugin=False,
         abort_call=False,
@@ -121,7 +132,9 @@ def test_a_healthy_page_stopped_twice_at_the_same_place_keeps_its_answer(
         assert first.aborted and retry.aborted and not confirming.aborted
         assert confirming.finish_reason == "stop" and confirming.verdict_kind is None
         assert confirming.completion_tokens == len(pieces(PASSPORT)) < MAX_TOKENS
-        assert confirming.params["loop_stop_off"] is True
+        # its stop let `<` run up to 6x the copies of the cut (the page's count unknown)
+        assert confirming.params["confirm_bound"] == 6 * confirming.params["confirm_copies_at_cut"]
+        assert confirming.params["confirm_page_holds"] is None
 
     # The confirming requests repeat the retry's decoding, under the same cap, with no stop.
     stopped = [r for r in server.requests if "repetition_detection" in r]
@@ -171,10 +184,22 @@ VLM_ONLY = [
 
 
 @pytest.mark.parametrize("server", [same_loop], indirect=True)
-def test_a_real_loop_runs_to_its_cap_once_and_ends_as_degeneration(
-    db_url: str, server: StandIn, folder: Path
+@pytest.mark.parametrize(
+    ("grounding", "page_holds", "expected_bound"), [(True, 0, 2), (False, None, 18)]
+)
+def test_a_sticky_loop_is_cut_within_its_bound_and_ends_as_degeneration(
+    db_url: str,
+    server: StandIn,
+    folder: Path,
+    grounding: bool,
+    page_holds: int | None,
+    expected_bound: int,
 ) -> None:
-    settings = settings_for(db_url, server.base_url, plans={"vlm": VLM_ONLY})
+    """The confirming attempt lets the ledger row run to its bound, not to the cap: what the
+    page's text layer holds of the row (none: the demo PDF's text) plus 2, or, with grounding
+    off, 6x the copies the retry was cut at. The page costs a bounded number of tokens more."""
+    plans = {"vlm": VLM_ONLY}
+    settings = settings_for(db_url, server.base_url, plans=plans, detector_grounding=grounding)
     job_id = run_job(settings, folder)
 
     pages = load_results(Database(db_url), job_id).documents[0].pages
@@ -182,6 +207,7 @@ def test_a_real_loop_runs_to_its_cap_once_and_ends_as_degeneration(
         ("failed", "degenerate", "degenerate")
     ] * 2
     assert all(p.text is None for p in pages)
+    row_tokens = len(pieces(LEDGER_ROW))
     for attempts in attempts_of(db_url, job_id).values():
         assert [(a.step_name, a.status, a.role) for a in attempts] == [
             ("t0.1", "degenerate", None),
@@ -189,14 +215,48 @@ def test_a_real_loop_runs_to_its_cap_once_and_ends_as_degeneration(
             ("t0.2", "degenerate", "confirm"),
         ]
         confirming = attempts[-1]
-        assert confirming.finish_reason == "length" and confirming.verdict_kind is not None
-        assert confirming.completion_tokens == MAX_TOKENS  # the cost: one cap more
+        assert confirming.aborted and confirming.verdict_kind is not None
+        bound = confirming.params["confirm_bound"]
+        assert (confirming.params["confirm_page_holds"], bound) == (page_holds, expected_bound)
+        assert confirming.params["confirm_copies_at_cut"] == 3
+        # cut past its bound within the detector's own wait (3 copies and a bit): far from
+        # the cap
+        rows = confirming.output.count(LEDGER_ROW.strip())
+        assert bound < rows <= bound + 4
+        head = len(pieces(LEDGER.text))
+        assert confirming.completion_tokens <= head + (bound + 5) * row_tokens < MAX_TOKENS
 
     report = build_report(Database(db_url), settings, job_id).report
     assert (report.false_alarm_pages, report.false_alarm_attempts) == (0, 0)
     assert (report.confirming_attempts, report.degenerate_attempts) == (2, 6)
-    assert report.tokens_confirming == 2 * MAX_TOKENS
+    assert report.tokens_confirming < 2 * MAX_TOKENS  # each page far under its cap
     assert report.degeneration_rate_final == 1.0
+
+
+@pytest.mark.parametrize("server", [ended_loop], indirect=True)
+def test_a_loop_that_ends_before_the_cap_is_still_degeneration(
+    db_url: str, server: StandIn, folder: Path
+) -> None:
+    """Issue 50: the ledger row 60 times, then EOS, on every read. Before, the confirming
+    attempt ran with no stop, ended, and its 60 rows became the page's answer."""
+    cap = 4096  # the generic profile's: the 60 rows end before it
+    assert len(pieces(LEDGER.text + LEDGER_ROW * ENDED_COPIES)) < cap
+    settings = settings_for(db_url, server.base_url, max_tokens=cap)
+    job_id = run_job(settings, folder)
+
+    pages = load_results(Database(db_url), job_id).documents[0].pages
+    assert [(p.status, p.engine) for p in pages] == [("fallback", "textlayer")] * 2
+    assert all(LEDGER_ROW.strip() not in (p.text or "") for p in pages)
+    for attempts in attempts_of(db_url, job_id).values():
+        assert [(a.step_name, a.status, a.role) for a in attempts] == [
+            ("first", "degenerate", None),
+            ("retry", "degenerate", None),
+            ("retry", "degenerate", "confirm"),
+            ("textlayer", "ok", None),
+        ]
+    report = build_report(Database(db_url), settings, job_id).report
+    assert (report.false_alarm_pages, report.confirming_attempts) == (0, 2)
+    assert report.degeneration_rate_first_attempt == 1.0
 
 
 @pytest.mark.parametrize("server", [drifting_loop], indirect=True)

@@ -137,6 +137,7 @@ def test_false_alarms_are_not_degeneration_and_save_nothing() -> None:
     )
     r = job.report
     assert (r.false_alarm_pages, r.false_alarm_attempts, r.confirming_attempts) == (1, 2, 2)
+    assert r.loops_confirmed == 1  # page 2's confirming attempt looped
     assert (r.tokens_false_alarm, r.tokens_confirming) == (810, 1500)
     assert (r.degenerate_attempts, r.tokens_degenerate) == (3, 1300)
     assert r.degeneration_rate_first_attempt == 0.5 == r.degeneration_rate_final

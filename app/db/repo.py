@@ -130,7 +130,14 @@ def history(session: Session, page_id: int) -> list[PastAttempt]:
             AttemptStatus(a.status),
             a.completion_tokens or 0,
             (a.verdict_kind, a.verdict_period or 0) if a.verdict_kind else None,
-            loop_stop(a.verdict_kind, a.verdict_onset, a.output, a.aborted, a.finish_reason),
+            loop_stop(
+                a.verdict_kind,
+                a.verdict_onset,
+                a.output,
+                a.aborted,
+                a.finish_reason,
+                a.verdict_period,
+            ),
             a.role == AttemptRole.CONFIRM,
         )
         for a in rows

@@ -27,6 +27,7 @@ from app.domain import CLOSE_PROBE_TOKENS, EngineResult, PageInput
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
 from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
+from app.engines.vlm_confirm import Tolerance, TolerantDetector
 from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_grounding import grounded_factory, grounding_params, grounding_xargs
 from app.engines.vlm_image import encode_image, model_image
@@ -109,8 +110,9 @@ class VlmEngine:
         self.detector_factory = detector_factory
         # The plugin's detector runs with the thresholds the client's runs with.
         config = getattr(detector_factory(), "config", None)
-        self._plugin_detector = detector_arg(config if isinstance(config, DetectorConfig) else None)
-        self._judge = VlmJudge(endpoint_name, endpoint, self.profile)
+        self._detector_config = config if isinstance(config, DetectorConfig) else None
+        self._plugin_detector = detector_arg(self._detector_config)
+        self._judge = VlmJudge(endpoint_name, endpoint, self.profile, self._detector_config)
         self._io = _LoopThread()
         self._slots: asyncio.Semaphore | None = None
         self._stops: EndpointStops | None = None
@@ -227,17 +229,17 @@ class VlmEngine:
         if page.should_stop():
             raise EngineError("the job was cancelled before the request")
         await self._check_processors()
-        used = stops if step.loop_stop else stops.without_loop_stops()
+        confirming = Tolerance.of(page.confirming) if page.confirming else None
+        # A confirming attempt's stop is the client's tolerant detector: the server's stops
+        # know nothing of the unit it may repeat.
+        relaxed = not step.loop_stop or page.confirming is not None
+        used = stops.without_loop_stops() if relaxed else stops
         # PNG encoding takes 50-500 ms of CPU: off the event loop, or every request in flight
         # waits behind it (one loop thread serves them all).
         body = await asyncio.to_thread(self.request_body, page, step, used)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
-        detector = (
-            grounded_factory(self.detector_factory, page, self.grounding_margin)
-            if step.loop_stop
-            else _NoLoopStop
-        )
+        detector = self._detector_for(page, step, confirming)
         async with slots:
             while True:
                 try:
@@ -251,13 +253,33 @@ class VlmEngine:
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
         close = self._close.params()
+        loop_stop = step.loop_stop and confirming is None
         result = self._judge.result(
-            page, body, outcome, retries, used, probed, close, step.loop_stop
+            page, body, outcome, retries, used, probed, close, loop_stop, confirming
         )
         result.params |= loop_stop_params(stops)  # the endpoint's stop, not this attempt's
         if not step.loop_stop:
             result.params["loop_stop_off"] = True
+        if confirming is not None:  # the relaxed stop it ran under
+            result.params |= {
+                "confirm_bound": confirming.bound,
+                "confirm_copies_at_cut": confirming.at_cut,
+                "confirm_page_holds": confirming.page_holds,
+            }
         return result
+
+    def _detector_for(
+        self, page: PageInput, step: PlanStep, confirming: Tolerance | None
+    ) -> Callable[[], LoopDetecting]:
+        """The stream's detector: none with the loop stop off; on a confirming attempt, one
+        that lets the confirmed unit run up to its bound."""
+        if not step.loop_stop:
+            return _NoLoopStop
+        # Each verdict asked of the page's own text first, where it has one.
+        grounded = grounded_factory(self.detector_factory, page, self.grounding_margin)
+        if confirming is not None:
+            return lambda: TolerantDetector(grounded, confirming)
+        return grounded
 
     def _ensure_client(self) -> asyncio.Semaphore:
         if self._control is None or self._slots is None:

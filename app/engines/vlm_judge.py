@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.degeneration import score_output
+from app.degeneration import DetectorConfig, score_output
 from app.domain import AttemptStatus, EngineResult, PageInput, Verdict
+from app.engines.vlm_confirm import Tolerance, judge_confirming
 from app.engines.vlm_positions import vlm_positions
 from app.engines.vlm_stops import EndpointStops, stop_record
 from app.engines.vlm_stream import StreamOutcome, finish_reason_of
@@ -37,6 +38,7 @@ class VlmJudge:
     endpoint_name: str
     endpoint: VlmEndpoint
     profile: Profile
+    detector: DetectorConfig | None = None  # the user's thresholds, for a confirming answer
 
     def result(
         self,
@@ -48,9 +50,12 @@ class VlmJudge:
         probed: dict[str, Any],
         close: dict[str, Any],
         loop_stop: bool = True,
+        confirming: Tolerance | None = None,
     ) -> EngineResult:
         """The attempt a finished (or stopped) stream makes; `close` is what the engine
-        knows of whether closing a stream stops the server's work."""
+        knows of whether closing a stream stops the server's work. A confirming attempt's
+        answer must also end before its cap and pass the offline scorer with only the
+        confirmed unit tolerated (`vlm_confirm`)."""
         max_tokens = int(body["max_tokens"])
         estimated = outcome.completion_tokens is None
         tokens = outcome.content_chunks if estimated else outcome.completion_tokens
@@ -59,6 +64,13 @@ class VlmJudge:
         if status is AttemptStatus.OK:
             judgement = self._judge_answer(outcome, loop_stop)
             status = AttemptStatus.INVALID if judgement.invalid else status
+        if status is AttemptStatus.OK and confirming is not None:
+            confirmed = judge_confirming(
+                outcome.text, confirming, outcome.finish_reason, tokens, max_tokens, self.detector
+            )
+            if confirmed.verdict is not None:
+                status, verdict = AttemptStatus.DEGENERATE, confirmed.verdict
+                judgement = Judgement(None, detail=f"a loop that ended: {confirmed.reason}")
         parsed = judgement.parsed if status is AttemptStatus.OK else None
         text = parsed.markdown if parsed else outcome.text.strip()
         stop = stop_record(

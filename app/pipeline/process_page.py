@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 
 from app.db import page_path, repo
@@ -16,24 +16,27 @@ from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
 from app.domain import AttemptRole, AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, ObjectRefused, RenderError, StoreUnavailable
-from app.pdf.render import PageOutline, rasterize, rasterize_fitted, read_page
+from app.pdf.render import read_page
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper
-from app.pipeline.text_layer import LayerVerdict, judge_layer
-from app.positions import PageGeometry
+from app.pipeline.page_attempts import (
+    LayerJudge,
+    UnitCount,
+    accepted_attempt,
+    answer_close,
+    confirming_page,
+    copies_in_page,
+    copies_unknown,
+    failure_of,
+    judged_layer,
+    page_input,
+    past_attempt,
+)
+from app.pipeline.text_layer import judge_layer
 from app.profiles.judge import ROTATED, rotation_after
 from app.report.metrics import FolioMetrics
-from app.retry.plan import (
-    Limits,
-    PageFacts,
-    PastAttempt,
-    false_alarms,
-    is_accepted,
-    loop_stop,
-    next_attempt,
-    repeated_loops,
-)
+from app.retry.plan import Limits, PageFacts, PastAttempt, false_alarms, is_accepted, next_attempt
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.storage import DocumentCache, StoredObject
@@ -41,7 +44,7 @@ from app.textlayer import GateConfig
 from app.textlayer.words import languages_for
 
 log = logging.getLogger(__name__)
-LayerJudge = Callable[[], LayerVerdict]  # the text-layer gate's judgement, taken when needed
+
 
 _CANCELLED = PageClose(
     PageStatus.FAILED, failure_category="cancelled", error="the job was cancelled"
@@ -111,8 +114,12 @@ class PageProcessor:
         sampler: ServerSampler | None = None,
         cancels: CancelWatch | None = None,
         documents: DocumentCache | None = None,
+        page_holds: UnitCount | None = None,
     ) -> None:
         self.settings = settings
+        # A confirming attempt's bound: what the page holds of its unit, where grounding asks.
+        grounded = copies_in_page if settings.detector_grounding else copies_unknown
+        self.page_holds = page_holds or grounded
         # Where pages' documents are read: local paths as they are, stored ones via a copy.
         self.documents = documents or DocumentCache.from_settings(settings)
         self.db = db
@@ -213,7 +220,7 @@ class PageProcessor:
             # A redelivered page: its earlier attempts count, and an answer is not redone.
             with self.db.session() as session:
                 past = repo.history(session, work.page_id)
-                answer = _accepted(self.settings.plan(work.plan_name), past)
+                answer = accepted_attempt(self.settings.plan(work.plan_name), past)
                 text = (
                     repo.attempt_output(session, work.page_id, answer.step_index)
                     if answer
@@ -221,7 +228,7 @@ class PageProcessor:
                 )
             if answer is not None:
                 step = self.settings.plan(work.plan_name)[answer.step_index]
-                return Closing(work, _answer(step, len(past), text or ""))
+                return Closing(work, answer_close(step, len(past), text or ""))
         try:
             page, facts, judge = self._render(work)
         except RenderError as exc:
@@ -287,8 +294,9 @@ class PageProcessor:
                 return Closing(work, replace(_CANCELLED, rendered=facts))
             index, step = choice.index, plan[choice.index]
             if step.engine == "textlayer" and judge is not None:
-                page, judge = _judged(page, judge), None
-            result = self._attempt(page, step, choice.confirming)
+                page, judge = judged_layer(page, judge), None
+            asked = confirming_page(page, past, self.page_holds) if choice.confirming else page
+            result = self._attempt(asked, step, choice.confirming)
             if page.rotation:
                 result.params["rotation"] = page.rotation
             if result.invalid_reason == ROTATED:  # ask again with the page turned
@@ -306,16 +314,16 @@ class PageProcessor:
                 attempt = None
         if page.should_stop():  # the cancel stopped the last attempt: not the engine's failure
             return Closing(work, replace(_CANCELLED, rendered=facts), attempt)
-        category, error = _failure(past)
+        category, error = failure_of(past)
         outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
         return Closing(work, replace(outcome, rendered=facts), attempt)
 
     def _attempt(self, page: PageInput, step: PlanStep, confirming: bool) -> EngineResult:
-        """One engine call; a confirming attempt runs the step with its loop stop off."""
+        """One engine call; a confirming attempt runs the step with the relaxed stop the
+        page's `confirming` unit asks for (app/engines/vlm_confirm.py)."""
         started = datetime.now(UTC)
-        run = step.model_copy(update={"loop_stop": False}) if confirming else step
         try:
-            result = self.engines.for_step(run).transcribe(page, run)
+            result = self.engines.for_step(step).transcribe(page, step)
         except (EngineError, RenderError) as exc:  # a model's own render can fail too
             result = EngineResult(
                 text="",
@@ -336,7 +344,7 @@ class PageProcessor:
         shown = tuple((s.kind, s.onset) for s in false_alarms(past))
         if self.metrics and shown:
             self.metrics.observe_false_alarms(result.model, len(shown))
-        return Closing(work, _answer(step, len(past), result.text, facts), attempt, shown)
+        return Closing(work, answer_close(step, len(past), result.text, facts), attempt, shown)
 
     def _write(self, closings: list[Closing]) -> dict[int, PageOutcome]:
         """The pages' last attempts and terminal statuses, in one transaction."""
@@ -366,84 +374,3 @@ class PageProcessor:
             if self.metrics:
                 self.metrics.observe_page(outcomes[page_id].status)
         return outcomes
-
-
-def page_input(
-    path: Path, number: int, dpi: int, max_side: int, outline: PageOutline, usable: bool
-) -> PageInput:
-    """Page `number` of `path`, read as `outline`, as engines get it: rasterised only when an
-    engine asks, at Folio's DPI or at a model's own size, each raster made once for all the
-    page's attempts."""
-    return PageInput(
-        cache(partial(rasterize_fitted, path, number, dpi, max_side)),
-        outline.text_layer,
-        usable,
-        geometry=PageGeometry(*outline.size_pt, *outline.pixels),
-        points=outline.size_pt,
-        render_at=cache(partial(rasterize, path, number)),
-        pixels=outline.pixels,
-    )
-
-
-def _judged(page: PageInput, judge: LayerJudge) -> PageInput:
-    """The page with the gate's judgement of its text layer (a layer that cannot be read
-    again is refused, so the plan moves on)."""
-    try:
-        layer = judge()
-    except RenderError as exc:
-        layer = LayerVerdict(rejection=f"unreadable: {exc}")
-    return replace(
-        page,
-        text_layer_markdown=layer.markdown,
-        text_layer_rejection=layer.rejection,
-        text_layer_words=layer.words,
-    )
-
-
-def past_attempt(index: int, result: EngineResult) -> PastAttempt:
-    """What the next choice needs of an attempt that just ended."""
-    verdict = result.verdict
-    loop = (verdict.kind, verdict.period) if verdict else None
-    stop = None
-    if verdict:
-        stop = loop_stop(
-            verdict.kind, verdict.onset, result.text, result.aborted, result.finish_reason
-        )
-    confirming = result.role is AttemptRole.CONFIRM
-    return PastAttempt(index, result.status, result.completion_tokens or 0, loop, stop, confirming)
-
-
-def _answer(
-    step: PlanStep, attempts: int, text: str, facts: RenderFacts | None = None
-) -> PageClose:
-    status = PageStatus.SUCCEEDED if attempts == 1 else PageStatus.FALLBACK
-    return PageClose(status, text=text, engine=step.engine, step=step.name, rendered=facts)
-
-
-def _accepted(plan: list[PlanStep], past: list[PastAttempt]) -> PastAttempt | None:
-    """The attempt already accepted as the page's answer, if any."""
-    return next((a for a in past if is_accepted(plan[a.step_index], a.status)), None)
-
-
-def _failure(past: list[PastAttempt]) -> tuple[str, str]:
-    """Why a page that ran out of steps failed (category, message), from its attempts."""
-    if not past:
-        return "no_engine", "no step of the plan applies to this page"
-    statuses = [a.status for a in past]
-    if AttemptStatus.DEGENERATE in statuses and AttemptStatus.OK not in statuses:
-        category = "degenerate"
-    elif AttemptStatus.INVALID in statuses:
-        category = "invalid"
-    elif AttemptStatus.TRANSPORT_ERROR in statuses:
-        category = "transport"
-    elif all(s is AttemptStatus.EMPTY for s in statuses):
-        category = "empty"
-    elif all(s is AttemptStatus.REJECTED for s in statuses):
-        category = "textlayer_rejected"
-    else:
-        category = "engine"
-    summary = ", ".join(s.value for s in statuses)
-    repeats = repeated_loops(past)
-    if repeats:
-        summary += f"; the same loop came back {repeats} time(s)"
-    return category, f"every attempt failed ({summary})"

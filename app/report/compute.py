@@ -121,6 +121,7 @@ def _token_figures(attempts: list[AttemptRow]) -> dict[str, Any]:
         "false_alarm_attempts": len(false_alarms),
         "false_alarm_pages": len({a.page_id for a in false_alarms}),
         "confirming_attempts": len(confirming),
+        "loops_confirmed": sum(a.status == DEGENERATE for a in confirming),
         "tokens_prompt": sum(a.prompt_tokens or 0 for a in attempts),
         "tokens_generated": sum(a.completion_tokens or 0 for a in attempts),
         "tokens_degenerate": sum(a.completion_tokens or 0 for a in degenerate),

@@ -114,7 +114,8 @@ def _figures(r: Report) -> str:
             "false alarms (answer kept)",
             f"{r.false_alarm_pages} pages",
             f"{r.false_alarm_attempts} verdicts proved wrong; {r.confirming_attempts} "
-            f"confirming attempts, {r.tokens_confirming:,} tokens",
+            f"confirming attempts ({r.loops_confirmed} confirmed the loop), "
+            f"{r.tokens_confirming:,} tokens",
         ),
     ]
     items = "".join(

@@ -49,7 +49,7 @@ def _figures(r: Report) -> Table:
             "attempts",
             f"{r.attempts_total} ({r.degenerate_attempts} degenerate, "
             f"{r.invalid_attempts} invalid, {r.false_alarm_attempts} false alarms, "
-            f"{r.confirming_attempts} confirming)",
+            f"{r.confirming_attempts} confirming, {r.loops_confirmed} confirmed the loop)",
         ),
         (
             "false alarms",

@@ -90,10 +90,12 @@ class Report:
     degenerate_attempts: int
     invalid_attempts: int  # answers refused as truncated, unparseable or incomplete
     # Loop verdicts that a confirming attempt showed wrong (the page kept the model's answer),
-    # the pages they were on, and the confirming attempts run (kept or not).
+    # the pages they were on, the confirming attempts run (kept or not), and those that
+    # confirmed the loop (past their bound, or a loop that ended: degeneration either way).
     false_alarm_attempts: int
     false_alarm_pages: int
     confirming_attempts: int
+    loops_confirmed: int
     attempts_unpriced: int
     degeneration_rate_first_attempt: float | None
     degeneration_rate_final: float | None

@@ -3,9 +3,11 @@
 A retry under other decoding that the same loop verdict stops at the same place on the same
 text is evidence the page is healthy and the verdict a false alarm (a passport's `<<<<` zone,
 a wide table's rule row): the page's text repeats there, not the model. Such a page gets one
-confirming attempt of that step with the loop stop off, still capped by its max_tokens; it is
-the page's answer only if it ends before the cap and passes the profile's judge (the engine
-refuses it otherwise). A real loop keeps looping to the cap and ends as degeneration.
+confirming attempt of that step, whose stop lets the confirmed unit (`confirmed_stop`), and
+only it, run up to a bound; it is the page's answer only if it ends before the cap, passes the
+profile's judge and passes the offline scorer with only that unit tolerated (the engine refuses
+it otherwise: app/engines/vlm_confirm.py). A real loop passes the bound, or ends with more
+copies than the bound: degeneration either way.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ class LoopStop:
     kind: str
     onset: int
     text: str
+    period: int = 0  # characters per copy of the unit (0: not known)
+
+    @property
+    def unit(self) -> str:
+        """One copy of the repeated unit, as the text holds it at the onset."""
+        end = self.onset + self.period if self.period else len(self.text)
+        return self.text[self.onset : end]
 
 
 @dataclass(frozen=True)
@@ -131,13 +140,23 @@ def next_step(
 
 
 def loop_stop(
-    kind: str | None, onset: int | None, text: str | None, aborted: bool, finish: str | None
+    kind: str | None,
+    onset: int | None,
+    text: str | None,
+    aborted: bool,
+    finish: str | None,
+    period: int | None = None,
 ) -> LoopStop | None:
     """An attempt's stop, where a verdict (Folio's, or the server's own repetition stop) cut
     it short; None where it had no verdict or ran to its token cap."""
     if kind is None or not (aborted or finish == "repetition"):
         return None
-    return LoopStop(kind, onset or 0, text or "")
+    return LoopStop(kind, onset or 0, text or "", period or 0)
+
+
+def confirmed_stop(history: Sequence[PastAttempt]) -> LoopStop | None:
+    """The stop a confirming attempt run next settles: the last attempt's, repeated."""
+    return history[-1].stop if repeated_stop(history) else None
 
 
 def _done(plan: Sequence[PlanStep], history: Sequence[PastAttempt], limits: Limits) -> bool:

@@ -23,9 +23,11 @@ class LimitFields(BaseModel):
         default=True,
         description="When a retry is stopped by the same loop verdict at the same place on "
         "the same text as an earlier attempt of the page (a healthy page that repeats "
-        "itself), run that step once more with the loop stop off: an answer that ends before "
-        "max_tokens and passes the profile's judge is kept and the stops count as false "
-        "alarms; a real loop runs to the cap and the page goes on down its plan.",
+        "itself), run that step once more with a relaxed stop that lets the repeated unit, "
+        "and only it, run up to a bound: an answer that ends before max_tokens and passes "
+        "the profile's judge and the offline scorer (that unit tolerated up to the bound) is "
+        "kept and the stops count as false alarms; a real loop is cut past the bound, or ends "
+        "as degeneration, and the page goes on down its plan.",
     )
     page_token_budget: int = Field(
         default=32_000, description="Completion tokens one page may spend across its attempts."

@@ -49,7 +49,7 @@ class PlanStep(Section):
         default=True,
         description="Stop the attempt at a loop verdict (Folio's detector, the plugin, vLLM's "
         "repetition_detection); off: it runs to its own end or max_tokens, and an answer cut "
-        "at the cap is refused. A confirming attempt runs its step with this off.",
+        "at the cap is refused. A confirming attempt relaxes it for the repeated unit only.",
     )
 
     @model_validator(mode="after")

@@ -8,7 +8,10 @@ line from 12 copies of a symbol; the bench sets it so (char_run_min and mrz_fill
 since the default now waits for 128 `<`. `LEDGER` is a page that loops for real on a ledger row:
 the same row from the same place whatever the decoding, as a model stuck on a page does.
 `drifting_loop` is a loop whose place and row change with the temperature, as a sampled retry
-usually moves a loop.
+usually moves a loop. `ended_loop` is the ledger's loop that ends: the same row `ENDED_COPIES`
+times from the same place, then EOS before the cap (a loop that ends is still degeneration).
+`loop_once` loops on the first read only and reads the ledger healthily at any other
+temperature: what a loop that does not come back costs, beside the sticky one.
 """
 
 from __future__ import annotations
@@ -64,6 +67,29 @@ Statement period: 1 March 2024 to 31 March 2024. Account holder: Northwind Trade
 """
 LEDGER_ROW = "| 2024-03-02 | Payment received, invoice 1187 | 120.00 |\n"
 LEDGER = Answer(_LEDGER_HEAD, loop=LEDGER_ROW)
+ENDED_COPIES = 60
+LEDGER_ENDED = Answer(_LEDGER_HEAD, loop=LEDGER_ROW, copies=ENDED_COPIES)
+# The ledger read healthily: the row once, then the month's other rows.
+_MONTH = (
+    "Office supplies, Harbour Stationers",
+    "Transfer to savings",
+    "Direct debit, electricity",
+    "Refund, order 5521",
+    "Salary run, March",
+    "Courier, Eastline Logistics",
+    "Bank charges",
+    "Software licence renewal",
+    "Interest earned",
+    "Closing balance",
+)
+LEDGER_HEALTHY = (
+    _LEDGER_HEAD
+    + LEDGER_ROW
+    + "".join(
+        f"| 2024-03-{day:02d} | {what} | {day * 37 % 400}.{day * 7 % 100:02d} |\n"
+        for day, what in enumerate(_MONTH, start=3)
+    )
+)
 
 
 def healthy(_body: dict[str, Any]) -> Answer:
@@ -85,3 +111,15 @@ def drifting_loop(body: dict[str, Any]) -> Answer:
         for day in range(3, 3 + rows)
     )
     return Answer(head, loop=f"| 2024-03-{10 + rows:02d} | Transfer to savings | {rows}00.00 |\n")
+
+
+def ended_loop(_body: dict[str, Any]) -> Answer:
+    """The ledger row `ENDED_COPIES` times from the same place, then the end of the answer."""
+    return LEDGER_ENDED
+
+
+def loop_once(body: dict[str, Any]) -> Answer:
+    """The ledger looping on the greedy first read, read healthily at a retry's temperature."""
+    if float(body.get("temperature") or 0.0) == 0.0:
+        return LEDGER
+    return Answer(LEDGER_HEALTHY)

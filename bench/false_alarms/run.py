@@ -8,9 +8,14 @@ arms (the confirming attempt off, as before issue 39, and on):
 - `false alarm`: a healthy passport page whose `<` fill trips `char_run` at the same place
   on every read (`pages.PASSPORT`);
 - `loop, same place`: a real loop on a ledger row from the same place whatever the decoding
-  (the confirming attempt runs it to the cap);
+  (a sticky loop: the confirming attempt lets the row run to its bound, then cuts it);
+- `loop that ends`: the same row 60 times from the same place, then EOS before the cap (a
+  loop that ends is still degeneration);
 - `loop, moved`: a real loop whose place and row move with the temperature (no confirming
-  attempt; the repeated-loop cap skips the rest of the ladder as before).
+  attempt; the repeated-loop cap skips the rest of the ladder as before);
+- `loop, gone on retry`: the ledger loops on the greedy first read only, the retry reads it:
+  what a loop that does not come back costs, the yardstick of a sticky loop's cost
+  (`sticky_over_gone`: issue 51 asks for at most 2).
 
 Per page: whose text the page ends with, attempts, tokens the VLM generated (stand-in
 tokens: pieces of at most 4 characters), the confirming attempt's tokens, and the report's
@@ -36,18 +41,30 @@ from app.pdf import samples
 from app.report.build import build_report
 from app.settings import Settings, VlmEndpoint
 from bench.environment import machine_info, write_results
-from bench.false_alarms.pages import PASSPORT, drifting_loop, healthy, same_loop
+from bench.false_alarms.bound import bound_table, run_bound
+from bench.false_alarms.pages import (
+    PASSPORT,
+    drifting_loop,
+    ended_loop,
+    healthy,
+    loop_once,
+    same_loop,
+)
 from bench.false_alarms.standin import AnswerFor, serving
 
 MAX_TOKENS = 4096  # the generic `markdown` profile's cap
 SCENARIOS: dict[str, AnswerFor] = {
     "false alarm": healthy,
     "loop, same place": same_loop,
+    "loop that ends": ended_loop,
     "loop, moved": drifting_loop,
+    "loop, gone on retry": loop_once,
 }
 
 
-def run_arm(answer_for: AnswerFor, confirm: bool, pages: int, work: Path) -> dict[str, Any]:
+def run_arm(
+    answer_for: AnswerFor, confirm: bool, pages: int, work: Path, grounding: bool = True
+) -> dict[str, Any]:
     """One job of `pages` identical pages; the figures a user would read of it."""
     folder = work / "in"
     folder.mkdir(parents=True)
@@ -67,6 +84,7 @@ def run_arm(answer_for: AnswerFor, confirm: bool, pages: int, work: Path) -> dic
             vlm_endpoints={"primary": endpoint},
             detector={"char_run_min": 12, "mrz_fill_run_min": 12},
             confirm_repeated_stops=confirm,
+            detector_grounding=grounding,
             concurrency=2,
             vlm_concurrency=2,
         )
@@ -100,12 +118,30 @@ def run(pages: int) -> dict[str, Any]:
                 arms[f"{name}, confirm {'on' if confirm else 'off'}"] = run_arm(
                     answer_for, confirm, pages, work
                 )
+        # The demo PDF's text layer holds none of the ledger's rows: grounding bounds the
+        # sticky loop's confirming attempt at 0 + 2 copies; without it, the bound is the
+        # multiple of the copies at the cut.
+        arms["loop, same place, confirm on, grounding off"] = run_arm(
+            same_loop, True, pages, Path(tmp) / "sticky-ungrounded", grounding=False
+        )
     extra = {
         name: arms[f"{name}, confirm on"]["vlm_tokens_per_page"]
         - arms[f"{name}, confirm off"]["vlm_tokens_per_page"]
         for name in SCENARIOS
     }
-    return {"max_tokens": MAX_TOKENS, "arms": arms, "extra_vlm_tokens_per_page": extra}
+    gone = arms["loop, gone on retry, confirm on"]["vlm_tokens_per_page"]
+    return {
+        "max_tokens": MAX_TOKENS,
+        "arms": arms,
+        "extra_vlm_tokens_per_page": extra,
+        "sticky_over_gone": {
+            arm: round(arms[arm]["vlm_tokens_per_page"] / gone, 3)
+            for arm in (
+                "loop, same place, confirm on",
+                "loop, same place, confirm on, grounding off",
+            )
+        },
+    }
 
 
 def results_table(report: dict[str, Any]) -> Table:
@@ -143,8 +179,19 @@ def results_table(report: dict[str, Any]) -> Table:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench false-alarms", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 pages an arm instead of 6")
+    parser.add_argument(
+        "--bound",
+        action="store_true",
+        help="the confirming attempt's bound on real text instead (bound.py; no server)",
+    )
     args = parser.parse_args(argv)
     console = Console(width=170)
+    if args.bound:
+        bound = run_bound()
+        bound["machine"] = machine_info()
+        console.print(bound_table(bound))
+        console.print(f"Results written to {write_results('confirm_bound', bound)}")
+        return bound
     report = run(2 if args.quick else 6)
     report["machine"] = machine_info()
     console.print(results_table(report))
@@ -152,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         console.print(
             f"extra VLM tokens per page with the confirming attempt, {name}: {tokens:,.0f}"
         )
+    for arm, ratio in report["sticky_over_gone"].items():
+        console.print(f"{arm} over a loop that does not come back, VLM tokens: {ratio:.2f}x")
     console.print(f"Results written to {write_results('false_alarms', report)}")
     return report
 

@@ -40,15 +40,19 @@ def pieces(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Answer:
     """What the server writes: `text`, then `loop` over and over up to the cap (a loop that
-    does not end), or nothing more (EOS) when `loop` is empty."""
+    does not end), or `copies` times and then EOS (a loop that ends), or nothing more (EOS)
+    when `loop` is empty."""
 
     text: str
     loop: str = ""
+    copies: int | None = None
 
     def tokens(self, max_tokens: int) -> tuple[list[str], str]:
         """The tokens written under `max_tokens`, and the finish reason."""
         written = pieces(self.text)
-        if self.loop:
+        if self.loop and self.copies is not None:
+            written += pieces(self.loop) * self.copies
+        elif self.loop:
             written += itertools.islice(itertools.cycle(pieces(self.loop)), max_tokens)
         if len(written) > max_tokens:
             return written[:max_tokens], "length"
