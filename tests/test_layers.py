@@ -36,6 +36,7 @@ ONLY: dict[str, set[str]] = {
     # seams to outside systems
     "pdf": {"errors", "textlayer"},
     "storage": {"errors", "settings"},
+    "scanread": {"textlayer"},  # RapidOCR, the second reader for scans
 }
 
 # room -> rooms of app/ above it, which it must never import

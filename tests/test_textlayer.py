@@ -118,8 +118,12 @@ GATE = GateConfig(languages_for("eng"))
         (WORDS, None),
         ("Die Versammlung beschloss nach langer Beratung einen neuen Haushalt " * 3, None),
         # Hangul and Arabic read with English word lists: not judged, so not refused
-        ("코로나바이러스감염증 관련 보험 현황과 감염병의 예방 및 관리에 관한 법률 개정 " * 4, None),
-        ("تحسين الإنتاجية وحل المشكلات من خلال البرمجة بلغة الحاسوب الحديثة " * 4, None),
+        pytest.param(
+            "코로나바이러스감염증 관련 보험 현황과 감염병의 예방 및 관리 " * 4, None, id="hangul"
+        ),
+        pytest.param(
+            "تحسين الإنتاجية وحل المشكلات من خلال البرمجة بلغة الحاسوب " * 4, None, id="arabic"
+        ),
         ("Oqnbddchmfr ne sgd Qdfhnm`k Ldddshmf gdkc hm sgd mnqsgdqm ghkkr " * 3, "garbled"),
         ("\ue001\ue002\ue003 " * 40, "garbled"),
         ((WORDS * 2).replace(" ", ""), "word_soup"),

@@ -6,21 +6,38 @@ import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 # OpenMP inside Tesseract oversubscribes small machines (7x slower measured on 2 cores); Folio
 # parallelises across pages instead. Must be set before libtesseract loads.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
 import tesserocr
+from PIL import Image
 
 from app.domain import AttemptStatus, EngineResult, PageInput
 from app.errors import ConfigError, EngineError
 from app.positions.model import Placed, lines_of, positions_json
+from app.scanread.choice import keep_second, needs_second_reading
+from app.scanread.reading import Reading
 from app.settings import PlanStep
 from app.textlayer.edges import running_lines
 from app.textlayer.model import Box, PageLayout, TextLine
 from app.textlayer.paragraphs import join_lines
+
+
+class SecondReader(Protocol):
+    def read(self, image: Image.Image) -> Reading: ...
+
+
+def default_second_reader() -> SecondReader | None:
+    """RapidOCR where the [scan] extra is installed."""
+    try:
+        from app.scanread.rapid import RapidReader
+
+        return RapidReader()
+    except ImportError:
+        return None
 
 
 def default_tessdata_dir() -> str:
@@ -35,7 +52,15 @@ class TesseractEngine:
 
     name = "tesseract"
 
-    def __init__(self, lang: str = "eng", tessdata_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        lang: str = "eng",
+        tessdata_dir: str | None = None,
+        second_reader: SecondReader | Literal["auto"] | None = "auto",
+    ) -> None:
+        """`second_reader` re-reads the pages Tesseract reads poorly (`app.scanread`); "auto":
+        RapidOCR where the [scan] extra is installed, none elsewhere."""
+        self.second_reader = default_second_reader() if second_reader == "auto" else second_reader
         self.lang = lang
         self.tessdata_dir = tessdata_dir or default_tessdata_dir()
         for code in lang.split("+"):
@@ -60,22 +85,28 @@ class TesseractEngine:
     def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
         started = datetime.now(UTC)
         api = self._api()
+        model = f"tesseract-{tesserocr.tesseract_version().split()[1]}:{self.lang}"
         try:
             api.SetImage(page.image)
             api.Recognize()
             text = "\n\n".join(_paragraphs(api, page.image.size))
             positions = _positions(api, page) if text else None
+            confidence = api.MeanTextConf()
         except RuntimeError as exc:
             raise EngineError(f"tesseract failed: {exc}") from exc
         finally:
             api.Clear()
+        if self.second_reader is not None and text and needs_second_reading(confidence):
+            second = self.second_reader.read(page.image)
+            if keep_second(second.text, second.score):
+                text, model, positions = second.text, second.model, None
         status = AttemptStatus.OK if text else AttemptStatus.EMPTY
         return EngineResult(
             text=text,
             status=status,
             started_at=started,
             ended_at=datetime.now(UTC),
-            model=f"tesseract-{tesserocr.tesseract_version().split()[1]}:{self.lang}",
+            model=model,
             positions=positions,
         )
 
