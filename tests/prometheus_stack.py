@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from sqlalchemy.engine import make_url
 from tests.api_server import free_port
 from tests.conftest import unavailable
 from tests.distributed_support import ROOT, wait_until
+from tests.vllm_cpu.server import VllmEndpoint, metric_total
 
 PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"
 FOLIO = str(Path(sys.executable).parent / "folio")
@@ -151,6 +153,20 @@ def redis_exporter(redis_url: str, db: int, port: int, tmp: Path) -> Iterator[st
     command += ["-web.listen-address", f"127.0.0.1:{port}"]
     with process(command, tmp / "redis-exporter.log", f"http://127.0.0.1:{port}/metrics"):
         yield f"127.0.0.1:{port}"
+
+
+def wait_idle(server: VllmEndpoint, cap_s: float = 300.0) -> None:
+    """Until the vLLM server runs no request (a held one runs on to its cap first)."""
+    deadline = time.monotonic() + cap_s
+    while True:
+        samples = server.metrics()
+        busy = metric_total(samples, "vllm:num_requests_running") + metric_total(
+            samples, "vllm:num_requests_waiting"
+        )
+        if busy == 0:
+            return
+        assert time.monotonic() < deadline, "the server never went idle"
+        time.sleep(0.2)
 
 
 class Prometheus:

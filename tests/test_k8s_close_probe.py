@@ -10,7 +10,6 @@ NOT live runs the probe to its cap. Waits are on the server's counters, with cap
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,8 @@ from app.engines import vlm_close_probe
 from app.engines.vlm_close_probe import CLOSE_SLACK
 from tests.http_proxies import ProxyProcess
 from tests.k8s_support import find, render
-from tests.vllm_cpu.server import VllmEndpoint, metric_total
+from tests.prometheus_stack import wait_idle
+from tests.vllm_cpu.server import VllmEndpoint
 
 pytestmark = pytest.mark.vllm
 
@@ -31,19 +31,6 @@ def close_probe_script() -> str:
     ]
     assert probe["command"] == ["python", "-c"]
     return str(probe["args"][0])
-
-
-def wait_idle(server: VllmEndpoint, cap_s: float = 300.0) -> None:
-    deadline = time.monotonic() + cap_s
-    while True:
-        samples = server.metrics()
-        busy = metric_total(samples, "vllm:num_requests_running") + metric_total(
-            samples, "vllm:num_requests_waiting"
-        )
-        if busy == 0:
-            return
-        assert time.monotonic() < deadline, "the server never went idle"
-        time.sleep(0.2)
 
 
 def run_init_container(
