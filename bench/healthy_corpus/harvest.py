@@ -151,7 +151,8 @@ def source_pages(mirror_root: Path, source: HarvestSource) -> Iterator[dict[str,
         except (UnicodeDecodeError, ValueError):  # not UTF-8, or not well-formed XML
             continue
         fmt = file_format(path, selector)
-        for index, (number, text) in enumerate(texts):
+        # every n-th page of a long document (`HarvestSelector.every`), indexed as cut
+        for index, (number, text) in list(enumerate(texts))[:: selector.every]:
             page = page_record(source, selector, path, fmt, text, index, len(texts))
             page["redistributable"] = source.redistributable and selector.committed
             page["reader"] = selector.reader

@@ -7,9 +7,14 @@ file's order, one per line, a blank line between regions or blocks. Coordinates,
 word-level duplicates of a line's text are left out: they are the file format, not the page.
 The ICDAR 2013 table competition's structure files hold each table's cells by row and column,
 on a numbered page of its PDF: each page's tables are written as Markdown tables, a cell's
-lines joined by a space (`PAGED_READERS`: one file, several pages).
+lines joined by a space (`PAGED_READERS`: one file, several pages). Textract answers only as
+its SDK's JSON: its text is its LINE blocks, page by page, in the response's order. hOCR
+(Tesseract, Scribe) is read as its lines of words, a blank line between paragraphs.
 """
 
+import html
+import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 
@@ -117,11 +122,46 @@ def icdar_tables(raw: bytes) -> dict[int, str]:
     return {page: "\n\n".join(tables) for page, tables in sorted(pages.items())}
 
 
-PAGED_READERS: dict[str, Callable[[bytes], dict[int, str]]] = {"icdar-tables": icdar_tables}
+def textract_pages(raw: bytes) -> dict[int, str]:
+    """Page number -> the LINE blocks' text of a Textract response, one line each."""
+    pages: dict[int, list[str]] = {}
+    for block in json.loads(raw).get("Blocks", []):
+        if block.get("BlockType") == "LINE" and block.get("Text", "").strip():
+            pages.setdefault(int(block.get("Page", 1)), []).append(block["Text"])
+    return {page: "\n".join(lines) for page, lines in sorted(pages.items())}
+
+
+_HOCR_PAR = re.compile(r"<(?:p|div)\b[^>]*class=['\"]ocr_(?:par|carea)['\"]")
+_HOCR_LINE = re.compile(r"<span\b[^>]*class=['\"]ocr_(?:line|header|caption|textfloat)['\"]")
+_HOCR_WORD = re.compile(r"<span\b[^>]*class=['\"]ocrx_word['\"][^>]*>(.*?)</span>", re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def hocr_text(raw: bytes) -> str:
+    """An hOCR page's words, a line per `ocr_line`, a blank line between paragraphs."""
+    document = raw.decode("utf-8")
+    blocks = []
+    for paragraph in _HOCR_PAR.split(document)[1:] or [document]:
+        lines = []
+        for line in _HOCR_LINE.split(paragraph)[1:]:
+            words = [html.unescape(_TAG.sub("", word)).strip() for word in _HOCR_WORD.findall(line)]
+            text = " ".join(word for word in words if word)
+            if text:
+                lines.append(text)
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+PAGED_READERS: dict[str, Callable[[bytes], dict[int, str]]] = {
+    "icdar-tables": icdar_tables,
+    "textract-lines": textract_pages,
+}
 
 READERS: dict[str, Callable[[bytes], str]] = {
     "text": plain_text,
     "page-xml": page_xml_text,
     "alto": alto_text,
     "box-csv": box_csv_text,
+    "hocr": hocr_text,
 }

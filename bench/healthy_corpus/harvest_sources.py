@@ -27,13 +27,18 @@ FROZEN_PATH = "app/degeneration"
 
 @dataclass(frozen=True, slots=True)
 class HarvestSelector(Selector):
-    # text | page-xml | alto | box-csv (harvest_readers.READERS) | icdar-tables (PAGED_READERS)
+    # harvest_readers.READERS (text | page-xml | alto | box-csv | hocr) or PAGED_READERS
+    # (icdar-tables | textract-lines)
     reader: str = "text"
     pair: tuple[str, str] | None = None  # (pattern over the path, input path sans extension)
     pair_extensions: tuple[str, ...] = (".pdf", ".png", ".jpg", ".jpeg")
     # False where these files' text may not be committed though the source's may (data that
     # a permissive repository carries under terms of its own): rebuilt locally
     committed: bool = True
+    # keep every n-th page-sized chunk of a document (in order, from the first): a source of
+    # a few very long documents (annual reports) is sampled so that it does not outweigh the
+    # others; a stated rule, not a choice of pages
+    every: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +142,84 @@ HARVEST: tuple[HarvestSource, ...] = (
         licence_file="LICENSE.txt",
         note="PDFBox's text of the PDFs its extraction tests read (a book, paper pages, "
         "a poem collection, forms), beside them",
+    ),
+    HarvestSource(
+        "aws-samples/amazon-textract-textractor",
+        "f34c34a6c75dd4675642e52c1bad5a6c0eaf8ee4",
+        "Apache-2.0",
+        True,
+        (
+            HarvestSelector(
+                "tests/fixtures/saved_api_responses/test_detect_no_duplicate_words_*.json",
+                "textract",
+                "text",
+                reader="textract-lines",
+                max_bytes=1_000_000,
+                pair=(
+                    r"^tests/fixtures/saved_api_responses/test_detect_no_duplicate_words_(.*)"
+                    r"\.json$",
+                    r"tests/fixtures/\1",
+                ),
+                pair_extensions=("",),
+            ),
+        ),
+        note="Amazon Textract's lines (its saved responses' LINE blocks) for the scans and "
+        "PDFs textractor's tests read: a 10-Q page, forms, paystubs, receipts, an invoice",
+    ),
+    HarvestSource(
+        "thecguyyyy/financial-OCR-benchmark",
+        "d3bf7c25c722974e5beed4cb3bbb44fbfe92eb1c",
+        "NOASSERTION",
+        False,
+        tuple(
+            HarvestSelector(
+                pattern,
+                producer,
+                "markdown",
+                max_bytes=2_000_000,
+                pair=(r"^.*/(\d+)\.md$", r"data/pdf/\1"),
+                every=4,
+            )
+            for pattern, producer in (
+                ("normalized_predictions/paddleocr-vl-1.6-pagewise/*.md", "paddleocr-vl"),
+                ("normalized_predictions/mineru-3.4.4-vlm/*.md", "mineru-vlm"),
+                ("normalized_predictions/mineru-3.4.0-pipeline/*.md", "mineru"),
+                ("data/gt/primary/*.md", "groundtruth"),
+            )
+        ),
+        note="six Chinese listed companies' annual and interim reports (dense financial "
+        "tables) as PaddleOCR-VL 1.6, MinerU 3.4's VLM and pipeline backends and people "
+        "read them, beside the PDFs; no licence stated: rebuilt locally",
+    ),
+    HarvestSource(
+        "scribeocr/ocr-benchmark",
+        "818efa700e6811bb056efd353b3e1f6fd383de2c",
+        "NOASSERTION",
+        False,
+        (
+            HarvestSelector(
+                "ground_truth/*.hocr",
+                "groundtruth",
+                "text",
+                reader="hocr",
+                max_bytes=3_000_000,
+                pair=(r"^ground_truth/(.*?)(?:\.truth)?\.hocr$", r"img/\1"),
+            ),
+            *(
+                HarvestSelector(
+                    f"results/{engine}/*.hocr",
+                    producer,
+                    "text",
+                    reader="hocr",
+                    max_bytes=3_000_000,
+                    pair=(r"^results/[^/]+/(.*)\.hocr$", r"img/\1"),
+                )
+                for engine, producer in (("tesseractjs_lstm", "tesseract"), ("scribejs", "scribe"))
+            ),
+        ),
+        note="scans of charts, depositions, court filings, forms, multi-column pages, "
+        "receipts and slides, with their ground truth and Tesseract's and Scribe's hOCR; no "
+        "licence stated: rebuilt locally",
     ),
     HarvestSource(
         "UB-Mannheim/reichsanzeiger-gt",
