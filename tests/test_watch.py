@@ -18,7 +18,7 @@ from app.db import repo
 from app.db.engine import Database
 from app.db.models import Job, Page
 from app.jobs import run_job_locally
-from app.jobs.watch import StableFiles, Watcher, _move, inbox_lock
+from app.jobs.watch import INCOMPLETE_LOOKS, StableFiles, Watcher, _move, inbox_lock
 from app.pdf.samples import born_digital_pdf, page_text
 from app.settings import Settings
 
@@ -55,12 +55,33 @@ def job_count(db_url: str) -> int:
 
 def test_a_file_is_taken_only_once_it_stops_growing(tmp_path: Path) -> None:
     stable, path = StableFiles(), tmp_path / "a.pdf"
-    path.write_bytes(b"%PDF-1.7 first half")
+    whole = pdf(2)
+    path.write_bytes(whole[:300])
     assert stable.look([path]) == []
     with path.open("ab") as handle:
-        handle.write(b" second half")
+        handle.write(whole[300:])
     assert stable.look([path]) == []
     assert stable.look([path]) == [path]
+
+
+def test_a_pdf_whose_writer_pauses_is_not_taken_half_written(tmp_path: Path) -> None:
+    """A copy that stops mid-way for a few looks: the file begins as a PDF and has no
+    `%%EOF` yet, so it must hold still for INCOMPLETE_LOOKS looks; one cut short for good is
+    taken then, and fails or keeps what can be repaired."""
+    stable, path, other = StableFiles(), tmp_path / "scan.pdf", tmp_path / "notes.txt.pdf"
+    whole = pdf(2)
+    path.write_bytes(whole[: len(whole) // 2])
+    other.write_bytes(b"plain text, not a PDF: taken as soon as it holds still")
+    seen = [stable.look([path, other]) for _ in range(INCOMPLETE_LOOKS)]
+    assert seen[1] == [other] and all(path not in s for s in seen)
+    with path.open("ab") as handle:  # the writer goes on
+        handle.write(whole[len(whole) // 2 :])
+    assert path not in stable.look([path])
+    assert stable.look([path]) == [path]  # whole now: one still look is enough
+    cut = tmp_path / "cut.pdf"
+    cut.write_bytes(whole[:200])
+    looks = [stable.look([cut]) for _ in range(INCOMPLETE_LOOKS + 1)]
+    assert looks[-2] == [] and looks[-1] == [cut]
 
 
 def test_batch_window_gathers_files_into_one_job(sqlite_url: str, tmp_path: Path) -> None:

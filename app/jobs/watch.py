@@ -33,6 +33,10 @@ from app.settings import Settings
 
 PARTIAL_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial")
 MAX_BATCH_TRIES = 3  # runs of a batch that failed as a whole before its files are given up
+# Looks an unfinished-looking PDF must hold still for (10 x watch_poll_s: 20 s by default),
+# against one for any other file: a copy that pauses mid-way is not taken half written.
+INCOMPLETE_LOOKS = 10
+_TAIL_BYTES = 1024  # a PDF's `%%EOF` is its last line; some writers pad a little after it
 _TRIES_FILE = ".folio-tries"
 # A file name holds 255 bytes: room for `-NN` and `.reason.txt` (11) after a claimed name.
 _MAX_NAME_BYTES = 230
@@ -55,21 +59,46 @@ class BatchOutcome:
 
 @dataclass
 class StableFiles:
-    """Files whose size and modification time held still between two looks."""
+    """Files whose size and modification time held still between two looks; a file that
+    starts as a PDF but does not end as one (no `%%EOF` in its last KiB: a copy paused
+    mid-way) must hold still for `INCOMPLETE_LOOKS` looks before it is taken as it is."""
 
-    _seen: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    _seen: dict[Path, tuple[int, int, int]] = field(default_factory=dict)
 
     def look(self, paths: list[Path]) -> list[Path]:
-        now: dict[Path, tuple[int, int]] = {}
+        now: dict[Path, tuple[int, int, int]] = {}
         for path in paths:
             try:
                 stat = path.lstat()  # a link as itself: it is never followed
             except FileNotFoundError:
                 continue
-            now[path] = (stat.st_size, stat.st_mtime_ns)
-        stable = [p for p, signature in now.items() if self._seen.get(p) == signature]
+            signature = (stat.st_size, stat.st_mtime_ns)
+            before = self._seen.get(path)
+            still = before[2] + 1 if before and before[:2] == signature else 0
+            now[path] = (*signature, still)
         self._seen = now
-        return sorted(stable)
+        ready = [p for p, (_, _, still) in now.items() if still >= _looks_needed(p)]
+        return sorted(ready)
+
+
+def _looks_needed(path: Path) -> int:
+    return INCOMPLETE_LOOKS if _unfinished_pdf(path) else 1
+
+
+def _unfinished_pdf(path: Path) -> bool:
+    """A file that begins as a PDF and has no `%%EOF` near its end: still being written, or
+    cut short (then it is taken after `INCOMPLETE_LOOKS` looks, and fails or keeps what
+    MuPDF can repair)."""
+    if path.is_symlink():
+        return False
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1024)
+            handle.seek(max(0, path.stat().st_size - _TAIL_BYTES))
+            tail = handle.read()
+    except OSError:
+        return False
+    return b"%PDF-" in head and b"%%EOF" not in tail
 
 
 @contextmanager
