@@ -46,7 +46,7 @@ from tests.prometheus_stack import (
     standin,
 )
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 BROKER_DB = 13
 PAGES = 24  # >= the loop alert's 20 VLM calls in its window, on one model

@@ -164,6 +164,7 @@ def trigger_lists(obj: dict[str, Any]) -> list[str]:
     return [t["metadata"]["listName"] for t in obj["spec"]["triggers"]]
 
 
+@pytest.mark.redis
 def test_keda_reads_the_lists_celery_fills(prefix: str) -> None:
     """Tasks sent by Folio's own Enqueuer at several priorities land in exactly the lists the
     generated triggers name, and in no other list of the prefix."""
