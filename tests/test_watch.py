@@ -228,3 +228,19 @@ def wait_for_pages(db_url: str, at_least: int, timeout: float = 120) -> int:
         if (done or 0) >= at_least or time.monotonic() > deadline:
             return int(done or 0)
         time.sleep(0.05)
+
+
+def test_a_file_renamed_mid_job_is_still_its_document(sqlite_url: str, tmp_path: Path) -> None:
+    watcher = make_watcher(sqlite_url, tmp_path)
+    (watcher.inbox / "a.pdf").write_bytes(pdf(1, seed=2))
+    (watcher.inbox / "b.pdf").write_bytes(pdf(1, seed=3))
+    batch = watcher._claim(sorted(watcher.inbox.glob("*.pdf")))
+    assert batch is not None
+    job_id = watcher._job_for(batch)
+    with watcher.db.session() as session:
+        pages = repo.open_pages(session, job_id)
+    run_job_locally(watcher.settings, watcher.db, job_id, pages)
+    (batch / "a.pdf").rename(batch / "a renamed.pdf")  # its results are written already
+    (outcome,) = make_watcher(sqlite_url, tmp_path).recover()
+    assert sorted(outcome.done) == ["a renamed.pdf", "b.pdf"] and outcome.failed == {}
+    assert files_in(watcher.inbox / "done") == ["a renamed.pdf", "b.pdf"]

@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy import select
+
 from app.db import repo
 from app.db.engine import Database
+from app.db.models import Document
 from app.domain import DocumentStatus
 from app.jobs import document_limits, run_job_locally, settle_job
-from app.jobs.results import JobResults, load_results, write_outputs
-from app.pipeline.ingest import ingest
+from app.jobs.results import DocumentResult, JobResults, load_results, write_outputs
+from app.pipeline.ingest import ingest, sha256_of
 from app.pipeline.local import PageCallback
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
@@ -258,8 +261,9 @@ class Watcher:
     ) -> BatchOutcome:
         outcome = BatchOutcome(batch.name, job_id, [], {}, outbox)
         reasons = {Path(d.path).name: d for d in results.documents}
+        renamed = self._by_content(job_id, reasons, batch)
         for path in _originals(batch):
-            document = reasons.get(path.name)
+            document = reasons.get(path.name) or renamed.get(sha256_of(path) or "")
             if document is not None and document.status != DocumentStatus.FAILED:
                 _move(path, self.done, None)
                 outcome.done.append(path.name)
@@ -268,6 +272,20 @@ class Watcher:
             _move(path, self.failed, reason or "failed")
             outcome.failed[path.name] = reason or "failed"
         return outcome
+
+    def _by_content(
+        self, job_id: str, reasons: dict[str, DocumentResult], batch: Path
+    ) -> dict[str, DocumentResult]:
+        """The job's documents whose file is no longer in the batch under its name (renamed
+        there mid-job), by content: a renamed file is still its document."""
+        gone = {name for name in reasons if not (batch / name).exists()}
+        if not gone:
+            return {}
+        with self.db.session() as session:
+            rows = session.execute(
+                select(Document.path, Document.sha256).where(Document.job_id == job_id)
+            ).all()
+        return {sha: reasons[Path(p).name] for p, sha in rows if sha and Path(p).name in gone}
 
 
 def unique_names(files: list[Path]) -> list[str]:
