@@ -62,6 +62,9 @@ def submit_uploads(
         discard(folder.root)
         log.warning("upload: the object store is unreachable: %s", exc)
         raise HTTPException(503, "the upload store is unreachable; try again later") from exc
+    except BaseException:  # no job holds the files: nothing may stay behind on disk
+        discard(folder.root)
+        raise
     ctx.runner.submit(ingested.job_id)
     return get_job(ctx, key, ingested.job_id)
 
