@@ -185,8 +185,9 @@ def test_the_loop_alert_fires_on_a_spike_and_stays_quiet_on_a_healthy_job(
                 env = serve_env(postgres_url, vllm, model, tmp_path)
                 with folio_serve(ports[f"serve-{stack}"], env, logs[1]) as api:
                     found[stack] = measure(prom, db, api, token, model, tmp_path / "in")
-        db_quiet = [name for name in ("FolioPagesWaitingTooLong", "FolioWorkersGone",
-                    "FolioResultsNotDelivered") if prom.query(alert_expr(name))]  # fmt: skip
+        db_alerts = ("FolioPagesWaitingTooLong", "FolioWorkersGone", "FolioResultsNotDelivered",
+                     "FolioWebhooksNotDelivered")  # fmt: skip
+        db_quiet = [name for name in db_alerts if prom.query(alert_expr(name))]
         db_scraped = prom.value('sql_folio_pages_open{col="waiting"}')
         backlog = queued_backlog(prom, f"{redis_addr}/{BROKER_DB}")
         series = 'count(last_over_time({{__name__="{}"}}[1h]))'

@@ -143,10 +143,10 @@ def sql_queries() -> dict[str, str]:
 
 
 def seed(session: Session) -> None:
-    """One job an hour and a half old: a page waiting, one running on a lapsed lease, one
-    running on a live lease, a done page with VLM attempts (one under a NOT live close now, one
-    degenerate now, one of each three hours ago), and webhook deliveries (one failed now, one
-    pending for 20 minutes, one delivered)."""
+    """A job done, one undelivered, and one an hour and a half old: a page waiting, one running
+    on a lapsed lease, one running on a live lease, a done page with VLM attempts (one under a
+    NOT live close now, one degenerate now, one of each three hours ago), and webhook
+    deliveries (one failed now, one pending for 20 minutes, one delivered)."""
     now = datetime.now(UTC)
     job = Job(
         id="j1",
@@ -156,7 +156,9 @@ def seed(session: Session) -> None:
         created_at=now - timedelta(minutes=90),
     )
     key = ApiKey(name="k", token_sha256="0" * 64)
-    session.add_all([job, key])
+    sent = Job(id="j2", status="done", source="y", plan_name="vlm")
+    unsent = Job(id="j3", status="undelivered", source="z", plan_name="vlm")
+    session.add_all([job, key, sent, unsent])
     session.flush()
     doc = Document(job_id="j1", path="x.pdf", name="x.pdf", status="running")
     session.add(doc)
@@ -206,11 +208,13 @@ def test_the_sql_exporter_queries_count_what_they_say(postgres_url: str) -> None
     with engine.connect() as conn:
         pages = conn.execute(text(queries["folio_pages_open"])).mappings().one()
         hooks = conn.execute(text(queries["folio_webhooks"])).mappings().one()
+        jobs = conn.execute(text(queries["folio_jobs"])).mappings().one()
         verdicts = conn.execute(text(queries["folio_close_verdicts"])).mappings().all()
         kinds = conn.execute(text(queries["folio_loop_kinds"])).mappings().all()
     engine.dispose()
     assert (pages["waiting"], pages["running"], pages["lease_expired"]) == (1, 2, 1)
     assert 90 * 60 - 5 <= pages["oldest_waiting_seconds"] <= 90 * 60 + 300
     assert (hooks["failed_1h"], hooks["overdue"]) == (1, 1)
+    assert jobs["undelivered"] == 1
     assert sorted((v["verdict"], v["attempts"]) for v in verdicts) == [("NOT live", 1), ("live", 1)]
     assert [(k["kind"], k["attempts"]) for k in kinds] == [("cycle", 1)]  # the last hour only
