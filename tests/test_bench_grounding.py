@@ -11,7 +11,7 @@ from bench.detector import grounding
 
 def test_the_grounding_bench_runs_and_grounding_only_removes_verdicts(tmp_path: Path) -> None:
     out = tmp_path / "grounding.json"
-    report = grounding.main(["--limit", "12", "--out", str(out)])
+    report = grounding.main(["--limit", "12", "--no-ocr-cost", "--out", str(out)])
 
     assert out.is_file()
     corpus = report["false_alarms"]["pooled: corpus"]
