@@ -7,7 +7,6 @@ KEDA reads checked against the lists Celery really fills."""
 from __future__ import annotations
 
 import copy
-import os
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,10 +49,8 @@ def deployed_settings(
     rendered: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Settings]:
     """Settings as a pod builds them: the ConfigMap's variables and the Secrets' (stand-ins
-    for the operator's URLs), nothing of this shell's FOLIO_ variables."""
-    for key in list(os.environ):
-        if key.startswith("FOLIO_"):
-            monkeypatch.delenv(key)
+    for the operator's URLs); conftest has cleared this shell's FOLIO_ variables and points
+    the config file at one that does not exist."""
     for key, value in configmap_env(rendered).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("FOLIO_DATABASE_URL", "postgresql+psycopg://folio@db/folio")
