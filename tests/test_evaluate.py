@@ -150,3 +150,71 @@ def test_a_failed_page_scores_as_an_empty_answer(
     (arm,) = json.loads((tmp_path / "eval" / "eval.json").read_text())["arms"]
     assert arm["pages_failed"] == 3
     assert arm["cer"] == 1.0 and arm["word_f1"] == 0.0 and arm["textlayer_f1"] == 0.0
+
+
+STOPPED_RUN = """
+import os, sys
+from pathlib import Path
+from app.db.engine import Database
+from app.evaluate.arms import parse_arm
+from app.evaluate.run import EvalRequest, evaluate
+from app.settings import Settings
+
+corpus, work, url = sys.argv[1:4]
+arms = [parse_arm("layer=textlayer"), parse_arm("ocr=tesseract")]
+told = []
+def stop_in_ocr(page_id, status):
+    if told[-1] == "ocr":
+        os._exit(9)  # as a killed process: no clean-up, a page in flight left open
+request = EvalRequest(Path(corpus), arms, Path(work))
+evaluate(Settings(database_url=url, concurrency=1), Database(url), request,
+         lambda a, n: told.append(a.label), stop_in_ocr)
+"""
+
+
+def test_a_stopped_evaluation_resumes_where_it_stopped(
+    corpus: Path, tmp_path: Path, sqlite_url: str
+) -> None:
+    """Killed after the first page of its second arm, the same evaluation again keeps the
+    first arm's job and that page, and reads only the pages left."""
+    import subprocess
+    import sys
+
+    from app.evaluate.run import EvalRequest, evaluate
+
+    work = tmp_path / "eval"
+    stopped = subprocess.run(
+        [sys.executable, "-c", STOPPED_RUN, str(corpus), str(work), sqlite_url], timeout=300
+    )
+    assert stopped.returncode == 9
+    stored = json.loads((work / "eval_jobs.json").read_text())["arms"]
+    assert set(stored) == {"layer", "ocr"}
+    settings = Settings(database_url=sqlite_url, concurrency=1)
+    arms = [parse_arm("layer=textlayer"), parse_arm("ocr=tesseract")]
+    told: list[tuple[str, int]] = []
+    again = evaluate(
+        settings,
+        Database(sqlite_url),
+        EvalRequest(corpus, arms, work),
+        lambda a, n: told.append((a.label, n)),
+    )
+    assert told == [("layer", 0), ("ocr", 2)]
+    layer, ocr = again.arms
+    assert [layer.job_id, ocr.job_id] == [stored["layer"]["job_id"], stored["ocr"]["job_id"]]
+    assert layer.pages == ocr.pages == 3 and ocr.pages_failed == 0
+    rows = load_job_rows(Database(sqlite_url), ocr.job_id)
+    first = min(rows.pages, key=lambda p: p.id)
+    assert sum(a.page_id == first.id for a in rows.attempts) == 1, "a finished page is kept"
+
+
+def test_another_evaluation_into_the_same_folder_is_refused(
+    corpus: Path, tmp_path: Path, sqlite_url: str
+) -> None:
+    code, output = run_eval(tmp_path, sqlite_url, str(corpus), "-a", "layer=textlayer")
+    assert code == 0, output
+    listed = tmp_path / "held_out_pages.json"
+    listed.write_text(json.dumps([{"document": "digital", "page": 2}]))
+    code, output = run_eval(
+        tmp_path, sqlite_url, str(corpus), "-a", "layer=textlayer", "--pages", str(listed)
+    )
+    assert code == 5 and "holds the jobs of another evaluation" in output

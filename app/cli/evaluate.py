@@ -42,7 +42,13 @@ def eval_command(
         ),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for eval.json and eval.html.")
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for eval.json and eval.html; the same command again resumes the "
+            "evaluation there (each arm's finished pages are kept).",
+        ),
     ] = Path("eval-out"),
     pages: Annotated[
         Path | None,
@@ -73,7 +79,7 @@ def eval_command(
             settings,
             Database(settings.database_url),
             request,
-            on_arm=lambda a, n: console.print(f"arm [bold]{a.label}[/]: {n} pages"),
+            on_arm=lambda a, n: console.print(f"arm [bold]{a.label}[/]: {n} pages to read"),
         )
     except ConfigError as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)

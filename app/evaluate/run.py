@@ -12,8 +12,10 @@ from app.db.engine import Database
 from app.evaluate.arms import Arm, settings_with_arms
 from app.evaluate.pages import PageSet, select_pages
 from app.evaluate.quality import find_truth, page_quality
+from app.evaluate.resume import EvalJobs, load_jobs, pages_left
 from app.jobs import JobRequest, create_job_from_folder, run_job_locally
 from app.jobs.results import JobResults, load_results
+from app.pipeline.local import PageCallback
 from app.report.build import build_report
 from app.report.schema import Report
 from app.settings import Settings
@@ -85,21 +87,26 @@ class EvalRequest:
 
 
 def evaluate(
-    settings: Settings, db: Database, request: EvalRequest, on_arm: ArmCallback | None = None
+    settings: Settings,
+    db: Database,
+    request: EvalRequest,
+    on_arm: ArmCallback | None = None,
+    on_page: PageCallback | None = None,
 ) -> Evaluation:
-    """Each arm as one job on the same pages; raises ConfigError on unknown plans or pages."""
+    """Each arm as one job on the same pages; raises ConfigError on unknown plans or pages.
+    A rerun into the same `request.work` resumes: each arm reads only its unfinished pages."""
     arm_settings = settings_with_arms(settings, request.arms)
+    jobs = load_jobs(request.work, request.source, request.pages_file)
     pages = select_pages(request.source, request.pages_file, request.work)
     results = []
     for arm in request.arms:
-        ingested = create_job_from_folder(
-            arm_settings, db, JobRequest(pages.source, None, arm.plan_key)
-        )
+        job_id, page_ids = _job_and_pages(arm_settings, db, jobs, arm, pages.source)
         if on_arm:
-            on_arm(arm, len(ingested.page_ids))
-        run_job_locally(arm_settings, db, ingested.job_id, ingested.page_ids)
-        report = build_report(db, arm_settings, ingested.job_id).report
-        scores = _scores(load_results(db, ingested.job_id), pages, request.truth_dir, settings)
+            on_arm(arm, len(page_ids))
+        if page_ids:
+            run_job_locally(arm_settings, db, job_id, page_ids, on_page)
+        report = build_report(db, arm_settings, job_id).report
+        scores = _scores(load_results(db, job_id), pages, request.truth_dir, settings)
         results.append(_arm_result(arm, report, scores))
     return Evaluation(
         str(request.source),
@@ -107,6 +114,20 @@ def evaluate(
         str(request.truth_dir) if request.truth_dir else None,
         results,
     )
+
+
+def _job_and_pages(
+    settings: Settings, db: Database, jobs: EvalJobs, arm: Arm, source: Path
+) -> tuple[str, list[int]]:
+    """The arm's job and the pages it has left: a remembered job's unfinished pages, or a
+    new job (remembered before any page is read) and all of them."""
+    known = jobs.job_of(arm)
+    left = pages_left(db, known) if known else None
+    if known and left is not None:
+        return known, left
+    ingested = create_job_from_folder(settings, db, JobRequest(source, None, arm.plan_key))
+    jobs.remember(arm, ingested.job_id)
+    return ingested.job_id, list(ingested.page_ids)
 
 
 def _scores(
