@@ -113,6 +113,7 @@ def serve_env(database_url: str, standin_url: str, model: str, tmp: Path) -> dic
         FOLIO_DATABASE_URL=database_url,
         FOLIO_ENGINE="vlm",
         FOLIO_DPI="72",
+        FOLIO_DATA_DIR=str(tmp / "folio-data"),
         FOLIO_UPLOAD_DIR=str(tmp / "uploads"),
         FOLIO_CONFIG=str(tmp / "absent-folio.toml"),
         FOLIO_VLM_ENDPOINTS=json.dumps({"primary": endpoint}),
