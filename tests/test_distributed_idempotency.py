@@ -52,8 +52,9 @@ def test_a_recorded_answer_is_closed_without_running_engines_again(
     settings, db, pages = job
     page_id = pages[1]
     with db.session() as session:  # a worker recorded the answer, then died before closing
-        assert repo.claim_page(session, page_id, "dead-worker", lease_s=-1)
-        work = repo.page_work(session, page_id)
+        claimed = page_path.claim(session.connection(), page_id, "dead-worker", lease_s=-1)
+        assert isinstance(claimed, page_path.ClaimedPage)
+        work = claimed.work
         now = datetime.now(UTC)
         result = EngineResult(
             text="recorded", status=AttemptStatus.OK, started_at=now, ended_at=now
@@ -73,7 +74,8 @@ def test_a_page_held_by_a_live_worker_is_not_taken(
 ) -> None:
     settings, db, pages = job
     with db.session() as session:
-        assert repo.claim_page(session, pages[2], "other-worker", lease_s=600)
+        claimed = page_path.claim(session.connection(), pages[2], "other-worker", lease_s=600)
+        assert isinstance(claimed, page_path.ClaimedPage)
     processor = PageProcessor(settings, db, EngineSet(settings), owner=worker_id())
     with pytest.raises(PageBusy):
         processor.process(pages[2])

@@ -294,8 +294,10 @@ def test_a_redelivered_page_reads_its_stops_and_confirming_attempt_back(
 
     facts = PageFacts(text_layer_usable=True, endpoints=frozenset({"primary"}))
     limits = Limits(8, 32_000, 1, confirm_repeated_stops=True)
-    with db.session() as session:
-        work = repo.page_work(session, page_id)
+    with db.transaction() as conn:  # claimed and let go at once (a lease that has run out)
+        claimed = page_path.claim(conn, page_id, "recorder", lease_s=-1)
+        assert isinstance(claimed, page_path.ClaimedPage)
+        work = claimed.work
     for index, text in ((0, PASSPORT[:cut_at]), (1, PASSPORT[: cut_at + 2])):
         with db.transaction() as conn:
             page_path.record_attempt(

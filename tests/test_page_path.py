@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, func, select
 
-from app.db import page_path, repo
+from app.db import page_path
 from app.db.engine import Database
 from app.db.models import Attempt, Job, Page
 from app.db.page_path import PageClose
@@ -221,7 +221,7 @@ def test_a_dead_local_process_frees_its_pages_at_once(db_url: str, tmp_path: Pat
         job_id = session.scalars(select(Job.id)).one()
     assert release_dead_leases(db, job_id) == 1
     with db.session() as session:
-        statuses = [repo.page_status(session, p) for p in pages]
+        statuses = [page_path.page_status(session, p) for p in pages]
     assert statuses == [PageStatus.PENDING, PageStatus.RUNNING, PageStatus.RUNNING]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from app.db import repo
+from app.db import page_path
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
@@ -142,11 +142,14 @@ def test_a_page_another_worker_holds_is_left_to_it(sqlite_url: str, tmp_path: Pa
     ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
     held, free = ingested.page_ids
     with db.session() as session:
-        assert repo.claim_page(session, held, "other-host:1", lease_s=600)
+        claimed = page_path.claim(session.connection(), held, "other-host:1", lease_s=600)
+        assert isinstance(claimed, page_path.ClaimedPage)
 
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
 
     with db.session() as session:
-        assert repo.page_status(session, held) == PageStatus.RUNNING  # not failed under its owner
-        assert repo.page_status(session, free) == PageStatus.SUCCEEDED
+        assert (
+            page_path.page_status(session, held) == PageStatus.RUNNING
+        )  # not failed under its owner
+        assert page_path.page_status(session, free) == PageStatus.SUCCEEDED
         assert session.get(Page, held).lease_owner == "other-host:1"  # type: ignore[union-attr]

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from app.cli.main import app as cli
-from app.db import repo
+from app.db import page_path, repo
 from app.db.engine import Database
 from app.db.models import Job, Page
 from app.jobs import run_job_locally
@@ -137,7 +137,8 @@ def test_restart_mid_batch_loses_and_duplicates_nothing(
     if crash == "mid_pages":
         with first.db.session() as session:
             # The dead process held one page and had finished nothing else.
-            assert repo.claim_page(session, pages[0], "dead-host:1", 900)
+            claimed = page_path.claim(session.connection(), pages[0], "dead-host:1", 900)
+            assert isinstance(claimed, page_path.ClaimedPage)
     if crash == "mid_moves":
         run_job_locally(first.settings, first.db, job_id, pages)
         _move(batch / "a.pdf", first.inbox / "done", None)

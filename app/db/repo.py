@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.db.models import Attempt, Document, Job, Page, ServerSample, utcnow
@@ -69,57 +69,6 @@ def find_done_document(
     if before_id is not None:
         query = query.where(Document.id < before_id)
     return session.scalars(query).first()
-
-
-def claim_page(session: Session, page_id: int, owner: str, lease_s: float) -> bool:
-    """Take the page for `owner` unless it is terminal or another live owner holds it."""
-    now = datetime.now(UTC)
-    result = session.execute(
-        update(Page)
-        .where(Page.id == page_id)
-        .where(
-            or_(
-                Page.status == PageStatus.PENDING,
-                Page.lease_owner == owner,
-                Page.lease_until.is_(None),
-                Page.lease_until < now,
-            )
-        )
-        .where(Page.status.not_in(TERMINAL_PAGE_STATUSES))
-        .values(
-            status=PageStatus.RUNNING,
-            lease_owner=owner,
-            lease_until=now + timedelta(seconds=lease_s),
-            started_at=func.coalesce(Page.started_at, now),
-        )
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
-def page_work(session: Session, page_id: int) -> PageWork:
-    page, document, job = session.execute(
-        select(Page, Document, Job)
-        .join(Document, Page.document_id == Document.id)
-        .join(Job)
-        .where(Page.id == page_id)
-    ).one()
-    return PageWork(
-        page.id,
-        job.id,
-        page.number,
-        document.path,
-        job.plan_name,
-        job.options,
-        document.etag,
-        document.sha256,
-    )
-
-
-def page_status(session: Session, page_id: int) -> PageStatus:
-    status = session.scalar(select(Page.status).where(Page.id == page_id))
-    if status is None:
-        raise KeyError(f"no page {page_id}")
-    return PageStatus(status)
 
 
 def history(session: Session, page_id: int) -> list[PastAttempt]:

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from app.db import repo
+from app.db import page_path, repo
 from app.db.engine import Database
 from app.domain import PageStatus
 from app.errors import StoreUnavailable
@@ -51,7 +51,7 @@ def _process_safely(processor: PageProcessor, page_id: int) -> PageStatus:
         # finish it; failing it here would overwrite that worker's result.
         log.info("page %s is held by another worker; left to it", page_id)
         with processor.db.session() as session:
-            return repo.page_status(session, page_id)
+            return page_path.page_status(session, page_id)
     except Exception as exc:
         log.exception("page %s failed unexpectedly", page_id)
         return record_crash(processor.db, page_id, exc)
@@ -69,4 +69,4 @@ def record_crash(db: Database, page_id: int, exc: Exception) -> PageStatus:
             failure_category=category,
             error=f"{type(exc).__name__}: {exc}",
         )
-        return repo.page_status(session, page_id)
+        return page_path.page_status(session, page_id)
