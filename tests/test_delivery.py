@@ -5,12 +5,15 @@ second S3 API server (moto, tests/s3_server.py) that owns the caller's bucket.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from tests.api_server import free_port, running_api, wait_for_job
 from tests.hostile_inputs import good_pdf
 from tests.test_api import settings_for
+from tests.test_webhooks import FAST, all_delivered, wait_until
+from tests.webhook_receiver import running_receiver
 
 
 def _presigned(theirs: Any, bucket: str, key: str) -> str:
@@ -32,13 +35,19 @@ def test_a_refused_target_leaves_the_job_undelivered_until_it_is_sent(
         tmp_path,
         api_allowed_uris=[f"s3://{bucket}/in/"],
         result_urls_allow_private=True,  # the other store listens on 127.0.0.1
+        webhooks=FAST,
     )
-    with running_api(settings) as api:
+    with running_receiver() as receiver, running_api(settings) as api:
         token = api.key("alice")
         client = api.client(token)
-        response = client.post("/v1/jobs", json={"uri": f"s3://{bucket}/in/", "result_urls": urls})
+        body = {"uri": f"s3://{bucket}/in/", "result_urls": urls, "callback_url": receiver.url}
+        response = client.post("/v1/jobs", json=body)
         assert response.status_code == 202, response.text
         job = wait_for_job(client, response.json()["id"])
+        wait_until(all_delivered(client, str(job["id"]), 1))
+    [told] = [json.loads(r.body) for r in receiver.received]
+    assert told["type"] == "job.undelivered"
+    assert told["data"]["job"]["delivery"]["category"] == "result_url_refused"
     assert job["status"] == "undelivered"  # its bucket does not exist yet: a 404 to the PUT
     delivery = job["options"]["delivery"]  # type: ignore[index]
     assert (delivery["status"], delivery["category"], delivery["tries"]) == (

@@ -19,6 +19,9 @@ from app.webhooks.payloads import envelope, job_data, page_event_data
 from app.webhooks.signing import new_secret
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
+# Every page ended but the results could not be sent where the job asked (app/jobs/delivery.py);
+# job.finished (or job.failed) follows once they are.
+JOB_UNDELIVERED = "job.undelivered"
 PAGE_FINISHED = "page.finished"
 MAX_BACKOFF_S = 3600.0
 
@@ -66,6 +69,12 @@ def schedule(session: Session, now: datetime, window: timedelta) -> int:
         dedupe = f"{job.id}:end"
         if end and not _exists(session, dedupe):
             made += _insert(session, job, key, target.url, end, dedupe, job_data(session, job))
+        if job.status == JobStatus.UNDELIVERED:  # before its end: sent once, when first seen
+            dedupe = f"{job.id}:undelivered"
+            if not _exists(session, dedupe):
+                data = job_data(session, job)
+                data["job"]["delivery"] = (job.options or {}).get("delivery")
+                made += _insert(session, job, key, target.url, JOB_UNDELIVERED, dedupe, data)
     return made
 
 

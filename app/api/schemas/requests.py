@@ -25,8 +25,9 @@ class JobOptionsIn(BaseModel):
     callback_url: str | None = Field(
         default=None,
         max_length=2048,
-        description="Webhook for this job's end (job.finished, job.failed, job.cancelled), "
-        "signed with your key's secret (GET /v1/webhook); default: your key's webhook.",
+        description="Webhook for this job's end (job.finished, job.failed, job.cancelled; "
+        "job.undelivered first when its results could not be sent), signed with your key's "
+        "secret (GET /v1/webhook); default: your key's webhook.",
         examples=["https://example.com/folio-hook"],
     )
     callback_events: list[Literal["page.finished"]] = Field(
