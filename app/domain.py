@@ -45,6 +45,8 @@ class Outcome(StrEnum):
 # attempt whose engine call ran it (app/engines/vlm_close_probe.py): the report counts them
 # apart from the tokens no attempt received.
 CLOSE_PROBE_TOKENS = "loop_stop_close_tokens"
+# An attempt's params key: loop verdicts the page's own text overruled (grounding).
+GROUNDING_OVERRULED = "grounding_overruled"
 RETRYABLE_CATEGORIES = frozenset({"transport", "internal", "busy", "cancelled", "broker"})
 
 

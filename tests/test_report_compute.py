@@ -150,3 +150,20 @@ def test_false_alarms_are_not_degeneration_and_save_nothing() -> None:
     assert attempts_csv[3].endswith(",confirm") and ",false_alarm," in attempts_csv[1]
     assert "1 pages kept the model's answer" in render_report(job, ReportFormat.TABLE)
     assert "false alarms (answer kept)" in render_report(job, ReportFormat.HTML)
+
+
+def test_verdicts_the_page_overruled_are_counted_not_charged() -> None:
+    """Grounding: a stream whose verdicts the page's text overruled went on to its answer."""
+    spec = vlm("ok", 0, 1, 500)
+    attempts = [
+        replace(attempt_row(1, 1, spec), overruled=3),
+        replace(attempt_row(2, 2, spec), overruled=None),
+        replace(attempt_row(3, 3, spec), overruled=1),
+    ]
+    pages = [PageRow(p, "x", p, "succeeded", "s") for p in (1, 2, 3)]
+    rows = JobRows("j", "vlm", "done", None, None, pages=pages, attempts=attempts)
+    job = compute_report(rows, PRICING)
+
+    assert (job.report.verdicts_overruled, job.report.pages_overruled) == (4, 2)
+    assert job.report.degenerate_attempts == 0 and job.report.tokens_degenerate == 0
+    assert "4 verdicts on 2 pages overruled" in render_report(job, ReportFormat.TABLE)

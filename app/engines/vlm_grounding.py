@@ -13,7 +13,7 @@ from typing import Any
 
 from app.degeneration import DetectorConfig
 from app.degeneration.grounding import GroundedDetector
-from app.domain import PageInput
+from app.domain import GROUNDING_OVERRULED, PageInput
 from app.engines.vlm_stream import LoopDetecting
 from app.vllm_plugin.behaviours import MARGIN_ARG, PAGE_TEXT_ARG
 
@@ -54,4 +54,5 @@ def grounding_params(detector: LoopDetecting) -> dict[str, Any]:
     found: dict[str, Any] = {"overruled": overruled} if overruled else {}
     if (standing := detector.standing) is not None:
         found["verdict"] = {"page": standing.page_copies, "output": standing.output_copies}
-    return {"grounding": found} if found else {}
+    counted = {GROUNDING_OVERRULED: len(overruled)} if overruled else {}
+    return {"grounding": found, **counted} if found else {}

@@ -122,6 +122,8 @@ def _token_figures(attempts: list[AttemptRow]) -> dict[str, Any]:
         "false_alarm_pages": len({a.page_id for a in false_alarms}),
         "confirming_attempts": len(confirming),
         "loops_confirmed": sum(a.status == DEGENERATE for a in confirming),
+        "verdicts_overruled": sum(a.overruled or 0 for a in attempts),
+        "pages_overruled": len({a.page_id for a in attempts if a.overruled}),
         "tokens_prompt": sum(a.prompt_tokens or 0 for a in attempts),
         "tokens_generated": sum(a.completion_tokens or 0 for a in attempts),
         "tokens_degenerate": sum(a.completion_tokens or 0 for a in degenerate),

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Job, Page, ServerSample
 from app.db.repo import loop_stops_by_endpoint
-from app.domain import CLOSE_PROBE_TOKENS, AttemptStatus
+from app.domain import CLOSE_PROBE_TOKENS, GROUNDING_OVERRULED, AttemptStatus
 from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow, ServerSampleRow
 
 TAIL_CHARS = 2000
@@ -40,6 +40,7 @@ _ATTEMPT_COLUMNS = (
     Attempt.verdict_onset,
     Attempt.ttft_s,
     Attempt.params[CLOSE_PROBE_TOKENS].as_integer().label("probe_tokens"),
+    Attempt.params[GROUNDING_OVERRULED].as_integer().label("overruled"),
     Attempt.role,
 )
 

@@ -115,7 +115,8 @@ def _figures(r: Report) -> str:
             f"{r.false_alarm_pages} pages",
             f"{r.false_alarm_attempts} verdicts proved wrong; {r.confirming_attempts} "
             f"confirming attempts ({r.loops_confirmed} confirmed the loop), "
-            f"{r.tokens_confirming:,} tokens",
+            f"{r.tokens_confirming:,} tokens; {r.verdicts_overruled} verdicts overruled "
+            f"by the page's text",
         ),
     ]
     items = "".join(

@@ -55,7 +55,8 @@ def _figures(r: Report) -> Table:
             "false alarms",
             f"{r.false_alarm_pages} pages kept the model's answer after a loop verdict "
             f"proved wrong (not counted as degenerate); confirming cost "
-            f"{r.tokens_confirming:,} tokens",
+            f"{r.tokens_confirming:,} tokens; {r.verdicts_overruled} verdicts on "
+            f"{r.pages_overruled} pages overruled by the page's own text",
         ),
         (
             "degenerate pages",

@@ -41,6 +41,7 @@ class AttemptRow:
     ttft_s: float | None = None  # seconds from the request to its first token (streamed)
     probe_tokens: int | None = None  # server tokens of a close probe this attempt's call ran
     role: str | None = None  # "confirm": a confirming attempt (app.domain.AttemptRole)
+    overruled: int | None = None  # loop verdicts the page's own text overruled (grounding)
 
     @cached_property
     def start(self) -> float:

@@ -96,6 +96,10 @@ class Report:
     false_alarm_pages: int
     confirming_attempts: int
     loops_confirmed: int
+    # Loop verdicts the page's own text overruled before they cut (grounding: the page held the
+    # unit as often; the stream went on), and the pages they were on.
+    verdicts_overruled: int
+    pages_overruled: int
     attempts_unpriced: int
     degeneration_rate_first_attempt: float | None
     degeneration_rate_final: float | None
