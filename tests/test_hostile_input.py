@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from app.cli import exit_codes
 from app.cli.main import app as cli
-from app.jobs.watch import INCOMPLETE_LOOKS, MAX_BATCH_TRIES, Watcher
+from app.jobs.inbox_files import INCOMPLETE_LOOKS
+from app.jobs.watch import MAX_BATCH_TRIES, Watcher
 from app.settings import Settings
 from tests.api_server import running_api, wait_for_job
 from tests.hostile_inputs import corpus, cyclic_page_tree_pdf, good_pdf, lying_count_pdf

@@ -18,7 +18,8 @@ from app.db import page_path, repo
 from app.db.engine import Database
 from app.db.models import Job, Page
 from app.jobs import run_job_locally
-from app.jobs.watch import INCOMPLETE_LOOKS, StableFiles, Watcher, _move, inbox_lock
+from app.jobs.inbox_files import INCOMPLETE_LOOKS, StableFiles, move_to
+from app.jobs.watch import Watcher, inbox_lock
 from app.pdf.samples import born_digital_pdf, page_text
 from app.settings import Settings
 
@@ -141,7 +142,7 @@ def test_restart_mid_batch_loses_and_duplicates_nothing(
             assert isinstance(claimed, page_path.ClaimedPage)
     if crash == "mid_moves":
         run_job_locally(first.settings, first.db, job_id, pages)
-        _move(batch / "a.pdf", first.inbox / "done", None)
+        move_to(batch / "a.pdf", first.inbox / "done", None)
 
     outcomes = make_watcher(db_url, tmp_path).recover()
 

@@ -9,14 +9,12 @@ what is left, writes the outbox and moves the originals to `done/` or `failed/`.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,6 +25,13 @@ from app.db.engine import Database
 from app.db.models import Document
 from app.domain import DocumentStatus
 from app.jobs import document_limits, run_job_locally, settle_job
+from app.jobs.inbox_files import (
+    StableFiles,
+    claimed_name,
+    free_name,
+    move_to,
+    unique_names,
+)
 from app.jobs.results import DocumentResult, JobResults, load_results, write_outputs
 from app.pipeline.ingest import ingest, sha256_of
 from app.pipeline.local import PageCallback
@@ -36,13 +41,7 @@ from app.settings import Settings
 
 PARTIAL_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial")
 MAX_BATCH_TRIES = 3  # runs of a batch that failed as a whole before its files are given up
-# Looks an unfinished-looking PDF must hold still for (10 x watch_poll_s: 20 s by default),
-# against one for any other file: a copy that pauses mid-way is not taken half written.
-INCOMPLETE_LOOKS = 10
-_TAIL_BYTES = 1024  # a PDF's `%%EOF` is its last line; some writers pad a little after it
 _TRIES_FILE = ".folio-tries"
-# A file name holds 255 bytes: room for `-NN` and `.reason.txt` (11) after a claimed name.
-_MAX_NAME_BYTES = 230
 log = logging.getLogger(__name__)
 Progress = Callable[[int, str], AbstractContextManager[PageCallback | None]]
 
@@ -58,50 +57,6 @@ class BatchOutcome:
     done: list[str]
     failed: dict[str, str]
     outbox: Path
-
-
-@dataclass
-class StableFiles:
-    """Files whose size and modification time held still between two looks; a file that
-    starts as a PDF but does not end as one (no `%%EOF` in its last KiB: a copy paused
-    mid-way) must hold still for `INCOMPLETE_LOOKS` looks before it is taken as it is."""
-
-    _seen: dict[Path, tuple[int, int, int]] = field(default_factory=dict)
-
-    def look(self, paths: list[Path]) -> list[Path]:
-        now: dict[Path, tuple[int, int, int]] = {}
-        for path in paths:
-            try:
-                stat = path.lstat()  # a link as itself: it is never followed
-            except FileNotFoundError:
-                continue
-            signature = (stat.st_size, stat.st_mtime_ns)
-            before = self._seen.get(path)
-            still = before[2] + 1 if before and before[:2] == signature else 0
-            now[path] = (*signature, still)
-        self._seen = now
-        ready = [p for p, (_, _, still) in now.items() if still >= _looks_needed(p)]
-        return sorted(ready)
-
-
-def _looks_needed(path: Path) -> int:
-    return INCOMPLETE_LOOKS if _unfinished_pdf(path) else 1
-
-
-def _unfinished_pdf(path: Path) -> bool:
-    """A file that begins as a PDF and has no `%%EOF` near its end: still being written, or
-    cut short (then it is taken after `INCOMPLETE_LOOKS` looks, and fails or keeps what
-    MuPDF can repair)."""
-    if path.is_symlink():
-        return False
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(1024)
-            handle.seek(max(0, path.stat().st_size - _TAIL_BYTES))
-            tail = handle.read()
-    except OSError:
-        return False
-    return b"%PDF-" in head and b"%%EOF" not in tail
 
 
 @contextmanager
@@ -186,7 +141,7 @@ class Watcher:
     def _give_up(self, batch: Path, reason: str) -> BatchOutcome:
         outcome = BatchOutcome(batch.name, "", [], {}, self.outbox / batch.name)
         for path in _originals(batch):
-            _move(path, self.failed, reason)
+            move_to(path, self.failed, reason)
             outcome.failed[path.name] = reason
         _remove_batch(batch)
         return outcome
@@ -209,9 +164,9 @@ class Watcher:
         for path in files:
             try:
                 if path.is_symlink():
-                    _move(path, self.failed, "a symbolic link: the upload folder takes files")
+                    move_to(path, self.failed, "a symbolic link: the upload folder takes files")
                 else:
-                    path.rename(_free_name(batch, claimed_name(path.name)))
+                    path.rename(free_name(batch, claimed_name(path.name)))
             except FileNotFoundError:
                 continue  # gone since we looked
         if not any(batch.iterdir()):
@@ -265,11 +220,11 @@ class Watcher:
         for path in _originals(batch):
             document = reasons.get(path.name) or renamed.get(sha256_of(path) or "")
             if document is not None and document.status != DocumentStatus.FAILED:
-                _move(path, self.done, None)
+                move_to(path, self.done, None)
                 outcome.done.append(path.name)
                 continue
             reason = document.error if document else "not part of the batch's job"
-            _move(path, self.failed, reason or "failed")
+            move_to(path, self.failed, reason or "failed")
             outcome.failed[path.name] = reason or "failed"
         return outcome
 
@@ -286,44 +241,6 @@ class Watcher:
                 select(Document.path, Document.sha256).where(Document.job_id == job_id)
             ).all()
         return {sha: reasons[Path(p).name] for p, sha in rows if sha and Path(p).name in gone}
-
-
-def unique_names(files: list[Path]) -> list[str]:
-    """Document names from file names, made unique (`a.pdf`, `a.PDF` -> `a`, `a-2`)."""
-    names: list[str] = []
-    taken: set[str] = set()
-    for path in files:
-        base = path.stem if path.suffix.lower() == ".pdf" else path.name
-        name, n = base, 1
-        while name.lower() in taken:
-            n += 1
-            name = f"{base}-{n}"
-        taken.add(name.lower())
-        names.append(name)
-    return names
-
-
-def claimed_name(name: str) -> str:
-    """A file's name in processing/, done/ and failed/: valid UTF-8 (a name that is not keeps
-    a `_` for each stray byte) and short enough for `-NN` and `.reason.txt` after it."""
-    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace").replace("\ufffd", "_")
-    data = text.encode()
-    if len(data) <= _MAX_NAME_BYTES:
-        return text
-    suffix = Path(text).suffix if len(Path(text).suffix) <= 16 else ""
-    digest = hashlib.sha256(data).hexdigest()[:12]
-    head = data[: _MAX_NAME_BYTES - len(suffix.encode()) - 13].decode("utf-8", "ignore")
-    return f"{head}~{digest}{suffix}"
-
-
-def _free_name(folder: Path, name: str) -> Path:
-    """`folder / name`, or `name-2`, `name-3` ... where that is taken."""
-    stem, suffix = Path(name).stem, Path(name).suffix
-    target, n = folder / name, 1
-    while target.exists() or target.is_symlink():
-        n += 1
-        target = folder / f"{stem}-{n}{suffix}"
-    return target
 
 
 def _originals(batch: Path) -> list[Path]:
@@ -345,13 +262,3 @@ def _count_try(batch: Path) -> int:
 def _remove_batch(batch: Path) -> None:
     (batch / _TRIES_FILE).unlink(missing_ok=True)
     batch.rmdir()
-
-
-def _move(path: Path, folder: Path, reason: str | None) -> None:
-    # The reason file is written before the rename: a crash in between leaves the original in
-    # processing/, and the next run writes the same reason file again and moves it.
-    folder.mkdir(parents=True, exist_ok=True)
-    target = _free_name(folder, claimed_name(path.name))
-    if reason is not None:
-        (folder / f"{target.name}.reason.txt").write_text(reason + "\n", encoding="utf-8")
-    os.replace(path, target)
