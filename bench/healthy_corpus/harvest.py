@@ -90,15 +90,16 @@ def screened_out(text: str) -> str:
     return ""
 
 
-def find_input(tree: dict[str, int], path: str, selector: HarvestSelector) -> str | None:
-    """The input document of the output at `path`, where the commit holds it."""
+def find_input(tree: dict[str, str], path: str, selector: HarvestSelector) -> str | None:
+    """The input document of the output at `path`, where the commit holds it (`tree`: every
+    path of the commit, and every file name under `**/` to the first path holding it)."""
     if selector.pair is None:
         return None
     pattern, replacement = selector.pair
     if not re.match(pattern, path):
         return None
     stem = re.sub(pattern, replacement, path)
-    return next((stem + ext for ext in selector.pair_extensions if stem + ext in tree), None)
+    return next((tree[stem + ext] for ext in selector.pair_extensions if stem + ext in tree), None)
 
 
 @functools.lru_cache(maxsize=64)
@@ -141,9 +142,14 @@ def source_pages(mirror_root: Path, source: HarvestSource) -> Iterator[dict[str,
     """Every page of `source` before screening, with its input document."""
     gitdir = git_dir(mirror_root, source.repo)
     listing = _git(gitdir, "ls-tree", "-r", "-l", source.commit).decode()
-    tree = {line.split("\t", 1)[1]: 0 for line in listing.splitlines()}
+    paths = sorted(line.split("\t", 1)[1] for line in listing.splitlines())
+    tree = {f"**/{Path(path).name}": path for path in reversed(paths)} | {p: p for p in paths}
+    taken: Counter[str] = Counter()
     for selector, path in selected_files(gitdir, source):
         assert isinstance(selector, HarvestSelector)
+        taken[selector.pattern] += 1
+        if (taken[selector.pattern] - 1) % selector.files_every:
+            continue
         raw = _git(gitdir, "show", f"{source.commit}:{path}")
         document = find_input(tree, path, selector)
         try:

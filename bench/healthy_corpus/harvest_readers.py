@@ -9,7 +9,9 @@ The ICDAR 2013 table competition's structure files hold each table's cells by ro
 on a numbered page of its PDF: each page's tables are written as Markdown tables, a cell's
 lines joined by a space (`PAGED_READERS`: one file, several pages). Textract answers only as
 its SDK's JSON: its text is its LINE blocks, page by page, in the response's order. hOCR
-(Tesseract, Scribe) is read as its lines of words, a blank line between paragraphs.
+(Tesseract, Scribe) is read as its lines of words, a blank line between paragraphs. A bench's
+run record (JSON with the engine's Markdown answer in `text_md`, beside boxes and timings) is
+read for that answer.
 """
 
 import html
@@ -93,6 +95,11 @@ def box_csv_text(raw: bytes) -> str:
     return "\n".join(line for line in lines if line.strip())
 
 
+def run_record_answer(raw: bytes) -> str:
+    """The engine's Markdown answer in a run record (empty where the run failed)."""
+    return str(json.loads(raw).get("text_md") or "")
+
+
 def plain_text(raw: bytes) -> str:
     return raw.decode("utf-8")
 
@@ -164,4 +171,5 @@ READERS: dict[str, Callable[[bytes], str]] = {
     "alto": alto_text,
     "box-csv": box_csv_text,
     "hocr": hocr_text,
+    "text-md": run_record_answer,
 }

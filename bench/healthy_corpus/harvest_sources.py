@@ -27,10 +27,12 @@ FROZEN_PATH = "app/degeneration"
 
 @dataclass(frozen=True, slots=True)
 class HarvestSelector(Selector):
-    # harvest_readers.READERS (text | page-xml | alto | box-csv | hocr) or PAGED_READERS
+    # harvest_readers.READERS (text | page-xml | alto | box-csv | hocr | text-md) or PAGED_READERS
     # (icdar-tables | textract-lines)
     reader: str = "text"
-    pair: tuple[str, str] | None = None  # (pattern over the path, input path sans extension)
+    # (pattern over the path, input path sans extension; `**/name`: the file of that name
+    # anywhere in the commit)
+    pair: tuple[str, str] | None = None
     pair_extensions: tuple[str, ...] = (".pdf", ".png", ".jpg", ".jpeg")
     # False where these files' text may not be committed though the source's may (data that
     # a permissive repository carries under terms of its own): rebuilt locally
@@ -39,6 +41,9 @@ class HarvestSelector(Selector):
     # a few very long documents (annual reports) is sampled so that it does not outweigh the
     # others; a stated rule, not a choice of pages
     every: int = 1
+    # likewise every n-th file the selector takes (in path order): a bench of many one-page
+    # outputs sampled to weigh about as much as another source
+    files_every: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +225,30 @@ HARVEST: tuple[HarvestSource, ...] = (
         note="scans of charts, depositions, court filings, forms, multi-column pages, "
         "receipts and slides, with their ground truth and Tesseract's and Scribe's hOCR; no "
         "licence stated: rebuilt locally",
+    ),
+    HarvestSource(
+        "Shyn1803/ocr-benchmark",
+        "67aae6580912cb7d7283cfdafd8a1f735570fdd4",
+        "NOASSERTION",
+        False,
+        tuple(
+            HarvestSelector(
+                f"prediction/{engine}/*.json",
+                engine,
+                "markdown",
+                reader="text-md",
+                max_bytes=2_000_000,
+                pair=(r"^prediction/[^/]+/(.*)\.json$", r"**/\1"),
+                files_every=4,
+            )
+            # left out: `sabotage` (answers corrupted on purpose), `noop` (none), and the
+            # bench's own engine
+            for engine in ("pdf_inspector", "opendataloader")
+        ),
+        note="pdf-inspector's and OpenDataLoader's Markdown of olmOCR-bench's one-page PDFs "
+        "(arXiv math, tables, multi-column pages, headers and footers, old scans) and "
+        "DocLayNet pages, beside those PDFs, every fourth file; no licence stated: rebuilt "
+        "locally",
     ),
     HarvestSource(
         "UB-Mannheim/reichsanzeiger-gt",
