@@ -151,6 +151,9 @@ def test_result_urls_recheck_the_address_when_they_are_sent(
         ("s3://b", "s3://bb/a.pdf", False),
         ("s3://b/docs/a.pdf", "s3://b/docs/a.pdf.old/x.pdf", False),
         ("s3://b/docs", "/etc/passwd", False),
+        ("s3://b/docs", "s3://b/docs/../secret/a.pdf", False),
+        ("s3://b/docs", "s3://b/docs/./a.pdf", False),
+        ("s3://b/docs", "s3://b/docs/a..pdf", True),
     ],
 )
 def test_prefixes_are_compared_as_path_segments(allowed: str, uri: str, admitted: bool) -> None:

@@ -63,7 +63,7 @@ class AccessPolicy:
     def admits(self, uri: str) -> bool:
         if self.allowed_uris is None:
             return True
-        if not is_store_uri(uri):
+        if not is_store_uri(uri) or _dot_segments(uri):
             return False
         folder = folder_of(uri)
         return any(folder.startswith(folder_of(a)) for a in self.allowed_uris)
@@ -71,6 +71,12 @@ class AccessPolicy:
     def check(self, uri: str) -> None:
         if not self.admits(uri):
             raise PlaceRefused(f"{uri} is not under any of the server's allowed URIs")
+
+
+def _dot_segments(uri: str) -> bool:
+    """S3 takes `in/../secret/x.pdf` as a key of its own, but a proxy or server in front of
+    a store may resolve it to `secret/x.pdf`: such a key is never admitted under a prefix."""
+    return any(part in (".", "..") for part in ObjectUri.parse(uri).key.split("/"))
 
 
 def check_url(url: str, allow_private: bool, what: str = "URL") -> None:
