@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from bench import environment
 from bench.detector import harvest as detector_harvest
+from bench.detector.heldout import load_samples
 from bench.healthy_corpus.harvest import (
     HARVEST_COMMITTED,
     HARVEST_LICENSES,
@@ -46,6 +48,15 @@ def test_no_harvested_source_is_in_the_corpus() -> None:
     assert not corpus & set(harvested)
 
 
+def test_no_harvested_source_is_a_dev_or_held_out_source() -> None:
+    corpus = environment.shared_dir() / "corpus"
+    samples = load_samples(corpus)
+    if not samples:
+        pytest.skip(f"no shared corpus at {corpus}")
+    read = {sample.source.split("#", 1)[0] for sample in samples}
+    assert read and not read & {source.repo for source in HARVEST}
+
+
 def test_every_committed_page_names_its_pinned_origin_and_licence(pages: list[dict]) -> None:
     pinned = {(source.repo, source.commit): source for source in HARVEST}
     for page in pages:
@@ -55,7 +66,7 @@ def test_every_committed_page_names_its_pinned_origin_and_licence(pages: list[di
         assert page["licence"] == source.licence in PERMISSIVE
         assert page["redistributable"] and source.redistributable
         # the files of a selector kept out of the repository are not here
-        kept_out = [s.pattern for s in source.selectors if not s.committed]
+        kept_out = [s.pattern for s in source.selectors if not getattr(s, "committed", True)]
         assert not any(fnmatch.fnmatch(match["path"], pattern) for pattern in kept_out)
         assert page["chars"] == len(page["text"]) and not screened_out(page["text"])
         if page["input"] is not None:  # the document the page was read from, in that commit

@@ -80,7 +80,7 @@ def load_frozen_detector(repo: Path = REPO) -> Path:
     spec.loader.exec_module(module)
     import app
 
-    app.degeneration = module  # type: ignore[attr-defined]
+    app.degeneration = module
     return package
 
 

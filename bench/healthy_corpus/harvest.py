@@ -184,7 +184,8 @@ def build(mirror_root: Path) -> tuple[list[dict[str, Any]], Counter[str]]:
     """(the harvested pages, what was screened out and why)."""
     corpus = [path for path in (COMMITTED, LOCAL_ALL) if path.exists()]
     seen = {_digest(page["text"]) for path in corpus for page in read_pages(path)}
-    pages, dropped = [], Counter()
+    pages: list[dict[str, Any]] = []
+    dropped: Counter[str] = Counter()
     for source in HARVEST:
         for page in source_pages(mirror_root, source):
             reason = screened_out(page["text"])
