@@ -35,12 +35,14 @@ def run_gate(
     notify(f"gate: base and tuned model read {len(pages)} held-out pages {origins}")
     processor = trainer.load_processor(plan.base)
     began = time.monotonic()
-    base = reading.read_pages(plan.base, processor, pages, device, options.max_tokens, notify)
-    tuned_reads = reading.read_pages(tuned, processor, pages, device, options.max_tokens, notify)
+    read = (options.max_tokens, notify, options.batch)
+    base = reading.read_pages(plan.base, processor, pages, device, *read)
+    tuned_reads = reading.read_pages(tuned, processor, pages, device, *read)
     verdict = decide(base, tuned_reads, options.policy)
     how = {
         "device": device,
         "max_tokens": options.max_tokens,
+        "batch": options.batch,
         "pages_by_origin": origins,
         "seconds": round(time.monotonic() - began, 2),
     }

@@ -20,6 +20,7 @@ class GateOptions:
     enabled: bool = True
     max_pages: int = 200  # held-out pairs' pages first, then pages the batch read cleanly
     max_tokens: int = 1024  # per page and model (a loop is stopped long before)
+    batch: int = 8  # pages read at once
     policy: GatePolicy = field(default_factory=GatePolicy)
 
 
