@@ -33,7 +33,7 @@ from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
 from app.jobs.results import load_results, write_outputs
 from app.pipeline.ingest_store import NoObjects, TooManyObjects, TooManyPages
-from app.storage.access import PlaceRefused, check_url
+from app.storage.access import PlaceRefused, check_url, check_urls
 
 log = logging.getLogger(__name__)
 
@@ -71,19 +71,8 @@ def submit_uploads(
 
 def submit_uri(ctx: ApiContext, key: int, request: schemas.ObjectJob) -> schemas.JobOut:
     """Start a job on the PDFs under an s3:// URI that the server allows."""
-    policy = access_policy(ctx.settings)
-    try:
-        for uri in (request.uri, request.results_uri):
-            if uri is not None:
-                policy.check(uri)
-    except PlaceRefused as exc:
-        raise HTTPException(403, str(exc)) from exc
+    _check_places(ctx, request)
     job_options = _options(ctx, request)
-    for name, url in request.result_urls.items():
-        try:
-            check_url(url, ctx.settings.result_urls_allow_private, "result URL")
-        except PlaceRefused as exc:
-            raise HTTPException(422, f"result_urls[{name!r}]: {exc}") from exc
     if request.result_urls:
         job_options.extra["result_urls"] = request.result_urls
     try:
@@ -101,6 +90,22 @@ def submit_uri(ctx: ApiContext, key: int, request: schemas.ObjectJob) -> schemas
         raise HTTPException(503, "the object store is unreachable; try again later") from exc
     ctx.runner.submit(ingested.job_id)
     return get_job(ctx, key, ingested.job_id)
+
+
+def _check_places(ctx: ApiContext, request: schemas.ObjectJob) -> None:
+    """What the job would read and write, through app/storage/access.py: its URIs under the
+    allowed ones (403), its result URLs to public addresses unless allowed (422)."""
+    policy = access_policy(ctx.settings)
+    try:
+        for uri in (request.uri, request.results_uri):
+            if uri is not None:
+                policy.check(uri)
+    except PlaceRefused as exc:
+        raise HTTPException(403, str(exc)) from exc
+    try:
+        check_urls(request.result_urls, ctx.settings.result_urls_allow_private, "result URL")
+    except PlaceRefused as exc:
+        raise HTTPException(422, f"result_urls{exc}") from exc
 
 
 def submit_folder(ctx: ApiContext, key: int, request: schemas.FolderJob) -> schemas.JobOut:
