@@ -46,6 +46,8 @@ def worker_env(database_url: str, broker_url: str, prefix: str, **extra: str) ->
         FOLIO_ENGINE="textlayer",
         FOLIO_DPI="36",
         FOLIO_CONFIG=str(ROOT / "absent-folio.toml"),
+        # Tests run side by side on one machine: no fixed metrics port (the metrics test picks one).
+        FOLIO_WORKER_METRICS_PORT="0",
     )
     env.update(extra)
     return env

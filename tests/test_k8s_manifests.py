@@ -253,3 +253,22 @@ def test_the_gpu_worker_keeps_more_pages_in_flight_than_vllm_has_slots(
     threads = int(worker_args[worker_args.index("--concurrency") + 1])
     assert threads > slots
     assert deployed_settings.vlm_endpoints["primary"].max_concurrency >= threads
+
+
+def test_every_worker_serves_its_metrics_on_the_port_folio_uses(
+    rendered: list[dict[str, Any]], deployed_settings: Settings
+) -> None:
+    """Each `folio worker` container names the port of its /metrics (worker_metrics_port), and
+    runs the threads pool, the one whose pages count in the process that serves them."""
+    workers = [
+        container
+        for role in ("folio-worker-cpu", "folio-gpu")
+        for container in pod(rendered, role)["containers"]
+        if container["args"][0] == "worker"
+    ]
+    assert len(workers) == 2
+    port = deployed_settings.worker_metrics_port
+    for container in workers:
+        assert container["ports"] == [{"name": "folio-metrics", "containerPort": port}]
+        args = container["args"]
+        assert "--pool" not in args or args[args.index("--pool") + 1] == "threads"

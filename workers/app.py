@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 from celery import Celery
-from celery.signals import worker_process_shutdown, worker_shutdown
+from celery.signals import celeryd_after_setup, worker_process_shutdown, worker_shutdown
+from celery.worker import WorkController
 
 from app.distributed.queue import Enqueuer, make_celery
 from app.settings import Settings
+from workers.metrics import serve_worker_metrics
 from workers.runtime import RuntimeHolder
 from workers.tasks import register_tasks
 
@@ -21,9 +23,15 @@ def create_app(settings: Settings | None = None) -> Celery:
     holder = RuntimeHolder(settings, Enqueuer(settings, app))
     register_tasks(app, holder)
 
+    def _serve_metrics(instance: WorkController, **_: object) -> None:
+        # After logging is set up and the pool chosen, before the first task is taken.
+        if instance.app is app:
+            holder.metrics = serve_worker_metrics(settings, instance.pool_cls)
+
     def _close(**_: object) -> None:
         holder.close()
 
+    celeryd_after_setup.connect(_serve_metrics, weak=False)
     worker_shutdown.connect(_close, weak=False)
     worker_process_shutdown.connect(_close, weak=False)
     return app

@@ -16,6 +16,7 @@ from app.distributed.queue_view import QueueView
 from app.engines.registry import EngineSet
 from app.jobs import worker_id
 from app.pipeline.process_page import PageProcessor
+from app.report.metrics import FolioMetrics
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 from app.webhooks.dispatcher import WebhookDispatcher
@@ -34,11 +35,15 @@ class WorkerRuntime:
 
 
 class RuntimeHolder:
-    """Creates the runtime once per process, thread-safely; `close()` releases the engines."""
+    """Creates the runtime once per process, thread-safely; `close()` releases the engines.
+
+    `metrics`, set when the worker starts (workers/metrics.py), go to the page processor.
+    """
 
     def __init__(self, settings: Settings, enqueuer: Enqueuer) -> None:
         self.settings = settings
         self.enqueuer = enqueuer
+        self.metrics: FolioMetrics | None = None
         self._runtime: WorkerRuntime | None = None
         self._lock = threading.Lock()
 
@@ -50,7 +55,12 @@ class RuntimeHolder:
                 engines = EngineSet(self.settings)
                 sampler = sampler_from_settings(self.settings, db, worker_id())
                 processor = PageProcessor(
-                    self.settings, db, engines, owner=worker_id(), sampler=sampler
+                    self.settings,
+                    db,
+                    engines,
+                    owner=worker_id(),
+                    metrics=self.metrics,
+                    sampler=sampler,
                 )
                 sweeper = FinalizeSweeper(db, self.enqueuer)
                 lost = self._lost_task_sweeper(db)

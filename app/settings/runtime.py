@@ -46,6 +46,15 @@ class RuntimeFields(BaseModel):
         default=32,
         description="Pages one `folio worker` process runs at once when --concurrency is unset.",
     )
+    worker_metrics_port: int = Field(
+        default=9464,
+        ge=0,
+        le=65535,
+        description="Port on which a `folio worker` serves Folio's Prometheus metrics of the "
+        "pages it runs (`/metrics` on every interface, no key); 0 turns it off. Only with the "
+        "threads pool (the default): a prefork pool's pages run in child processes. Workers "
+        "sharing a machine need a port each; one whose port is taken runs without metrics.",
+    )
     db_retry_limit: int = Field(
         default=20,
         description="Times a task retries when the database or the object store is unreachable "
