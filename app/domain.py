@@ -148,6 +148,9 @@ class PageInput:
     pixels: tuple[int, int] | None = None  # `image`'s size, known without rendering it
     # Set on a confirming attempt's page: the unit it may repeat, and how far.
     confirming: ConfirmedUnit | None = None
+    # Set on a retry that resumes past a loop: the text before the loop, which the model
+    # continues (the answer is this plus what it writes).
+    resume_from: str | None = None
 
     @property
     def image(self) -> Image.Image:

@@ -32,6 +32,7 @@ from app.engines.vlm_doctor import warn_missing_processors
 from app.engines.vlm_grounding import grounded_factory, grounding_params, grounding_xargs
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_judge import VlmJudge
+from app.engines.vlm_resume import kept_text, resumed_body
 from app.engines.vlm_stops import (
     REPETITION_DETECTION,
     EndpointStops,
@@ -159,6 +160,8 @@ class VlmEngine:
             body["stream_options"]["continuous_usage_stats"] = True
         if stops.repetition_detection:
             body["repetition_detection"] = dict(REPETITION_DETECTION)
+        if kept := kept_text(page, self.endpoint.openai_fields_only):
+            body = resumed_body(body, kept)
         return body
 
     def _folio_xargs(self, page: PageInput, step: PlanStep, stops: EndpointStops) -> dict[str, Any]:
@@ -240,10 +243,11 @@ class VlmEngine:
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
         detector = self._detector_for(page, step, confirming)
+        kept = kept_text(page, self.endpoint.openai_fields_only)
         async with slots:
             while True:
                 try:
-                    outcome = await self._stream(body, used, page.should_stop, detector)
+                    outcome = await self._stream(body, used, page.should_stop, detector, kept)
                     break
                 except TransportError as exc:
                     retries += 1
@@ -260,6 +264,8 @@ class VlmEngine:
         result.params |= loop_stop_params(stops)  # the endpoint's stop, not this attempt's
         if not step.loop_stop:
             result.params["loop_stop_off"] = True
+        if kept:  # it continued the text before the last attempt's loop
+            result.params["resumed_from_chars"] = len(kept)
         if confirming is not None:  # the relaxed stop it ran under
             result.params |= {
                 "confirm_bound": confirming.bound,
@@ -298,9 +304,14 @@ class VlmEngine:
         stops: EndpointStops,
         should_stop: Callable[[], bool] = lambda: False,
         detector_factory: Callable[[], LoopDetecting] | None = None,
+        kept: str = "",
     ) -> StreamOutcome:
-        outcome = StreamOutcome()
+        """One streamed request; `kept`: the text it continues, read first by the detector
+        and the start of the answer."""
+        outcome = StreamOutcome(text=kept)
         detector = (detector_factory or self.detector_factory)()
+        if kept:
+            detector.feed(kept)
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
         timeout = self.endpoint.request_timeout_s
         sent = time.perf_counter()

@@ -22,7 +22,14 @@ from app.errors import RenderError
 from app.pdf.render import PageOutline, rasterize, rasterize_fitted
 from app.pipeline.text_layer import LayerVerdict
 from app.positions import PageGeometry
-from app.retry.plan import PastAttempt, confirmed_stop, is_accepted, loop_stop, repeated_loops
+from app.retry.plan import (
+    PastAttempt,
+    confirmed_stop,
+    is_accepted,
+    loop_stop,
+    repeated_loops,
+    resume_prefix,
+)
 from app.settings import PlanStep
 
 LayerJudge = Callable[[], LayerVerdict]  # the text-layer gate's judgement, taken when needed
@@ -47,6 +54,15 @@ def copies_in_page(unit: str, page: PageInput) -> int | None:
         return None
     text = PageText(page.text_layer)
     return max(text.copies(reading) for reading in readings)
+
+
+def resumed_page(page: PageInput, past: list[PastAttempt], step: PlanStep) -> PageInput:
+    """The page as a retry that resumes past the last attempt's loop gets it, where the step
+    asks for that and the last attempt was cut with text before its loop."""
+    if not (step.resume_after_loop and step.engine == "vlm"):
+        return page
+    kept = resume_prefix(past)
+    return replace(page, resume_from=kept) if kept else page
 
 
 def confirming_page(page: PageInput, past: list[PastAttempt], page_holds: UnitCount) -> PageInput:

@@ -32,6 +32,7 @@ from app.pipeline.page_attempts import (
     judged_layer,
     page_input,
     past_attempt,
+    resumed_page,
 )
 from app.pipeline.text_layer import judge_layer
 from app.profiles.judge import ROTATED, rotation_after
@@ -296,6 +297,7 @@ class PageProcessor:
             if step.engine == "textlayer" and judge is not None:
                 page, judge = judged_layer(page, judge), None
             asked = confirming_page(page, past, self.page_holds) if choice.confirming else page
+            asked = resumed_page(asked, past, step)
             result = self._attempt(asked, step, choice.confirming)
             if page.rotation:
                 result.params["rotation"] = page.rotation

@@ -154,6 +154,18 @@ def loop_stop(
     return LoopStop(kind, onset or 0, text or "", period or 0)
 
 
+def resume_prefix(history: Sequence[PastAttempt]) -> str | None:
+    """The text a retry may keep and ask the model to continue: the last attempt's, up to
+    where its loop started, back to that line's start (the model writes the line afresh);
+    None where the last attempt was not cut by a verdict or kept nothing before its loop."""
+    if not history or (stop := history[-1].stop) is None:
+        return None
+    kept = stop.text[: stop.onset]
+    line = kept.rfind("\n")
+    kept = kept[: line + 1] if line >= 0 else kept
+    return kept if kept.strip() else None
+
+
 def confirmed_stop(history: Sequence[PastAttempt]) -> LoopStop | None:
     """The stop a confirming attempt run next settles: the last attempt's, repeated."""
     return history[-1].stop if repeated_stop(history) else None

@@ -51,6 +51,13 @@ class PlanStep(Section):
         "repetition_detection); off: it runs to its own end or max_tokens, and an answer cut "
         "at the cap is refused. A confirming attempt relaxes it for the repeated unit only.",
     )
+    resume_after_loop: bool = Field(
+        default=False,
+        description="After an attempt a loop verdict cut, keep its text up to the loop's "
+        "onset and ask the model to continue it (vLLM's chat continue_final_message) under "
+        "this step's decoding, instead of reading the page again; the joined answer is "
+        "judged as a whole. Needs a vLLM server (not with openai_fields_only).",
+    )
 
     @model_validator(mode="after")
     def _vlm_needs_endpoint(self) -> PlanStep:

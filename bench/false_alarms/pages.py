@@ -119,7 +119,13 @@ def ended_loop(_body: dict[str, Any]) -> Answer:
 
 
 def loop_once(body: dict[str, Any]) -> Answer:
-    """The ledger looping on the greedy first read, read healthily at a retry's temperature."""
+    """The ledger looping on the greedy first read, read healthily at a retry's temperature;
+    a retry that asks it to continue its own last turn (vLLM's continue_final_message) gets
+    the rest of the healthy ledger after that text, as a model continuing it would write."""
+    if body.get("continue_final_message"):
+        kept = str(body["messages"][-1]["content"])
+        rest = LEDGER_HEALTHY[len(kept) :] if LEDGER_HEALTHY.startswith(kept) else LEDGER_HEALTHY
+        return Answer(rest)
     if float(body.get("temperature") or 0.0) == 0.0:
         return LEDGER
     return Answer(LEDGER_HEALTHY)

@@ -50,6 +50,7 @@ from bench.false_alarms.pages import (
     loop_once,
     same_loop,
 )
+from bench.false_alarms.resume import resume_table, run_resume
 from bench.false_alarms.standin import AnswerFor, serving
 
 MAX_TOKENS = 4096  # the generic `markdown` profile's cap
@@ -180,12 +181,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench false-alarms", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="2 pages an arm instead of 6")
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="a retry resuming past the loop against a full re-read, on the vLLM CPU server "
+        "(resume.py)",
+    )
+    parser.add_argument(
         "--bound",
         action="store_true",
         help="the confirming attempt's bound on real text instead (bound.py; no server)",
     )
     args = parser.parse_args(argv)
     console = Console(width=170)
+    if args.resume:
+        resumed = run_resume(2 if args.quick else 4)
+        resumed["machine"] = machine_info()
+        console.print(resume_table(resumed))
+        console.print(f"Results written to {write_results('resume', resumed)}")
+        return resumed
     if args.bound:
         bound = run_bound()
         bound["machine"] = machine_info()

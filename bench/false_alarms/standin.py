@@ -29,7 +29,16 @@ from typing import Any
 
 _PIECE = re.compile(r"\s{1,4}|\w{1,4}|[^\w\s]{1,4}")
 PROMPT_TOKENS = 1000  # a page image and the prompt, as the usage reports them
-_KEPT = ("temperature", "top_p", "max_tokens", "seed", "repetition_detection", "vllm_xargs")
+_KEPT = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "repetition_detection",
+    "vllm_xargs",
+    "continue_final_message",
+    "add_generation_prompt",
+)
 
 
 def pieces(text: str) -> list[str]:
