@@ -240,7 +240,7 @@ def test_the_hostile_corpus_run_from_a_bucket(
         s3.put_object(Bucket=bucket, Key=f"in/{name}", Body=body)
     s3.put_object(Bucket=bucket, Key="in-other/secret.pdf", Body=good_pdf(1, seed=31))
     args = ["run", f"s3://{bucket}/in", "--out", f"s3://{bucket}/out/"]
-    result = runner.invoke(cli, args, env=env | dict(os.environ))
+    result = runner.invoke(cli, args, env=dict(os.environ) | env)
     assert result.exit_code == exit_codes.SOME_FAILED, result.output
     summary = json.loads(s3.get_object(Bucket=bucket, Key="out/summary.json")["Body"].read())
     assert (summary["documents_done"], summary["documents_failed"]) == (len(good), len(bad))

@@ -115,3 +115,29 @@ def test_a_key_with_a_nul_fails_alone_on_postgres(
     assert documents["fine"]["status"] == "done"
     assert documents["nul%00name"]["error_category"] == "unsupported_key"
     assert "Section 52" in (out / "fine.md").read_text()
+
+
+def test_results_never_go_into_the_input_itself(
+    s3_server: Any, bucket: str, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The caller's own notes.md beside notes.pdf would be replaced by its results."""
+    import os
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.pdf").write_bytes(good_pdf(1))
+    (folder / "notes.md").write_text("my own notes")
+    s3: Any = s3_server.client()
+    s3.put_object(Bucket=bucket, Key="in/notes.pdf", Body=good_pdf(1))
+    s3.put_object(Bucket=bucket, Key="in/notes.md", Body=b"my own notes")
+    runs = [
+        [str(folder), "--out", str(folder)],
+        [str(folder), "--out", f"{folder}/"],
+        [f"s3://{bucket}/in/", "--out", f"s3://{bucket}/in"],
+    ]
+    for args in runs:
+        result = runner.invoke(cli, ["run", *args], env=dict(os.environ) | env)
+        assert result.exit_code == exit_codes.CONFIG, result.output
+        assert "is the input itself" in result.output
+    assert (folder / "notes.md").read_text() == "my own notes"
+    assert s3.get_object(Bucket=bucket, Key="in/notes.md")["Body"].read() == b"my own notes"

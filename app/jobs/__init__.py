@@ -68,6 +68,11 @@ def location(where: Path | str) -> str:
     return text if is_store_uri(text) else str(Path(text).resolve())
 
 
+def _same_place(a: str, b: str) -> bool:
+    """Two recorded places (see `location`) that are one folder or prefix."""
+    return a.rstrip("/") == b.rstrip("/")
+
+
 def document_limits(settings: Settings) -> DocumentLimits:
     return DocumentLimits(
         int(settings.max_file_mb * 2**20),
@@ -91,6 +96,11 @@ def create_job_from_folder(settings: Settings, db: Database, request: JobRequest
     settings.plan(plan_name)  # fail fast on an unknown plan
     options = request.options()
     out_dir = location(request.out_dir) if request.out_dir else None
+    if out_dir and _same_place(out_dir, location(request.source)):
+        raise ConfigError(
+            f"--out {request.out_dir} is the input itself: the results would replace the "
+            ".md and .json files there; choose another place"
+        )
     if request.stored:
         stores = Stores.from_settings(settings)
         return ingest_stored(
