@@ -75,3 +75,19 @@ def test_prose_in_two_columns_is_not_a_table() -> None:
     markdown = markdown_of(two_column_page())
     assert "|" not in markdown
     assert len(markdown) > 1000
+
+
+def test_amounts_split_between_a_currency_column_and_their_own_are_one_column() -> None:
+    from app.textlayer.tables import table_markdown
+
+    rows = [
+        ["Item", "", "2025", "", "2024"],
+        ["Cost", "$", "178", "$", "141"],
+        ["R&D", "3,423", "", "2,532", ""],
+    ]
+    assert table_markdown(rows).splitlines() == [
+        "| Item | 2025 | 2024 |",
+        "| --- | --- | --- |",
+        "| Cost | $178 | $141 |",
+        "| R&D | 3,423 | 2,532 |",
+    ]

@@ -75,17 +75,18 @@ def table_markdown(rows: Sequence[Sequence[str]]) -> str:
     """A Markdown (GFM) table, the first row as its header."""
     width = max(len(row) for row in rows)
     cells = [[_cell(c) for c in row] + [""] * (width - len(row)) for row in rows]
-    cells = _drop_empty_columns(_join_currency(cells))
+    cells = _merge_split_columns(_drop_empty_columns(_join_currency(cells)))
     lines = [_row(cells[0]), _row(["---"] * len(cells[0])), *(_row(row) for row in cells[1:])]
     return "\n".join(lines)
 
 
 def _join_currency(rows: list[list[str]]) -> list[list[str]]:
-    """ "$" alone in a cell belongs to the amount beside it: "$ | 178" is "$178"."""
+    """ "$" alone in a cell belongs to the amount beside it: "$ | 178" is "$178", in the
+    amount's column, the one its header sits over (the symbol's column is left empty)."""
     for row in rows:
         for j in range(len(row) - 1):
             if row[j] in _CURRENCY and row[j + 1]:
-                row[j], row[j + 1] = row[j] + row[j + 1], ""
+                row[j], row[j + 1] = "", row[j] + row[j + 1]
     return rows
 
 
@@ -100,6 +101,19 @@ def _drop_empty_columns(rows: list[list[str]]) -> list[list[str]]:
                 row[j - 1] = row[j - 1] or row[j]
             for row in rows:
                 del row[j]
+    return rows
+
+
+def _merge_split_columns(rows: list[list[str]]) -> list[list[str]]:
+    """Two neighbouring columns that no row fills both of are one column the finder split
+    (an amount set under its header in some rows and under the currency sign's column in
+    others, as 10-K tables are). Two headed columns never merge: the header row fills both."""
+    for j in range(len(rows[0]) - 1, 0, -1):
+        if any(row[j] and row[j - 1] for row in rows):
+            continue
+        for row in rows:
+            row[j - 1] = row[j - 1] or row[j]
+            del row[j]
     return rows
 
 
