@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any
 
@@ -28,12 +27,12 @@ class RapidReader:
 
         self._factory = RapidOCR
         self._local = threading.local()
-        logging.getLogger("RapidOCR").setLevel(logging.WARNING)
 
     def _engine(self) -> Any:
         engine = getattr(self._local, "engine", None)
         if engine is None:
             params = {
+                "Global.log_level": "error",  # not a line per model loaded or per blank page
                 "EngineConfig.onnxruntime.intra_op_num_threads": 1,
                 "EngineConfig.onnxruntime.inter_op_num_threads": 1,
             }
