@@ -32,12 +32,9 @@ class SecondReader(Protocol):
 
 def default_second_reader() -> SecondReader | None:
     """RapidOCR where the [scan] extra is installed."""
-    try:
-        from app.scanread.rapid import RapidReader
+    from app.scanread.rapid import RapidReader
 
-        return RapidReader()
-    except ImportError:
-        return None
+    return RapidReader() if RapidReader.installed() else None
 
 
 def default_tessdata_dir() -> str:

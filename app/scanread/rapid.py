@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from typing import Any
 
-import numpy as np
 from PIL import Image
 
 from app.scanread.reading import Reading
@@ -23,25 +23,32 @@ class RapidReader:
     across pages, as it does for Tesseract."""
 
     def __init__(self) -> None:
-        from rapidocr import RapidOCR  # the [scan] extra; ImportError without it
-
-        self._factory = RapidOCR
         self._local = threading.local()
+
+    @staticmethod
+    def installed() -> bool:
+        """Whether the [scan] extra is installed (found without importing it: ONNX Runtime and
+        OpenCV take a second or two to import, paid only when a page is re-read)."""
+        return all(importlib.util.find_spec(name) for name in ("rapidocr", "onnxruntime"))
 
     def _engine(self) -> Any:
         engine = getattr(self._local, "engine", None)
         if engine is None:
+            from rapidocr import RapidOCR  # the [scan] extra
+
             params = {
                 "Global.log_level": "error",  # not a line per model loaded or per blank page
                 "EngineConfig.onnxruntime.intra_op_num_threads": 1,
                 "EngineConfig.onnxruntime.inter_op_num_threads": 1,
             }
-            engine = self._factory(params=params)
+            engine = RapidOCR(params=params)
             self._local.engine = engine
         return engine
 
     def read(self, image: Image.Image) -> Reading:
-        output = self._engine()(np.asarray(image.convert("RGB")))
+        import numpy  # with the [scan] extra, which needs it
+
+        output = self._engine()(numpy.asarray(image.convert("RGB")))
         scores = list(output.scores or ())
         boxes = [] if output.boxes is None else list(output.boxes)
         texts = list(output.txts or ())
