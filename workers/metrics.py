@@ -15,13 +15,19 @@ from __future__ import annotations
 import logging
 
 from celery.concurrency.prefork import TaskPool as PreforkPool
+from redis import RedisError
 
+from app.db.engine import Database
+from app.distributed import DATABASE_DOWN
+from app.distributed.queue_view import QueueView
+from app.report.build import job_server_tokens
 from app.report.metrics import FolioMetrics, make_metrics, start_metrics_server
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
 ALL_INTERFACES = "0.0.0.0"  # scraped from another pod or machine, as exporters are
+CLAIM_S = 7 * 86400.0  # how long a job's count is remembered: far past its last finalize
 
 
 def runs_tasks_in_process(pool_cls: type) -> bool:
@@ -58,3 +64,27 @@ def serve_worker_metrics(settings: Settings, pool_cls: type) -> FolioMetrics | N
         return None
     log.info("Folio metrics at http://%s:%s/metrics", ALL_INTERFACES, port)
     return metrics
+
+
+class FinishedJobTokens:
+    """Adds a finished job's server-side token figures (`folio_server_tokens_total`) to this
+    worker's metrics, once per job across all workers: a job may be finalized twice (a retry,
+    or two workers' sweeps when its last pages closed together), and only the first to claim
+    the job in Redis counts it. `folio run` and `folio serve` count theirs as a job ends."""
+
+    def __init__(self, metrics: FolioMetrics, db: Database, view: QueueView) -> None:
+        self.metrics = metrics
+        self.db = db
+        self.view = view
+
+    def count(self, job_id: str) -> None:
+        try:
+            figures = job_server_tokens(self.db, job_id)
+            if self.view.lead(f"server-tokens:{job_id}", CLAIM_S):
+                self.metrics.observe_server_tokens(figures)
+        except (RedisError, *DATABASE_DOWN) as exc:
+            # The job is done and its results out; a metric is not worth a task retry.
+            log.warning("Job %s's server tokens are not in the metrics: %s", job_id, exc)
+
+    def close(self) -> None:
+        self.view.close()

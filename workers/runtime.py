@@ -17,9 +17,10 @@ from app.engines.registry import EngineSet
 from app.jobs import worker_id
 from app.pipeline.process_page import PageProcessor
 from app.report.metrics import FolioMetrics
-from app.servermetrics.sampler import sampler_from_settings
+from app.servermetrics.sampler import ServerSampler, sampler_from_settings
 from app.settings import Settings
 from app.webhooks.dispatcher import WebhookDispatcher
+from workers.metrics import FinishedJobTokens
 
 
 @dataclass
@@ -32,6 +33,7 @@ class WorkerRuntime:
     sweeper: FinalizeSweeper
     lost: LostTaskSweeper | None
     webhooks: WebhookDispatcher
+    job_tokens: FinishedJobTokens | None  # with metrics and a server to read
 
 
 class RuntimeHolder:
@@ -67,7 +69,15 @@ class RuntimeHolder:
                 webhooks = WebhookDispatcher(self.settings.webhooks, db)
                 webhooks.start()  # any worker sends the outbox's due webhooks
                 self._runtime = WorkerRuntime(
-                    self.settings, db, engines, processor, self.enqueuer, sweeper, lost, webhooks
+                    self.settings,
+                    db,
+                    engines,
+                    processor,
+                    self.enqueuer,
+                    sweeper,
+                    lost,
+                    webhooks,
+                    self._job_tokens(db, sampler),
                 )
             return self._runtime
 
@@ -79,6 +89,11 @@ class RuntimeHolder:
         lost.start()
         return lost
 
+    def _job_tokens(self, db: Database, sampler: ServerSampler | None) -> FinishedJobTokens | None:
+        if self.metrics is None or sampler is None:
+            return None
+        return FinishedJobTokens(self.metrics, db, QueueView(self.settings))
+
     def close(self) -> None:
         with self._lock:
             if self._runtime is not None:
@@ -88,4 +103,6 @@ class RuntimeHolder:
                     self._runtime.lost.close()
                 self._runtime.engines.close()
                 self._runtime.webhooks.close()
+                if self._runtime.job_tokens is not None:
+                    self._runtime.job_tokens.close()
                 self._runtime = None

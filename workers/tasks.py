@@ -105,7 +105,10 @@ def register_tasks(app: Celery, holder: RuntimeHolder) -> None:
         try:
             runtime = holder.get()
             publish = partial(publish_job, runtime.settings, runtime.db, finishing=True)
-            return distributed.finalize_job(runtime.db, job_id, publish)
+            done = distributed.finalize_job(runtime.db, job_id, publish)
         except (StoreUnavailable, *distributed.DATABASE_DOWN) as exc:
             _retry_database_down(self, holder, exc)
             raise
+        if done and runtime.job_tokens is not None:
+            runtime.job_tokens.count(job_id)
+        return done
