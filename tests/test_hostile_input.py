@@ -248,3 +248,27 @@ def test_the_hostile_corpus_run_from_a_bucket(
     assert all(d["error_category"] for d in summary["documents"] if d["status"] == "failed")
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="out/")["Contents"]]
     assert len(keys) == 2 * len(good) + 2  # .md and .json each, summary.json, report.json
+
+
+def test_a_database_outage_never_gives_a_batch_up(sqlite_url: str, tmp_path: Path) -> None:
+    """The database file taken away mid-way (SQLite cannot open it: an OperationalError, as a
+    server that is down gives): the batch waits, however many looks, and runs once it is back."""
+    database = Path(sqlite_url.removeprefix("sqlite:///"))
+    settings = Settings(database_url=sqlite_url, engine="textlayer", watch_window_s=0)
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    watcher = Watcher(settings, _database(sqlite_url), inbox, tmp_path / "out")
+    (inbox / "a.pdf").write_bytes(good_pdf(1))
+    assert watcher.tick() is None  # first look
+    hidden = database.with_name("away")
+    database.rename(hidden)
+    database.mkdir()  # a folder where the file was: every connection fails
+    try:
+        assert watcher.tick() is None
+        assert [o for _ in range(MAX_BATCH_TRIES + 2) for o in watcher.retry()] == []
+        assert files_in(inbox / "failed") == []
+    finally:
+        database.rmdir()
+        hidden.rename(database)
+    (outcome,) = watcher.retry()
+    assert outcome.done == ["a.pdf"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from app.db import repo
-from app.db.engine import Database
+from app.db.engine import DATABASE_DOWN, Database
 from app.db.models import Document
 from app.domain import DocumentStatus
 from app.jobs import document_limits, run_job_locally, settle_job
@@ -126,9 +126,14 @@ class Watcher:
 
     def _finish_or_count(self, batch: Path) -> BatchOutcome | None:
         """`finish`, at the watcher's edge: a failure is logged and counted on the batch, and
-        the batch tried again later; at its last try its files go to failed/ with the error."""
+        the batch tried again later; at its last try its files go to failed/ with the error.
+        A database outage is not the files' fault: the batch waits for it, uncounted."""
         try:
             return self.finish(batch)
+        except DATABASE_DOWN as exc:
+            log.warning("batch %s waits for the database: %s", batch.name, exc)
+            self._unfinished = True
+            return None
         except Exception as exc:
             reason = f"the batch failed to run: {type(exc).__name__}: {exc}"
             log.exception("batch %s failed to run", batch.name)
