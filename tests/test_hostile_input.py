@@ -272,3 +272,15 @@ def test_a_database_outage_never_gives_a_batch_up(sqlite_url: str, tmp_path: Pat
         hidden.rename(database)
     (outcome,) = watcher.retry()
     assert outcome.done == ["a.pdf"]
+
+
+def test_files_named_like_the_watchers_own_folders(tmp_path: Path, env: dict[str, str]) -> None:
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    for n, name in enumerate(["processing", "done", "failed", "outbox", "a.pdf"]):
+        (inbox / name).write_bytes(good_pdf(1, seed=60 + n))
+    result = watch_once(inbox, env)  # the reserved names are renamed, then taken
+    assert result.exit_code == 0, result.output
+    assert len(files_in(inbox / "done")) == 5 and files_in(inbox / "failed") == []
+    assert watch_once(inbox, env).exit_code == 0  # and the folder goes on
+    assert all((inbox / n).is_dir() for n in ("processing", "done", "outbox"))

@@ -152,6 +152,7 @@ class Watcher:
         return outcome
 
     def _arrivals(self) -> list[Path]:
+        self._free_own_names()
         return [
             p
             for p in self.inbox.iterdir()
@@ -159,6 +160,14 @@ class Watcher:
             and not p.name.startswith(".")
             and not p.name.endswith(PARTIAL_SUFFIXES)
         ]
+
+    def _free_own_names(self) -> None:
+        """A file dropped under the name of one of the watcher's own folders (`processing`,
+        `done`, `failed`, an outbox inside the inbox) would stop every batch: it is renamed
+        (`done.pdf` -> `done-file-<hex>.pdf`) and taken as any other file."""
+        for folder in (self.processing, self.done, self.failed, self.outbox):
+            if folder.parent == self.inbox and (folder.is_symlink() or folder.is_file()):
+                folder.rename(self.inbox / f"{folder.name}-file-{uuid.uuid4().hex[:8]}")
 
     def _claim(self, files: list[Path]) -> Path | None:
         """Move `files` into a new batch folder, each under a name that every later step can
