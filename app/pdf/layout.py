@@ -7,7 +7,7 @@ from typing import Any
 
 import pymupdf
 
-from app.textlayer.equations import has_math_signs, wants_glyphs
+from app.textlayer.equations import has_math_signs
 from app.textlayer.model import Box, Glyph, PageLayout, TableGrid, TextLine
 from app.textlayer.words import has_run_together_words
 
@@ -66,7 +66,7 @@ def _read_lines(blocks: list[dict[str, Any]], glyphs: bool = False) -> list[Text
     for number, block in enumerate(blocks):
         for raw in block.get("lines", ()):
             if line := _line(raw, number):
-                if glyphs and wants_glyphs(line.text):
+                if glyphs:
                     line = replace(line, glyphs=_glyphs(raw))
                 lines.append(line)
     return lines
@@ -74,7 +74,14 @@ def _read_lines(blocks: list[dict[str, Any]], glyphs: bool = False) -> list[Text
 
 def _glyphs(raw: dict[str, Any]) -> tuple[Glyph, ...]:
     return tuple(
-        Glyph(char["c"], Box(*char["bbox"]), span["size"], char["origin"][1], _is_bold(span))
+        Glyph(
+            char["c"],
+            Box(*char["bbox"]),
+            span["size"],
+            char["origin"][1],
+            _is_bold(span),
+            span["font"],
+        )
         for span in raw["spans"]
         for char in span["chars"]
         if char["c"].strip() and char["c"] not in "\u200b\ufffd"

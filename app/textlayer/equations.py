@@ -21,7 +21,6 @@ from app.textlayer.words import is_word
 
 _SIGNS = frozenset("=+−×÷±∓⋅·∫∬∮∑∏√∞∂∇≤≥≠≈≡∼∈∉⊂⊆∪∩→←↦′")
 _GREEK = re.compile(r"[\u0391-\u03c9\u03d1\u03d5\u03f5]")
-MAX_GLYPH_LINE = 40  # characters: longer lines are prose, whose glyphs are not read
 _FUNCTIONS = frozenset({"sin", "cos", "tan", "log", "exp", "lim", "max", "min", "det", "sup"})
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _MIN_GLYPHS = 3
@@ -32,11 +31,6 @@ _LABEL = re.compile(r"^\(?(\d{1,3}|[a-z])[.)]$")  # "150.", "(a)": an exercise's
 def has_math_signs(text: str) -> bool:
     """Whether `text` holds a sign that formulas use (relations, operators, Greek letters)."""
     return bool(_SIGNS.intersection(text)) or bool(_GREEK.search(text))
-
-
-def wants_glyphs(text: str) -> bool:
-    """Whether a line is short enough to be part of a displayed formula."""
-    return len(text.strip()) <= MAX_GLYPH_LINE
 
 
 @dataclass(frozen=True)

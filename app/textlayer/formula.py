@@ -21,7 +21,7 @@ _SYMBOLS = {
     "·": r"\cdot", "√": r"\surd", "∞": r"\infty", "∂": r"\partial", "∇": r"\nabla",
     "≤": r"\leq", "≥": r"\geq", "≠": r"\neq", "≈": r"\approx", "≡": r"\equiv", "∼": r"\sim",
     "∈": r"\in", "∉": r"\notin", "⊂": r"\subset", "⊆": r"\subseteq", "∪": r"\cup",
-    "∩": r"\cap", "→": r"\rightarrow", "←": r"\leftarrow", "↦": r"\mapsto", "′": "'",
+    "∩": r"\cap", "→": r"\rightarrow", "←": r"\leftarrow", "↦": r"\mapsto", "′": r"\prime",
     "{": r"\{", "}": r"\}", "%": r"\%", "#": r"\#", "&": r"\&", "_": r"\_", "$": r"\$",
     "\\": r"\backslash", "~": r"\sim", "^": r"\wedge",
 }  # fmt: skip

@@ -4,11 +4,12 @@ from the table finder, borderless ones from aligned short cells: `borderless`)."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.textlayer.borderless import borderless_tables
 from app.textlayer.edges import body_size, running_lines
 from app.textlayer.equations import display_equations
+from app.textlayer.inline import inline_text, rows, shares_formula_row
 from app.textlayer.model import Box, PageLayout, TableGrid, TextLine
 from app.textlayer.order import by_section_numbers, xy_cut
 from app.textlayer.paragraphs import join_lines
@@ -89,17 +90,23 @@ def _continues(previous: str, part: str) -> bool:
 
 def _blocks(lines: Sequence[TextLine]) -> list[Item]:
     grouped: dict[int, list[TextLine]] = {}
+    previous: TextLine | None = None
     for line in lines:
-        grouped.setdefault(line.block, []).append(line)
+        block = line.block
+        if previous is not None and block != previous.block and shares_formula_row(previous, line):
+            block = previous.block  # MuPDF parted a formula's row into two blocks at its limits
+            line = replace(line, block=block)
+        grouped.setdefault(block, []).append(line)
+        previous = line
     items = []
-    for block in grouped.values():
+    for members in grouped.values():
         box = Box(
-            min(line.box.x0 for line in block),
-            min(line.box.y0 for line in block),
-            max(line.box.x1 for line in block),
-            max(line.box.y1 for line in block),
+            min(line.box.x0 for line in members),
+            min(line.box.y0 for line in members),
+            max(line.box.x1 for line in members),
+            max(line.box.y1 for line in members),
         )
-        items.append(Item(box, tuple(block)))
+        items.append(Item(box, tuple(members)))
     return items
 
 
@@ -116,7 +123,7 @@ def _render(item: Item, body: float) -> str:
         return table_markdown(item.table.rows)
     if item.equation is not None:
         return f"$${item.equation}$$"
-    text = normalize(join_lines([line.text for line in item.lines]))
+    text = normalize(join_lines([inline_text(row) for row in rows(item.lines)]))
     if not text:
         return ""
     level = _heading_level(item.lines, body, text)

@@ -42,10 +42,9 @@ class Glyph:
     char: str
     box: Box
     size: float
-    baseline: (
-        float  # y of the glyph's origin: superscripts sit above their base's, subscripts below
-    )
+    baseline: float  # y of its origin: superscripts sit above their base's, subscripts below
     bold: bool = False
+    font: str = ""  # the font's name: TeX's math fonts (CMMI, CMSY, PazoMath) mark formulas
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ class TextLine:
     block: int
     invisible: bool = False
     vertical: bool = False
-    glyphs: tuple[Glyph, ...] = ()  # read only for short lines on pages with math signs
+    glyphs: tuple[Glyph, ...] = ()  # read only on pages with math signs
 
 
 @dataclass(frozen=True)
