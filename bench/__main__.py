@@ -83,7 +83,17 @@ def summary_rows(name: str, report: dict[str, Any] | None) -> list[tuple[str, st
         return rows
     if name == "detector":
         speed = report["speed"]
-        return [("detector (chars/s, wall)", f"{speed['chars_per_second_wall']:,}")]
+        rows = [("detector (chars/s, wall)", f"{speed['chars_per_second_wall']:,}")]
+        if frozen := report.get("headline", {}).get("frozen"):
+            rows.insert(
+                0,
+                (
+                    f"false alarms per 1,000 harvested pages ({frozen['pages']}), "
+                    f"frozen at {frozen['freeze_commit'][:7]}",
+                    f"{frozen['stream_per_1000']}",
+                ),
+            )
+        return rows
     if name == "detector-healthy":
         pooled = report["leave_one_source_out"]["pooled"]
         return [

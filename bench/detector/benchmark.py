@@ -35,6 +35,7 @@ from bench.detector.corpus import (
     stops,
 )
 from bench.detector.devset_sources import healthy_texts, loop_prefixes
+from bench.detector.headline import headline, headline_table
 from bench.detector.heldout import evaluate_heldout, family_table, heldout_table, load_samples
 from bench.detector.loop_shapes import build_samples
 from bench.detector.mixed_text import WORDS, chunks, mixed_text, prose
@@ -331,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         return _real_only(args.today_ref, 1.0 if args.quick else 2.0, args.chunk)
     size_mb = 1.0 if args.quick else args.size_mb
     per_shape = 4 if args.quick else args.per_shape
-    report: dict[str, Any] = {"machine": machine_info()}
+    report: dict[str, Any] = {"machine": machine_info(), "headline": headline()}
+    Console().print(headline_table(report["headline"]))
     try:
         baseline = load_baseline(REPO, args.baseline_ref)
         report["baseline_ref"] = args.baseline_ref
