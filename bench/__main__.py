@@ -35,6 +35,7 @@ BENCHES: dict[str, str] = {
     "false-alarms": "bench.false_alarms.run",
     "storage": "bench.storage",
     "flywheel-arms": "bench.flywheel.arms",
+    "flywheel-speed": "bench.flywheel.speed",
     "scale": "bench.scale.run",
     "scale-olmocr": "bench.scale.olmocr_pipeline",
 }
