@@ -62,6 +62,8 @@ def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apar
     assert tuned["training"] == training["dpo-5"] and base["training"] == {}
     assert tuned["vs_base"] == {"fixed": 2, "made": 1, "mcnemar_p": 1.0}
     assert base["vs_base"] == {"fixed": 0, "made": 0, "mcnemar_p": 1.0}
+    assert base["gate"] is None and tuned["gate"]["decision"] == "keep base"
+    assert tuned["gate"]["reasons"][0].startswith("too few loops to tell: fixed 2, made 1")
     assert summary["base_by_family"]["prose"]["kinds"] == {"phrase": 1, "char_run": 1}
     assert tuned["loops_by_family"] == {"table": 1}
     curve = [(p["pairs"], p["loops"], p["change"]) for p in summary["pairs_curve"]]

@@ -42,6 +42,26 @@ def paired(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
     return {"fixed": fixed, "made": made, "mcnemar_p": round(min(1.0, 2 * tail), 4)}
 
 
+def gate(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
+    """What `folio train-dpo`'s promotion gate (`app.train.gate`) decides on these readings:
+    each model's first greedy attempt on the same pages, CER against the truth."""
+    from app.train.gate import PageReading, decide
+
+    def readings(pages: dict[str, Any]) -> list[PageReading]:
+        return [
+            PageReading(name, row["first"] is not None, row["first"],
+                        row.get("first_cer", row["cer"]), row.get("first_tokens", row["tokens"]))
+            for name, row in sorted(pages.items())
+        ]  # fmt: skip
+
+    verdict = decide(readings(base), readings(arm))
+    return {"decision": verdict.decision, "reasons": list(verdict.reasons)}
+
+
+def _tuned_greedy(label: str, base: dict[str, Any]) -> bool:
+    return bool(base) and label.endswith(".greedy") and not label.startswith("base")
+
+
 def _mean(values: list[float | None]) -> float | None:
     kept = [v for v in values if v is not None]
     return round(fmean(kept), 4) if kept else None
@@ -74,6 +94,7 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
             if pages else None,
             "training": {k: tuned[k] for k in ("pairs", "steps", "train_seconds") if k in tuned},
             "vs_base": paired(base_pages, pages) if base_pages else None,
+            "gate": gate(base_pages, pages) if _tuned_greedy(label, base_pages) else None,
             "loops_by_family": dict(
                 sorted(Counter(row["family"] for row in pages.values() if row["first"]).items())
             ),
@@ -136,7 +157,7 @@ def markdown(summary: dict[str, Any]) -> str:
     kinds = [k for k in KINDS if any(r["by_kind"][k]["loops"] for r in summary["arms"].values())]
     head = ["arm", "1st-attempt loops (n; 95% CI)", *kinds, "final loops", "CER",
             "CER, base-healthy pages", "tokens/page", "vs base: fixed / made (p)",
-            "training"]  # fmt: skip
+            "training", "gate"]  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, row in summary["arms"].items():
         cost = row["training"]
@@ -145,7 +166,8 @@ def markdown(summary: dict[str, Any]) -> str:
         cells = [label, _cell(row["first_attempt"]), *(_cell(row["by_kind"][k]) for k in kinds),
                  _number(row["final_loop_rate"]), _number(row["cer"]),
                  _number(row["cer_base_never_looped"]), _number(row["tokens_per_page"], 0),
-                 _versus(row.get("vs_base")), trained]  # fmt: skip
+                 _versus(row.get("vs_base")), trained,
+                 (row.get("gate") or {}).get("decision", "")]  # fmt: skip
         rows.append("| " + " | ".join(cells) + " |")
     rows += [
         "",
@@ -165,6 +187,7 @@ def markdown(summary: dict[str, Any]) -> str:
         f"\n{summary['pages']} held-out pages ({summary['base_never_looped']} where the base's "
         "greedy attempt did not loop); intervals: 95% Wilson over pages; fixed / made: pages "
         "where the base's greedy attempt looped and the arm's did not, and the reverse, with the "
-        "exact McNemar p-value of that split."
+        "exact McNemar p-value of that split; gate: what `folio train-dpo`'s promotion gate "
+        "decides on the same first attempts (fewer loops with p <= 0.05, CER within +0.02)."
     )
     return "\n".join(rows)
