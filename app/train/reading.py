@@ -12,7 +12,6 @@ transformers (the `folio[train]` extra); only `app.train.run` imports it, after 
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from app.degeneration import LoopDetector, LoopVerdict, score_output
 from app.evaluate.quality import cer
 from app.train.gate import PageReading
 from app.train.gate_pages import GatePage
-from app.train.trainer import load_model
+from app.train.trainer import load_model, release_memory
 
 CHECK_EVERY = 8  # tokens between two looks of the detector (a loop runs on at most this much)
 
@@ -84,7 +83,7 @@ def read_pages(
         return readings
     finally:
         del model
-        gc.collect()
+        release_memory()
 
 
 @torch.inference_mode()

@@ -84,16 +84,18 @@ def train_dpo(
             base_config=plan.base_config,
             notify=notify,
         )
-        model, processor, curves = result.model, result.processor, result.curves
+        processor, curves, memory = result.processor, result.curves, result.memory
         seconds = time.monotonic() - began
         shutil.rmtree(partial / "checkpoints", ignore_errors=True)
-        trainer.save_for_serving(model, processor, plan.base_config, partial)
+        trainer.save_for_serving(result.model, processor, plan.base_config, partial)
+        del result  # the gate loads the base and the saved model: no third copy beside them
+        trainer.release_memory()
         finish_layout(plan.base, partial, plan.base_config.get("model_type"))
         held = held_out_pages(plan.split.held_out)
         (partial / HELD_OUT_FILE).write_text(json.dumps(held, indent=2) + "\n", encoding="utf-8")
         device = trainer.pick_device(options.device)
         card = _card(plan, options, curves, seconds, device, held)
-        card["memory"] = result.memory
+        card["memory"] = memory
         if options.gate.enabled:
             verdict = run_gate(plan, options.gate, partial, device, notify)
             card["gate"] = verdict_summary(verdict)

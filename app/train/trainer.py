@@ -6,6 +6,7 @@ Imports torch, transformers, TRL and PEFT (the `folio[train]` extra); only
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -264,3 +265,10 @@ def save_for_serving(model: Any, processor: Any, base_config: dict[str, Any], de
     model = model.to("cpu").to(getattr(torch, str(dtype_name), torch.bfloat16))
     model.save_pretrained(dest, safe_serialization=True)
     processor.save_pretrained(dest)
+
+
+def release_memory() -> None:
+    """Give freed tensors back (CUDA keeps them cached for the process otherwise)."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
