@@ -28,6 +28,7 @@ BENCHES: dict[str, str] = {
     "orchestration": "bench.orchestration.benchmark",
     "ocr": "bench.ocr.benchmark",
     "ocr-worth": "bench.ocr.worth",
+    "ocr-speed": "bench.ocr.speed",
     "stops": "bench.stops.benchmark",
     "gpu": "bench.gpu.benchmark",
     "profile-images": "bench.profile_images",

@@ -100,7 +100,7 @@ def transcribe(code: Path, cases: list[Case], work: Path) -> dict[str, str]:
 
 def score(cases: list[Case], texts: dict[str, str]) -> dict[str, Any]:
     """Per document and overall: word F1, CER, table rows found."""
-    documents = {}
+    documents: dict[str, dict[str, Any]] = {}
     edits = characters = 0.0
     for case in cases:
         text = texts.get(case.name, "")
