@@ -22,29 +22,36 @@ MIN_GUTTER = 6.0  # points: narrower gaps are word or cell spacing, not a column
 _T = TypeVar("_T")
 
 
-def xy_cut(items: Sequence[_T], box_of: Callable[[_T], Box], section_gap: float) -> list[_T]:
+def xy_cut(
+    items: Sequence[_T],
+    box_of: Callable[[_T], Box],
+    section_gap: float,
+    min_gutter: float = MIN_GUTTER,
+) -> list[_T]:
     """`items` in reading order, each placed by `box_of(item)`. A horizontal gap of
     `section_gap` or more parts sections (a grid of cards is read row by row) even where
-    the columns go on below it."""
+    the columns go on below it; gutters are `min_gutter` wide or more (in the boxes' unit)."""
     if len(items) <= 1:
         return list(items)
-    columns = _split(items, box_of, vertical=True)
+    columns = _split(items, box_of, vertical=True, minimum=min_gutter)
     if len(columns) > 1:
-        return [item for column in columns for item in xy_cut(column, box_of, section_gap)]
-    bands = _split(items, box_of, vertical=False)
+        return [
+            item for column in columns for item in xy_cut(column, box_of, section_gap, min_gutter)
+        ]
+    bands = _split(items, box_of, vertical=False, minimum=0.0)
     if len(bands) == 1:
         return sorted(items, key=lambda item: (box_of(item).y0, box_of(item).x0))
     ordered: list[_T] = []
-    for region in _regions(bands, box_of, section_gap):
-        if len(region) == 1 or len(_split(region, box_of, vertical=True)) == 1:
+    for region in _regions(bands, box_of, section_gap, min_gutter):
+        if len(region) == 1 or len(_split(region, box_of, True, min_gutter)) == 1:
             ordered.extend(sorted(region, key=lambda item: (box_of(item).y0, box_of(item).x0)))
         else:
-            ordered.extend(xy_cut(region, box_of, section_gap))
+            ordered.extend(xy_cut(region, box_of, section_gap, min_gutter))
     return ordered
 
 
 def _regions(
-    bands: list[list[_T]], box_of: Callable[[_T], Box], section_gap: float
+    bands: list[list[_T]], box_of: Callable[[_T], Box], section_gap: float, min_gutter: float
 ) -> list[list[_T]]:
     """Consecutive bands merged while the merged items still have a gutter and the gap
     between them is under `section_gap`."""
@@ -58,7 +65,7 @@ def _regions(
         if (
             regions
             and gap < section_gap
-            and len(_split([*regions[-1], *band], box_of, vertical=True)) > 1
+            and len(_split([*regions[-1], *band], box_of, True, min_gutter)) > 1
         ):
             regions[-1] = [*regions[-1], *band]
         else:
@@ -66,12 +73,13 @@ def _regions(
     return regions
 
 
-def _split(items: Sequence[_T], box_of: Callable[[_T], Box], vertical: bool) -> list[list[_T]]:
-    """`items` parted at every gap across the region: gutters (x gaps of `MIN_GUTTER` or more)
-    when `vertical`, else horizontal gaps; in order left to right or top to bottom."""
+def _split(
+    items: Sequence[_T], box_of: Callable[[_T], Box], vertical: bool, minimum: float
+) -> list[list[_T]]:
+    """`items` parted at every gap wider than `minimum` across the region: x gaps (gutters)
+    when `vertical`, else y gaps; in order left to right or top to bottom."""
     spans = [(box.x0, box.x1) if vertical else (box.y0, box.y1) for box in map(box_of, items)]
     order = sorted(range(len(items)), key=lambda i: spans[i])
-    minimum = MIN_GUTTER if vertical else 0.0
     groups: list[list[_T]] = []
     reach = float("-inf")
     for i in order:
