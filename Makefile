@@ -13,7 +13,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev,docs]'
 	touch $@
 
-# The `folio[train]` extra (torch, TRL, PEFT) for `folio train-dpo` and its tests; the
+# The `folio[train]` extra (torch, TRL, PEFT) for `folio train-dpo` and its tests, and
+# `folio[scan]` (RapidOCR) for the second scan reader's; the
 # torchvision wheel of the test machines needs the same import patch as the vLLM venv.
 # It installs every extra in one pip call (one resolve, one editable build; CI's clean clone
 # runs it first) and so counts as `install` too.
@@ -22,7 +23,7 @@ train-env: $(VENV)/.train-installed
 $(VENV)/.train-installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,docs,train]'
+	$(PY) -m pip install -q -e '.[dev,docs,train,scan]'
 	$(PY) tests/vllm_cpu/patch_torchvision.py
 	touch $(VENV)/.installed $@
 

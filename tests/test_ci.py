@@ -20,6 +20,7 @@ def checkout(tmp_path: Path) -> Path:
     (clone / "tests" / "vllm_cpu").mkdir(parents=True)
     shutil.copy(SCRIPT, clone / ".ci")
     shutil.copy(ROOT / "pyproject.toml", clone)
+    shutil.copy(ROOT / "Makefile", clone)
     shutil.copy(ROOT / "tests/vllm_cpu/patch_torchvision.py", clone / "tests/vllm_cpu")
     return clone
 

@@ -122,28 +122,36 @@ def train_dpo_command(
     gate_pages: Annotated[
         int,
         typer.Option(
-            min=1, help="Held-out pages the gate reads at most (looped pages first, then healthy)."
+            min=1,
+            metavar="N",
+            help="Held-out pages the gate reads at most (looped pages first, then healthy).",
         ),
     ] = 200,
     gate_max_tokens: Annotated[
-        int, typer.Option(min=1, help="Tokens per page and model in the gate's reading.")
+        int,
+        typer.Option(min=1, metavar="N", help="Tokens per page and model in the gate's reading."),
     ] = 1024,
     gate_max_p: Annotated[
         float,
         typer.Option(
-            min=0.0,
-            max=1.0,
+            metavar="P",
             help="Promote only when fewer loops is this unlikely by chance (McNemar p; 1: any).",
         ),
     ] = 0.05,
     gate_cer_tolerance: Annotated[
         float,
-        typer.Option(min=0.0, help="CER the tuned model may lose against the accepted answers."),
+        typer.Option(
+            metavar="CER",
+            help="CER the tuned model may lose against the accepted answers.",
+        ),
     ] = 0.02,
 ) -> None:
     """DPO fine-tuning on looping/healthy pairs: a model that loops less, served by vLLM as is."""
     if method not in ("lora", "full") or device not in ("auto", "cpu", "cuda"):
         console.print("[red]--method is lora or full; --device is auto, cpu or cuda[/]")
+        raise typer.Exit(exit_codes.USAGE)
+    if not (0.0 <= gate_max_p <= 1.0 and gate_cer_tolerance >= 0.0):
+        console.print("[red]--gate-max-p is from 0 to 1; --gate-cer-tolerance is 0 or more[/]")
         raise typer.Exit(exit_codes.USAGE)
     if gradient_checkpointing and no_checkpointing:
         console.print("[red]--gradient-checkpointing and --no-checkpointing exclude each other[/]")
