@@ -119,7 +119,12 @@ def declared(api: str, token: str) -> set[str]:
 def measure(
     prom: Prometheus, db: Database, api: str, token: str, model: str, folder: Path
 ) -> dict[str, Any]:
-    """One job on `model`, then what Prometheus has once it has scraped the job's last count."""
+    """One job on `model`, then what Prometheus has once it has scraped the job's last count.
+    The job starts once Prometheus holds the model's series at zero (`folio serve` declares
+    them for its endpoints' models): a rate needs the count from before the job, and a job
+    that ends before the first scrape would show none."""
+    total = f'sum(folio_attempts_total{{engine="vlm",model="{model}"}})'
+    wait_until(lambda: prom.value(total) == 0, 120, f"{model}'s series scraped at zero")
     job_id = run_job(api, token, folder)
     attempts = vlm_attempts(db, job_id)
     scraped(prom, model, attempts)

@@ -92,3 +92,19 @@ async def asgi_get(metrics: FolioMetrics) -> str:
     scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": b""}
     await make_asgi_app(metrics)(scope, receive, send)
     return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
+
+
+def test_each_configured_model_s_series_start_at_zero() -> None:
+    """Before a model's first attempt its series are scraped at 0: a job that ends between two
+    scrapes still shows Prometheus an increase (`rate()` of a series first seen at its count
+    is 0)."""
+    settings = Settings()
+    model = next(iter(settings.vlm_endpoints.values())).model
+
+    metrics = make_metrics(settings)
+
+    labels = {"outcome": "degenerate", "engine": "vlm", "model": model}
+    degenerate = {"engine": "vlm", "model": model}
+    assert metrics.registry.get_sample_value("folio_attempts_total", labels) == 0
+    assert metrics.registry.get_sample_value("folio_degenerate_attempts_total", degenerate) == 0
+    assert FolioMetrics().registry.get_sample_value("folio_attempts_total", labels) is None

@@ -98,6 +98,18 @@ class FolioMetrics:
         self.cost.labels("tokens", model).inc(tokens)
         self.cost.labels("cpu", model).inc(cpu)
 
+    def expect_models(self, models: Sequence[str]) -> None:
+        """Series at zero for each configured VLM model, before its first attempt: a counter
+        that first appears already at its count (a job finished between two scrapes) shows
+        Prometheus no increase, and `rate()` reads 0 loops on a model that looped."""
+        for model in models:
+            for status in AttemptStatus:
+                self.attempts.labels(str(status), "vlm", model)
+            self.degenerate.labels("vlm", model)
+            self.false_alarms.labels(model)
+            for kind in ("prompt", "generated", "degenerate", "saved"):
+                self.tokens.labels(kind, model)
+
     def observe_false_alarms(self, model: str | None, verdicts: int) -> None:
         self.false_alarms.labels(model or "none").inc(verdicts)
 
@@ -117,8 +129,12 @@ class FolioMetrics:
 
 
 def make_metrics(settings: Settings | None = None) -> FolioMetrics:
-    """A fresh set of collectors on its own registry, priced from `settings`."""
-    return FolioMetrics(pricing_from_settings(settings) if settings else None)
+    """A fresh set of collectors on its own registry, priced from `settings`, with the
+    series of its endpoints' models at zero."""
+    metrics = FolioMetrics(pricing_from_settings(settings) if settings else None)
+    if settings is not None:
+        metrics.expect_models(sorted({e.model for e in settings.vlm_endpoints.values()}))
+    return metrics
 
 
 def start_metrics_server(
