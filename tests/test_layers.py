@@ -162,8 +162,6 @@ SQL_DEBT = frozenset(
         "app/pipeline/leases.py",
         "app/progress/feed.py",
         "app/report/load.py",
-        "app/train/dpo.py",
-        "app/train/healthy.py",
         "app/webhooks/dispatcher.py",
         "app/webhooks/outbox.py",
         "app/webhooks/payloads.py",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -224,6 +225,17 @@ def open_pages(session: Session, job_id: str) -> list[int]:
     query = select(Page.id).where(Page.job_id == job_id)
     query = query.where(Page.status.not_in(TERMINAL_PAGE_STATUSES)).order_by(Page.id)
     return list(session.scalars(query))
+
+
+def pages_with_documents(session: Session, job_ids: Sequence[str]) -> list[tuple[Page, Document]]:
+    """The jobs' pages, each with its document, in page order (their attempts load lazily)."""
+    query = (
+        select(Page, Document)
+        .join(Document, Page.document_id == Document.id)
+        .where(Page.job_id.in_(job_ids))
+        .order_by(Page.id)
+    )
+    return [(page, document) for page, document in session.execute(query)]
 
 
 def count_pages_by_status(session: Session, job_id: str) -> dict[str, int]:

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
+from app.db import repo
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.degeneration import score_output
@@ -110,12 +109,7 @@ def _candidate_pairs(
     db: Database, job_ids: Sequence[str], summary: ExportSummary, truth_dir: Path | None
 ) -> Iterable[PagePair]:
     with db.session() as session:
-        rows = session.execute(
-            select(Page, Document)
-            .join(Document, Page.document_id == Document.id)
-            .where(Page.job_id.in_(job_ids))
-            .order_by(Page.id)
-        ).all()
+        rows = repo.pages_with_documents(session, job_ids)
         for page, document in rows:
             attempts = list(page.attempts)
             rejected = next((a for a in attempts if a.status == "degenerate" and a.output), None)
