@@ -282,7 +282,9 @@ class VlmEngine:
         if not step.loop_stop:
             return _NoLoopStop
         # Each verdict asked of the page's own text first, where it has one.
-        grounded = grounded_factory(self.detector_factory, page, self.grounding_margin)
+        grounded = grounded_factory(
+            self.detector_factory, self._detector_config, page, self.grounding_margin
+        )
         if confirming is not None:
             return lambda: TolerantDetector(grounded, confirming)
         return grounded

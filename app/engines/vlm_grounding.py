@@ -24,15 +24,17 @@ def grounds(page: PageInput, margin: int | None) -> bool:
 
 
 def grounded_factory(
-    factory: Callable[[], LoopDetecting], page: PageInput, margin: int | None
+    factory: Callable[[], LoopDetecting],
+    config: DetectorConfig | None,
+    page: PageInput,
+    margin: int | None,
 ) -> Callable[[], LoopDetecting]:
-    """The attempt's detectors: the engine's own, asking the page where it can."""
+    """The attempt's detectors: the engine's own (`factory`, running `config`), asking the
+    page where it can."""
     if not grounds(page, margin):
         return factory
     assert margin is not None
-    config = getattr(factory(), "config", None)
-    thresholds = config if isinstance(config, DetectorConfig) else None
-    return lambda: GroundedDetector(thresholds, page.text_layer, margin)
+    return lambda: GroundedDetector(config, page.text_layer, margin)
 
 
 def grounding_xargs(page: PageInput, margin: int | None) -> dict[str, Any]:
