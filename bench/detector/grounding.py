@@ -67,11 +67,17 @@ RESULTS = REPO / "bench" / "results" / "detector_grounding.json"
 PIECE_CHARS = 4
 
 
-def stream(detector: LoopDetector | GroundedDetector, text: str) -> LoopVerdict | None:
+def _feed(detector: LoopDetector | GroundedDetector, text: str) -> LoopVerdict | None:
+    """`text` in pieces as a stream delivers it, up to the first verdict."""
     for start in range(0, len(text), PIECE_CHARS):
-        if detector.feed(text[start : start + PIECE_CHARS]) is not None:
-            return detector.verdict
-    return detector.finish()
+        if (verdict := detector.feed(text[start : start + PIECE_CHARS])) is not None:
+            return verdict
+    return None
+
+
+def stream(detector: LoopDetector | GroundedDetector, text: str) -> LoopVerdict | None:
+    """The verdict on a whole answer: the stream's, else the one its end gives."""
+    return _feed(detector, text) or detector.finish()
 
 
 def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
@@ -193,10 +199,8 @@ def judge_loop(loop: ContinuedLoop, layer: str, pairing: str, margin: int) -> di
 
 
 def _first_verdict(detector: LoopDetector | GroundedDetector, text: str) -> int | None:
-    for start in range(0, len(text), PIECE_CHARS):
-        if detector.feed(text[start : start + PIECE_CHARS]) is not None:
-            return start + PIECE_CHARS
-    return None
+    """Characters fed when the stream's first verdict came (None: no verdict)."""
+    return detector.text_length if _feed(detector, text) is not None else None
 
 
 def loop_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
