@@ -231,12 +231,17 @@ def licence_notices(mirror_root: Path) -> str:
         gitdir = git_dir(mirror_root, source.repo)
         names = _git(gitdir, "ls-tree", "--name-only", source.commit).decode().splitlines()
         path = next(name for name in LICENCE_FILES if name in names)
-        text = _git(gitdir, "show", f"{source.commit}:{path}").decode("utf-8").strip()
-        parts.append(
-            f"## {source.repo} ({source.licence})\n\n"
-            f"`{source.repo}@{source.commit}:{path}`\n\n```text\n{text}\n```\n"
-        )
+        parts.append(licence_section(gitdir, source, path))
     return "\n".join(parts)
+
+
+def licence_section(gitdir: Path, source: Source, path: str) -> str:
+    """One source's licence file at its pinned commit, as the licence notices quote it."""
+    text = _git(gitdir, "show", f"{source.commit}:{path}").decode("utf-8").strip()
+    return (
+        f"## {source.repo} ({source.licence})\n\n"
+        f"`{source.repo}@{source.commit}:{path}`\n\n```text\n{text}\n```\n"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

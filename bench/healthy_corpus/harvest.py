@@ -43,6 +43,7 @@ from bench.healthy_corpus.build import (
     _git,
     file_format,
     git_dir,
+    licence_section,
     page_record,
     selected_files,
     write_jsonl_gz,
@@ -247,11 +248,7 @@ def licence_notices(mirror_root: Path) -> str:
         if not source.redistributable:
             continue
         gitdir = git_dir(mirror_root, source.repo)
-        text = _git(gitdir, "show", f"{source.commit}:{source.licence_file}").decode().strip()
-        parts.append(
-            f"## {source.repo} ({source.licence})\n\n"
-            f"`{source.repo}@{source.commit}:{source.licence_file}`\n\n```text\n{text}\n```\n"
-        )
+        parts.append(licence_section(gitdir, source, source.licence_file))
     return "\n".join(parts)
 
 
