@@ -39,6 +39,7 @@ from app.pdf import samples
 from app.pdf.render import render_page
 from app.storage import DocumentCache, StoredObject, Stores
 from app.storage.folder import FolderStore
+from app.storage.options import CacheOptions
 from bench.environment import describe, machine_info, write_results
 
 BUCKET = "folio-bench"
@@ -114,7 +115,7 @@ def measure(
     times["render"] = []
     for round_ in range(rounds):
         times["local"].append(_timed(lambda: _read_local(paths)))
-        cache = DocumentCache(stores, cache_root / f"r{round_}", 2**34, 2**31)
+        cache = DocumentCache(stores, CacheOptions(cache_root / f"r{round_}", 2**34, 2**31))
         fetch_all = partial(_fetch_all, cache, listed)
         times["store, cold"].append(_timed(fetch_all))
         times["store, warm"].append(_timed(fetch_all))

@@ -17,6 +17,7 @@ from app.db.engine import Database
 from app.db.models import Job
 from app.errors import ObjectRefused, StoreUnavailable
 from app.storage import DocumentCache, StoredObject, Stores
+from app.storage.options import CacheOptions, S3Options
 from tests.distributed_support import TcpProxy, page_text, write_text_pdfs
 from tests.s3_server import DENIED_PREFIX
 
@@ -82,9 +83,7 @@ def test_cache_fetches_once_checks_the_checksum_and_stays_under_its_cap(
     for n in range(4):
         client.put_object(Bucket=bucket, Key=f"d{n}.pdf", Body=bytes([n]) * 1000)
     store = Stores().s3()
-    cache = DocumentCache(
-        Stores(), tmp_path / "cache", max_bytes=2500, max_object_bytes=2**20, pinned=1
-    )
+    cache = DocumentCache(Stores(), CacheOptions(tmp_path / "cache", 2500, 2**20), pinned=1)
     listed = [store.head(f"s3://{bucket}/d{n}.pdf") for n in range(4)]
     first = cache.local_path(listed[0])
     assert first.read_bytes() == bytes([0]) * 1000
@@ -107,11 +106,13 @@ def test_a_store_that_stays_down_is_retried_with_backoff_then_reported(
     s3_server.client().put_object(Bucket=bucket, Key="a.pdf", Body=b"%PDF-1.4")
     proxy = TcpProxy(("127.0.0.1", s3_server.port))
     proxy.start()
-    stores = Stores(endpoint_url=f"http://127.0.0.1:{proxy.port}", timeout_s=5)
+    stores = Stores(S3Options(f"http://127.0.0.1:{proxy.port}", timeout_s=5))
     listed = stores.s3().head(f"s3://{bucket}/a.pdf")
     proxy.pause()  # the server is gone, as far as Folio can tell
     waits: list[float] = []
-    cache = DocumentCache(stores, tmp_path, 2**20, 2**20, retries=3, sleep=waits.append)
+    cache = DocumentCache(
+        stores, CacheOptions(tmp_path, 2**20, 2**20, retries=3), sleep=waits.append
+    )
     with pytest.raises(StoreUnavailable):
         cache.local_path(listed)
     assert len(waits) == 3 and waits[0] < waits[1] < waits[2]  # backed off, three times

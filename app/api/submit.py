@@ -19,6 +19,7 @@ from app.settings import Settings
 from app.storage import DocumentCache, Stores
 from app.storage.access import AccessPolicy
 from app.storage.base import ObjectUri
+from app.storage.options import StorageOptions
 
 
 class FolderRefused(Exception):
@@ -110,11 +111,12 @@ def create_stored_job(
     api_key_id: int,
 ) -> IngestResult:
     """Ingest the PDFs an s3:// URI names as one job owned by `api_key_id`."""
-    stores = Stores.from_settings(settings)
+    storage = StorageOptions.of(settings)
+    stores = Stores(storage.s3)
     return ingest_stored(
         db,
         stores,
-        DocumentCache.from_settings(settings, stores),
+        DocumentCache.of(storage, stores),
         uri,
         out_dir=results_uri,
         plan_name=settings.plan_name(options.plan_name),
@@ -135,7 +137,7 @@ def create_uploaded_job(
     """Write the uploaded files under `upload_uri` and make a job of the stored objects."""
     assert settings.upload_uri is not None
     check_page_limits(settings, folder.files)
-    store = Stores.from_settings(settings).s3()
+    store = Stores(StorageOptions.of(settings).s3).s3()
     prefix = ObjectUri.parse(settings.upload_uri).child(folder.root.name + "/")
     uploaded = [
         (store.write_file(str(prefix.child(path.name)), path), path, name)

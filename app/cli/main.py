@@ -32,6 +32,7 @@ from app.report.render import ReportFormat, render_report
 from app.report.render_table import report_tables
 from app.settings import Settings
 from app.storage import Stores, is_store_uri
+from app.storage.options import StorageOptions
 from app.storage.targets import result_target
 
 __all__ = ["app", "load_settings", "main"]
@@ -117,7 +118,7 @@ def _write_results(settings: Settings, db: Database, results: JobResults, out: s
     """A folder gets the files; an s3:// prefix gets them and the report (`report.json`)."""
     try:
         if is_store_uri(out):
-            target = result_target(out, Stores.from_settings(settings))
+            target = result_target(out, Stores(StorageOptions.of(settings).s3))
             publish_job(settings, db, results.job_id, target)
         else:
             write_outputs(results, Path(out))

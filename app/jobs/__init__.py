@@ -36,6 +36,7 @@ from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 from app.storage import DocumentCache, Stores, is_store_uri
 from app.storage.base import ObjectUri
+from app.storage.options import StorageOptions
 from app.storage.targets import PresignedTarget, ResultTarget, result_target
 
 
@@ -102,11 +103,12 @@ def create_job_from_folder(settings: Settings, db: Database, request: JobRequest
             ".md and .json files there; choose another place"
         )
     if request.stored:
-        stores = Stores.from_settings(settings)
+        storage = StorageOptions.of(settings)
+        stores = Stores(storage.s3)
         return ingest_stored(
             db,
             stores,
-            DocumentCache.from_settings(settings, stores),
+            DocumentCache.of(storage, stores),
             str(request.source),
             out_dir=out_dir,
             plan_name=plan_name,
@@ -171,7 +173,7 @@ def _input_now(settings: Settings, request: JobRequest) -> set[tuple[str, str | 
     """What the request's source holds now: (path, SHA-256), or (URI, ETag) in a store."""
     if not request.stored:
         return {(str(p.resolve()), sha256_of(p)) for p in discover_pdfs(Path(request.source))}
-    stores, size = Stores.from_settings(settings), settings.storage_list_page_size
+    stores, size = Stores(StorageOptions.of(settings).s3), settings.storage_list_page_size
     return {
         (o.uri, getattr(o, "etag", None))
         for page in listed_pages(stores, str(request.source), size)
@@ -355,7 +357,7 @@ def _asked_target(settings: Settings, db: Database, job_id: str) -> ResultTarget
         return PresignedTarget(urls, settings.storage_timeout_s, settings.result_urls_allow_private)
     if out_dir and is_store_uri(out_dir):
         return result_target(
-            results_prefix(out_dir, job_id, api_key_id), Stores.from_settings(settings)
+            results_prefix(out_dir, job_id, api_key_id), Stores(StorageOptions.of(settings).s3)
         )
     return None
 

@@ -41,6 +41,7 @@ from app.retry.plan import Limits, PageFacts, PastAttempt, false_alarms, is_acce
 from app.servermetrics.sampler import ServerSampler
 from app.settings import PlanStep, Settings
 from app.storage import DocumentCache, StoredObject
+from app.storage.options import StorageOptions
 from app.textlayer import GateConfig
 from app.textlayer.words import languages_for
 
@@ -122,7 +123,7 @@ class PageProcessor:
         grounded = copies_in_page if settings.detector_grounding else copies_unknown
         self.page_holds = page_holds or grounded
         # Where pages' documents are read: local paths as they are, stored ones via a copy.
-        self.documents = documents or DocumentCache.from_settings(settings)
+        self.documents = documents or DocumentCache.of(StorageOptions.of(settings))
         self.db = db
         self.engines = engines
         self.owner = owner

@@ -21,14 +21,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from app.errors import ObjectRefused, StoreUnavailable
 from app.storage.base import StoredObject, is_store_uri
+from app.storage.options import CacheOptions, StorageOptions
 from app.storage.stores import Stores
-
-if TYPE_CHECKING:
-    from app.settings import Settings
 
 log = logging.getLogger(__name__)
 _RECENT = 64
@@ -59,20 +57,16 @@ class DocumentCache:
     def __init__(
         self,
         stores: Stores,
-        folder: Path,
-        max_bytes: int,
-        max_object_bytes: int,
-        retries: int = 4,
-        max_delay_s: float = 8.0,
+        options: CacheOptions,
         sleep: Callable[[float], None] = time.sleep,
         pinned: int = _RECENT,
     ) -> None:
         self.stores = stores
-        self.folder = folder
-        self.max_bytes = max_bytes
-        self.max_object_bytes = max_object_bytes
-        self.retries = retries
-        self.max_delay_s = max_delay_s
+        self.folder = options.folder
+        self.max_bytes = options.max_bytes
+        self.max_object_bytes = options.max_object_bytes
+        self.retries = options.retries
+        self.max_delay_s = options.max_delay_s
         self._sleep = sleep
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -81,15 +75,9 @@ class DocumentCache:
         self._recent: deque[Path] = deque(maxlen=max(1, pinned))
 
     @classmethod
-    def from_settings(cls, settings: Settings, stores: Stores | None = None) -> DocumentCache:
-        return cls(
-            stores or Stores.from_settings(settings),
-            settings.storage_cache_dir,
-            int(settings.storage_cache_mb * 2**20),
-            int(settings.max_file_mb * 2**20),
-            settings.storage_retries,
-            settings.storage_retry_max_delay_s,
-        )
+    def of(cls, options: StorageOptions, stores: Stores | None = None) -> DocumentCache:
+        """The cache the options describe, over `stores` (new ones when None)."""
+        return cls(stores or Stores(options.s3), options.cache)
 
     def local_path(self, stored: StoredObject, sha256: str | None = None) -> Path:
         """A local file holding the document: a local document's own path, or the cached

@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 
 from app.errors import MissingExtraError, ObjectRefused, StoreUnavailable
 from app.storage.base import ObjectUri, StoredObject
+from app.storage.options import S3Options
 
 _CHUNK = 1 << 20
 # What S3 answers for each refusal, and the category the document gets.
@@ -44,24 +45,18 @@ def is_pdf_key(key: str) -> bool:
 class S3Store:
     """One boto3 client (thread-safe) for every bucket this process reads or writes."""
 
-    def __init__(
-        self,
-        endpoint_url: str | None = None,
-        region: str | None = None,
-        addressing_style: str = "auto",
-        timeout_s: float = 30.0,
-    ) -> None:
+    def __init__(self, options: S3Options) -> None:
         boto3, config = _boto3()
-        session = boto3.session.Session(region_name=region)
+        session = boto3.session.Session(region_name=options.region)
         self.client = session.client(
             "s3",
-            endpoint_url=endpoint_url,  # None: AWS_ENDPOINT_URL, the config file, or AWS itself
+            endpoint_url=options.endpoint_url,
             config=config.Config(
-                connect_timeout=timeout_s,
-                read_timeout=timeout_s,
+                connect_timeout=options.timeout_s,
+                read_timeout=options.timeout_s,
                 # Folio's own backoff (DocumentCache, the tasks) does the retrying.
                 retries={"max_attempts": 1, "mode": "standard"},
-                s3={"addressing_style": addressing_style},
+                s3={"addressing_style": options.addressing_style},
             ),
         )
 
