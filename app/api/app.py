@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
-from sqlalchemy import text
 
 from app.api.body_limit import BodyLimit
 from app.api.context import ApiContext
@@ -56,8 +55,7 @@ def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
         """Liveness and database reachability; needs no key."""
-        with db.session() as session:
-            session.execute(text("SELECT 1"))
+        db.ping()
         return {"status": "ok"}
 
     return app

@@ -12,10 +12,11 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Dialect, Engine, create_engine, event, exc
+from sqlalchemy import Connection, Dialect, Engine, create_engine, event, exc, text
 from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
+from app.db.dialect import connect_args, is_sqlite, prepare_sqlite, sqlite_file
 
 _lock = threading.Lock()
 _engines: dict[str, Engine] = {}
@@ -42,12 +43,9 @@ def upgrade(url: str) -> None:
 
 
 def _make_engine(url: str) -> Engine:
-    kwargs: dict[str, Any] = {}
-    if url.startswith("sqlite"):
-        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-    engine = create_engine(url, **kwargs)
-    if url.startswith("sqlite"):
-        event.listen(engine, "connect", _sqlite_pragmas)
+    engine = create_engine(url, connect_args=connect_args(url))
+    if is_sqlite(url):
+        prepare_sqlite(engine)
     else:
         event.listen(engine, "checkin", _note_checkin)
         event.listen(engine, "checkout", functools.partial(_ping_if_idle, engine.dialect))
@@ -70,21 +68,12 @@ def _ping_if_idle(dialect: Dialect, dbapi_connection: Any, record: Any, _proxy: 
         raise exc.DisconnectionError(f"stale pooled connection: {error}") from error
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets the progress display read while worker threads write.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
-
-
 def get_engine(url: str) -> Engine:
     """One migrated engine per URL per process."""
     with _lock:
         if url not in _engines:
-            if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-                Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            if (path := sqlite_file(url)) is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
             upgrade(url)
             _engines[url] = _make_engine(url)
         return _engines[url]
@@ -109,6 +98,11 @@ class Database:
     def session(self) -> Iterator[Session]:
         with self._factory() as session, session.begin():
             yield session
+
+    def ping(self) -> None:
+        """Raise unless the database answers a query."""
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
