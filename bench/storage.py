@@ -150,7 +150,7 @@ def run(count: int, rounds: int) -> dict[str, Any]:
                 listed = []
                 for path in paths:
                     client.put_object(Bucket=BUCKET, Key=path.name, Body=path.read_bytes())
-                    listed.append(Stores().s3().head(f"s3://{BUCKET}/{path.name}"))
+                    listed.append(Stores().for_uri("s3://").head(f"s3://{BUCKET}/{path.name}"))
                 cache_root = Path(tmp) / f"cache-{kind}"
                 report["kinds"][kind] = measure(paths, listed, cache_root, rounds)
         return report

@@ -43,7 +43,7 @@ def test_listing_comes_a_page_at_a_time_and_only_pdfs(s3_server: Any, bucket: st
         client.put_object(Bucket=bucket, Key=f"in/sub/d{n}.pdf", Body=b"%PDF-1.4")
     client.put_object(Bucket=bucket, Key="in/notes.txt", Body=b"x")
     client.put_object(Bucket=bucket, Key="other/d9.pdf", Body=b"%PDF-1.4")
-    pages = list(Stores().s3().list_pages(f"s3://{bucket}/in/", page_size=2))
+    pages = list(Stores().for_uri("s3://").list_pages(f"s3://{bucket}/in/", page_size=2))
     # in/notes.txt shares the first listing page of 2 keys, and is left out of it
     assert [len(p) for p in pages] == [1, 2, 2]
     uris = [o.uri for p in pages for o in p]
@@ -55,7 +55,7 @@ def test_refusals_say_what_is_wrong(s3_server: Any, bucket: str) -> None:
     client: Any = s3_server.client()
     client.put_object(Bucket=bucket, Key=f"{DENIED_PREFIX}a.pdf", Body=b"%PDF-1.4 secret")
     client.put_object(Bucket=bucket, Key="ok.pdf", Body=b"%PDF-1.4 " + b"x" * 100)
-    store = Stores().s3()
+    store = Stores().for_uri("s3://")
     cases = {
         f"s3://{bucket}/missing.pdf": "object_missing",
         "s3://folio-no-such-bucket/a.pdf": "bucket_missing",
@@ -82,7 +82,7 @@ def test_cache_fetches_once_checks_the_checksum_and_stays_under_its_cap(
     client: Any = s3_server.client()
     for n in range(4):
         client.put_object(Bucket=bucket, Key=f"d{n}.pdf", Body=bytes([n]) * 1000)
-    store = Stores().s3()
+    store = Stores().for_uri("s3://")
     cache = DocumentCache(Stores(), CacheOptions(tmp_path / "cache", 2500, 2**20), pinned=1)
     listed = [store.head(f"s3://{bucket}/d{n}.pdf") for n in range(4)]
     first = cache.local_path(listed[0])
@@ -107,7 +107,7 @@ def test_a_store_that_stays_down_is_retried_with_backoff_then_reported(
     proxy = TcpProxy(("127.0.0.1", s3_server.port))
     proxy.start()
     stores = Stores(S3Options(f"http://127.0.0.1:{proxy.port}", timeout_s=5))
-    listed = stores.s3().head(f"s3://{bucket}/a.pdf")
+    listed = stores.for_uri("s3://").head(f"s3://{bucket}/a.pdf")
     proxy.pause()  # the server is gone, as far as Folio can tell
     waits: list[float] = []
     cache = DocumentCache(

@@ -13,13 +13,16 @@ from app.db.engine import Database
 from app.errors import DocumentError
 from app.jobs import document_limits
 from app.pdf.render import DocumentLimits, inspect_document
-from app.pipeline.ingest import IngestResult, discover_pdfs, document_name, ingest
+from app.pipeline.ingest import IngestResult, document_name, ingest
 from app.pipeline.ingest_store import ingest_stored, ingest_uploaded
 from app.settings import Settings
 from app.storage import DocumentCache, Stores
 from app.storage.access import AccessPolicy
-from app.storage.base import ObjectUri
+from app.storage.base import child_location
+from app.storage.folder import discover_pdfs
 from app.storage.options import StorageOptions
+
+_PDF = "application/pdf"
 
 
 class FolderRefused(Exception):
@@ -137,16 +140,16 @@ def create_uploaded_job(
     """Write the uploaded files under `upload_uri` and make a job of the stored objects."""
     assert settings.upload_uri is not None
     check_page_limits(settings, folder.files)
-    store = Stores(StorageOptions.of(settings).s3).s3()
-    prefix = ObjectUri.parse(settings.upload_uri).child(folder.root.name + "/")
+    prefix = child_location(settings.upload_uri, folder.root.name + "/")
+    store = Stores(StorageOptions.of(settings).s3).for_uri(prefix)
     uploaded = [
-        (store.write_file(str(prefix.child(path.name)), path), path, name)
+        (store.write_file(child_location(prefix, path.name), path, _PDF), path, name)
         for path, name in folder.files
     ]
     return ingest_uploaded(
         db,
         uploaded,
-        source=str(prefix),
+        source=prefix,
         plan_name=settings.plan_name(options.plan_name),
         limits=_api_limits(settings),
         job_fields={"options": options.as_json(), "api_key_id": api_key_id},

@@ -28,14 +28,6 @@ class IngestResult:
     resumed: bool = False  # an interrupted job taken up again, not a new one
 
 
-def discover_pdfs(root: Path) -> list[Path]:
-    """Every `.pdf` under `root` (any case, recursively), or `root` itself when it is a file."""
-    if root.is_file():
-        return [root]
-    found = (p for p in root.rglob("*") if p.is_file() and p.suffix.lower() == ".pdf")
-    return sorted(found)
-
-
 def document_name(path: Path, root: Path) -> str:
     """A stable, flat output name: the path under the input folder, without `.pdf`."""
     relative = path.relative_to(root) if root.is_dir() else Path(path.name)

@@ -1,17 +1,33 @@
-"""What every store offers: list a prefix page by page, read an object as it was listed, write."""
+"""What every store offers: list a prefix page by page, read an object as it was listed, write
+bytes or a local file. A location is an `s3://bucket/key` URI, a `file://` URI or a plain path."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO, Protocol
 
 S3_SCHEME = "s3://"
+FILE_SCHEME = "file://"
 
 
 def is_store_uri(location: str) -> bool:
     """Whether `location` names an object store (`s3://...`) rather than a local path."""
     return location.startswith(S3_SCHEME)
+
+
+def local_path(location: str | Path) -> Path:
+    """A local location as a path: `file:///data/in` is `/data/in`; a plain path is itself."""
+    text = str(location)
+    return Path(text.removeprefix(FILE_SCHEME)) if text.startswith(FILE_SCHEME) else Path(text)
+
+
+def child_location(prefix: str, name: str) -> str:
+    """The object `name` under `prefix`: a store's prefix or a local folder."""
+    if is_store_uri(prefix):
+        return str(ObjectUri.parse(prefix).child(name))
+    return str(local_path(prefix) / name)
 
 
 @dataclass(frozen=True)
@@ -72,4 +88,8 @@ class ObjectStore(Protocol):
 
     def write(self, uri: str, data: bytes, content_type: str) -> StoredObject:
         """Create or replace the object at `uri`."""
+        ...
+
+    def write_file(self, uri: str, path: Path, content_type: str) -> StoredObject:
+        """Create or replace the object at `uri` with a local file's bytes, streamed."""
         ...

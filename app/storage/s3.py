@@ -8,6 +8,7 @@ override the first two. Nothing here logs or stores a credential.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from app.errors import MissingExtraError, ObjectRefused, StoreUnavailable
@@ -118,20 +119,13 @@ class S3Store:
             )
         return StoredObject(uri, len(data), done.get("ETag"), done.get("VersionId"))
 
-    def write_file(self, uri: str, path: Any) -> StoredObject:
-        """Upload a local file (an API upload) and return its listing entry."""
+    def write_file(self, uri: str, path: Path, content_type: str) -> StoredObject:
         where = ObjectUri.parse(uri)
         with _translated(uri), open(path, "rb") as handle:
-            self.client.put_object(Bucket=where.bucket, Key=where.key, Body=handle)
-        return self.head(uri)
-
-    def presigned_put(self, uri: str, expires_s: int) -> str:
-        where = ObjectUri.parse(uri)
-        return str(
-            self.client.generate_presigned_url(
-                "put_object", Params={"Bucket": where.bucket, "Key": where.key}, ExpiresIn=expires_s
+            self.client.put_object(
+                Bucket=where.bucket, Key=where.key, Body=handle, ContentType=content_type
             )
-        )
+        return self.head(uri)
 
     def _check_bucket(self, bucket: str) -> None:
         try:

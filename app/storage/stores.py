@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class Stores:
-    """`for_uri`: the S3 store for `s3://...`, the folder store for a local path."""
+    """`for_uri`: the S3 store for `s3://...`, the folder store for a `file://` URI or a path."""
 
     def __init__(self, s3: S3Options | None = None) -> None:
         self._s3_options = s3 or S3Options()
@@ -23,9 +23,9 @@ class Stores:
         self._lock = threading.Lock()
 
     def for_uri(self, uri: str) -> ObjectStore:
-        return self.s3() if is_store_uri(uri) else self._folder
+        return self._s3_store() if is_store_uri(uri) else self._folder
 
-    def s3(self) -> S3Store:
+    def _s3_store(self) -> S3Store:
         with self._lock:
             if self._s3 is None:
                 from app.storage.s3 import S3Store
