@@ -11,15 +11,11 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from sqlalchemy import and_, func, select
-
-from app.db import page_path, repo
+from app.db import page_path, repo, running_jobs
 from app.db.engine import DATABASE_DOWN, Database
-from app.db.models import Document, Job, Page
 from app.distributed.queue import BrokerUnavailable, Enqueuer
-from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
+from app.domain import TERMINAL_PAGE_STATUSES, Executor, JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
 from app.jobs.delivery import DeliveryFailed, mark_undelivered
@@ -61,14 +57,7 @@ def queue_job(db: Database, enqueuer: Enqueuer, job_id: str) -> None:
     """Mark an ingested (committed) job running and queue one split task per open document."""
     with db.session() as session:
         repo.mark_job_running(session, job_id, Executor.CELERY)
-        options = session.scalar(select(Job.options).where(Job.id == job_id))
-        documents = list(
-            session.scalars(
-                select(Document.id).where(
-                    Document.job_id == job_id, Document.status == DocumentStatus.RUNNING
-                )
-            )
-        )
+        options, documents = running_jobs.open_documents(session, job_id)
     if documents:
         enqueuer.split_documents(documents, job_priority(options))
     else:
@@ -78,21 +67,11 @@ def queue_job(db: Database, enqueuer: Enqueuer, job_id: str) -> None:
 def split_document(db: Database, enqueuer: Enqueuer, document_id: int) -> int:
     """Queue a page task for each of the document's pages not yet terminal."""
     with db.session() as session:
-        job = session.execute(
-            select(Job.plan_name, Job.options).join(Document).where(Document.id == document_id)
-        ).first()
-        pages = list(
-            session.scalars(
-                select(Page.id)
-                .where(Page.document_id == document_id)
-                .where(Page.status.not_in(TERMINAL_PAGE_STATUSES))
-                .order_by(Page.number)
-            )
-        )
-    if job is None:
+        pages = running_jobs.open_pages_of_document(session, document_id)
+    if pages is None:
         log.warning("document %s is gone; nothing to split", document_id)
         return 0
-    return enqueuer.process_pages(pages, job.plan_name, job_priority(job.options))
+    return enqueuer.process_pages(pages.ids, pages.plan_name, job_priority(pages.options))
 
 
 def run_queued_page(processor: PageProcessor, page_id: int) -> PageOutcome:
@@ -106,7 +85,7 @@ def run_queued_page(processor: PageProcessor, page_id: int) -> PageOutcome:
         log.exception("page %s failed unexpectedly", page_id)
         status = record_crash(processor.db, page_id, exc)
         with processor.db.session() as session:
-            job_id = session.scalar(select(Page.job_id).where(Page.id == page_id))
+            job_id = running_jobs.job_of_page(session, page_id)
         # It may have been the job's last open page: let the sweep look.
         return PageOutcome(status, job_id, closed=True, others_open=True)
 
@@ -189,7 +168,7 @@ def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | N
     if publish is None:
         return settle_job(db, job_id)
     with db.session() as session:
-        if session.scalar(select(Job.status).where(Job.id == job_id)) == JobStatus.DONE:
+        if running_jobs.job_status(session, job_id) == JobStatus.DONE:
             # A late or repeated finalize (a retry, the sweeper beside the last page's task):
             # the results went out as the job ended; sent again, they could overwrite a newer
             # job's in the same results prefix.
@@ -215,45 +194,25 @@ def recover(db: Database, enqueuer: Enqueuer, job_id: str | None = None) -> dict
     `folio run` or `folio serve` holds or resumes them (`local_jobs_left` counts them); named,
     any job is taken, and Celery runs it from then on."""
     with db.session() as session:
-        query = select(Job.id, Job.plan_name, Job.options)
-        if job_id is None:
-            query = query.where(Job.status != JobStatus.DONE, ~run_locally())
-        else:
-            query = query.where(Job.id == job_id)
-        jobs = list(session.execute(query))
-        if job_id is not None and not jobs:
-            raise KeyError(f"no job {job_id!r}")
-        open_by_job = {
-            jid: (plan, job_priority(options), repo.open_pages(session, jid))
-            for jid, plan, options in jobs
-        }
-        for jid in open_by_job:
-            # Celery runs them from now on: the lost-task check watches them too.
-            repo.set_job_executor(session, jid, Executor.CELERY)
+        open_by_job = running_jobs.jobs_to_recover(session, job_id)
     queued: dict[str, int] = {}
-    for jid, (plan, priority, pages) in open_by_job.items():
-        queued[jid] = enqueuer.process_pages(pages, plan, priority) if pages else 0
-        if not pages:
+    for jid, work in open_by_job.items():
+        priority = job_priority(work.options)
+        queued[jid] = enqueuer.process_pages(work.ids, work.plan_name, priority) if work.ids else 0
+        if not work.ids:
             enqueuer.finalize_job(jid)
     return queued
-
-
-def run_locally() -> Any:
-    """Jobs marked as run by the embedded executor (`Executor.LOCAL`)."""
-    executor = Job.options["executor"].as_string()
-    return and_(executor.is_not(None), executor == Executor.LOCAL.value)
 
 
 def local_jobs_left(db: Database) -> int:
     """Open jobs that the embedded executor runs: `recover` without a job leaves them alone."""
     with db.session() as session:
-        query = select(func.count(Job.id)).where(Job.status != JobStatus.DONE, run_locally())
-        return int(session.scalar(query) or 0)
+        return running_jobs.count_local_jobs_open(session)
 
 
 def job_progress(db: Database, job_id: str) -> JobProgress:
     with db.session() as session:
-        status = session.scalar(select(Job.status).where(Job.id == job_id))
+        status = running_jobs.job_status(session, job_id)
         if status is None:
             raise KeyError(f"no job {job_id!r}")
         return JobProgress(

@@ -13,11 +13,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
-from sqlalchemy import select
-
+from app.db import running_jobs
 from app.db.engine import DATABASE_DOWN, Database
-from app.db.models import Job
-from app.domain import JobStatus
 from app.pipeline.periodic import PeriodicThread
 
 log = logging.getLogger(__name__)
@@ -59,8 +56,7 @@ class CancelWatch:
         if not watched:
             return set()
         with self.db.session() as session:
-            query = select(Job.id).where(Job.id.in_(watched), Job.status == JobStatus.CANCELLED)
-            found = set(session.scalars(query))
+            found = running_jobs.cancelled_jobs(session, watched)
         with self._lock:
             self._cancelled |= found & set(self._watched)
         return found
