@@ -147,21 +147,8 @@ def test_the_contracts_see_imports_inside_functions() -> None:
 # off this list when its queries move into app/db; none may join it.
 SQL_DEBT = frozenset(
     {
-        "app/api/jobs_service.py",
-        "app/api/runner.py",
-        "app/api/webhooks_service.py",
         "app/distributed/lost_tasks.py",
-        "app/jobs/__init__.py",
-        "app/jobs/delivery.py",
-        "app/jobs/results.py",
-        "app/jobs/retention.py",
-        "app/jobs/watch.py",
         "app/pipeline/leases.py",
-        "app/progress/feed.py",
-        "app/report/load.py",
-        "app/webhooks/dispatcher.py",
-        "app/webhooks/outbox.py",
-        "app/webhooks/payloads.py",
     }
 )
 

@@ -9,10 +9,9 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from sqlalchemy import select
 
+from app.db import webhooks as rows
 from app.db.engine import DATABASE_DOWN, Database
-from app.db.models import ApiKey, WebhookDelivery
 from app.pipeline.periodic import PeriodicThread
 from app.settings import WebhookSettings
 from app.webhooks import outbox
@@ -44,12 +43,12 @@ class WebhookDispatcher:
         with self.db.session() as session:
             outbox.schedule(session, now, self.give_up)
         with self.db.session() as session:
-            ids = outbox.due(session, now, BATCH)
+            ids = rows.due(session, now, BATCH)
         lease = timedelta(seconds=self.settings.timeout_s + 30)
         sent = 0
         for delivery_id in ids:
             with self.db.session() as session:
-                if not outbox.claim(session, delivery_id, datetime.now(UTC), lease):
+                if not rows.claim(session, delivery_id, datetime.now(UTC), lease):
                     continue
             self.deliver(delivery_id)
             sent += 1
@@ -58,23 +57,11 @@ class WebhookDispatcher:
     def deliver(self, delivery_id: int) -> outbox.SendResult:
         """One signed POST of the delivery, its attempt recorded."""
         with self.db.session() as session:
-            delivery, secret = session.execute(
-                select(WebhookDelivery, ApiKey.webhook_secret)
-                .join(ApiKey, WebhookDelivery.api_key_id == ApiKey.id)
-                .where(WebhookDelivery.id == delivery_id)
-            ).one()
-            url, kind, event_id, payload = (
-                delivery.url,
-                delivery.event,
-                delivery.event_id,
-                delivery.payload,
-            )
-        body = json.dumps(payload, separators=(",", ":")).encode()
-        result = self._post(url, body, secret or "", kind, event_id)
+            out = rows.outgoing(session, delivery_id)
+        body = json.dumps(out.payload, separators=(",", ":")).encode()
+        result = self._post(out.url, body, out.secret or "", out.event, out.event_id)
         with self.db.session() as session:
-            row = session.get(WebhookDelivery, delivery_id)
-            assert row is not None
-            outbox.record(session, row, result, self.settings.first_retry_s, self.give_up)
+            outbox.record(session, delivery_id, result, self.settings.first_retry_s, self.give_up)
         return result
 
     def _post(

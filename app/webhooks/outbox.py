@@ -7,18 +7,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
-
-from app.db.models import ApiKey, Job, Page, WebhookAttempt, WebhookDelivery, new_id
-from app.domain import TERMINAL_PAGE_STATUSES, JobStatus
+from app.db import webhooks as rows
+from app.db.engine import Session
+from app.db.models import ApiKey, Job, new_id
+from app.db.webhooks import DELIVERED, FAILED, PENDING
+from app.domain import JobStatus
 from app.progress.feed import job_end_kind
 from app.webhooks.payloads import envelope, job_data, page_event_data
 from app.webhooks.signing import new_secret
 
-PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 # Every page ended but the results could not be sent where the job asked (app/jobs/delivery.py);
 # job.finished (or job.failed) follows once they are.
 JOB_UNDELIVERED = "job.undelivered"
@@ -51,13 +48,8 @@ def backoff_s(attempts: int, first_s: float) -> float:
 def schedule(session: Session, now: datetime, window: timedelta) -> int:
     """Make the outbox rows of every event not yet in it (jobs open or ended within
     `window`); rows another process made first are left as they are. Rows made."""
-    query = (
-        select(Job, ApiKey)
-        .join(ApiKey, Job.api_key_id == ApiKey.id)
-        .where(or_(Job.finished_at.is_(None), Job.finished_at >= now - window))
-    )
     made = 0
-    for job, key in session.execute(query).all():
+    for job, key in rows.jobs_to_notify(session, now - window):
         target = target_of(job.options or {}, key)
         if target is None:
             continue
@@ -67,11 +59,11 @@ def schedule(session: Session, now: datetime, window: timedelta) -> int:
             made += _schedule_pages(session, job, key, target)
         end = job_end_kind(job.status, _document_counts(job)) if _ended(job) else None
         dedupe = f"{job.id}:end"
-        if end and not _exists(session, dedupe):
+        if end and not rows.delivery_exists(session, dedupe):
             made += _insert(session, job, key, target.url, end, dedupe, job_data(session, job))
         if job.status == JobStatus.UNDELIVERED:  # before its end: sent once, when first seen
             dedupe = f"{job.id}:undelivered"
-            if not _exists(session, dedupe):
+            if not rows.delivery_exists(session, dedupe):
                 data = job_data(session, job)
                 data["job"]["delivery"] = (job.options or {}).get("delivery")
                 made += _insert(session, job, key, target.url, JOB_UNDELIVERED, dedupe, data)
@@ -82,26 +74,10 @@ def _ended(job: Job) -> bool:
     return job.status in (JobStatus.DONE, JobStatus.CANCELLED)
 
 
-def _exists(session: Session, dedupe: str) -> bool:
-    query = select(WebhookDelivery.id).where(WebhookDelivery.dedupe_key == dedupe)
-    return session.scalar(query) is not None
-
-
 def _schedule_pages(session: Session, job: Job, key: ApiKey, target: Target) -> int:
-    sent = set(
-        session.scalars(
-            select(WebhookDelivery.dedupe_key).where(
-                WebhookDelivery.job_id == job.id, WebhookDelivery.event == PAGE_FINISHED
-            )
-        )
-    )
-    pages = session.scalars(
-        select(Page)
-        .where(Page.job_id == job.id, Page.status.in_(TERMINAL_PAGE_STATUSES))
-        .order_by(Page.finished_at, Page.id)
-    )
+    sent = rows.dedupe_keys(session, job.id, PAGE_FINISHED)
     made = 0
-    for page in pages:
+    for page in rows.ended_pages(session, job.id):
         dedupe = f"{job.id}:page:{page.id}"
         if dedupe not in sent:
             data = page_event_data(job, page)
@@ -132,9 +108,7 @@ def _insert(
         "created_at": datetime.now(UTC),
         "next_at": datetime.now(UTC),
     }
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    statement = insert(WebhookDelivery).values(**row).on_conflict_do_nothing()
-    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+    return rows.add_delivery(session, row)
 
 
 def _document_counts(job: Job) -> dict[str, int]:
@@ -142,28 +116,6 @@ def _document_counts(job: Job) -> dict[str, int]:
     for document in job.documents:
         counts[document.status] = counts.get(document.status, 0) + 1
     return counts
-
-
-def due(session: Session, now: datetime, limit: int) -> list[int]:
-    """Ids of pending deliveries whose time has come and that no sender holds."""
-    query = select(WebhookDelivery.id).where(
-        WebhookDelivery.status == PENDING, WebhookDelivery.next_at <= now, _unheld(now)
-    )
-    return list(session.scalars(query.order_by(WebhookDelivery.next_at).limit(limit)))
-
-
-def claim(session: Session, delivery_id: int, now: datetime, lease: timedelta) -> bool:
-    """Hold the delivery for one send; False when another sender took it first."""
-    result = session.execute(
-        update(WebhookDelivery)
-        .where(WebhookDelivery.id == delivery_id, WebhookDelivery.status == PENDING, _unheld(now))
-        .values(lease_until=now + lease)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
-def _unheld(now: datetime) -> Any:
-    return or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now)
 
 
 @dataclass(frozen=True)
@@ -179,24 +131,15 @@ class SendResult:
 
 def record(
     session: Session,
-    delivery: WebhookDelivery,
+    delivery_id: int,
     sent: SendResult,
     first_retry_s: float,
     give_up: timedelta,
 ) -> None:
     """Store the attempt; the delivery is delivered, retried later, or failed for good."""
     now = datetime.now(UTC)
-    session.add(
-        WebhookAttempt(
-            delivery_id=delivery.id,
-            attempted_at=now,
-            status_code=sent.status_code,
-            latency_s=round(sent.latency_s, 4),
-            error=sent.error,
-        )
-    )
-    delivery.attempts += 1
-    delivery.lease_until = None
+    latency_s = round(sent.latency_s, 4)
+    delivery = rows.add_try(session, delivery_id, now, sent.status_code, latency_s, sent.error)
     next_at = now + timedelta(seconds=backoff_s(delivery.attempts, first_retry_s))
     created = (
         delivery.created_at

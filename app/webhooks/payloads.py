@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
-from app.db.models import Attempt, Job, Page
+from app.db import webhooks as rows
+from app.db.engine import Session
+from app.db.models import Job, Page
 from app.progress.feed import page_data, progress_data
 
 
@@ -25,26 +24,19 @@ def links(job_id: str) -> dict[str, str]:
 
 def report_summary(session: Session, job_id: str) -> dict[str, Any]:
     """The attempts behind the job: how many, how many looped, tokens and engine seconds."""
-    row = session.execute(
-        select(
-            func.count(),
-            func.count(Attempt.verdict_kind),
-            func.coalesce(func.sum(Attempt.completion_tokens), 0),
-            func.coalesce(func.sum(Attempt.duration_s), 0.0),
-        ).where(Attempt.job_id == job_id)
-    ).one()
+    totals = rows.attempt_totals(session, job_id)
     return {
-        "attempts": int(row[0]),
-        "degenerate_attempts": int(row[1]),
-        "completion_tokens": int(row[2] or 0),
-        "engine_seconds": round(float(row[3]), 3),
+        "attempts": totals.attempts,
+        "degenerate_attempts": totals.degenerate,
+        "completion_tokens": totals.completion_tokens,
+        "engine_seconds": round(totals.engine_s, 3),
     }
 
 
 def job_data(session: Session, job: Job) -> dict[str, Any]:
     progress = progress_data(session, job.id)
     outcomes: dict[str, int] = {}
-    for page in session.scalars(select(Page).where(Page.job_id == job.id)):
+    for page in rows.pages_of_job(session, job.id):
         outcome = page_data(page)["outcome"]
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return {
