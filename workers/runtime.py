@@ -20,6 +20,7 @@ from app.report.metrics import FolioMetrics
 from app.servermetrics.sampler import ServerSampler, sampler_from_settings
 from app.settings import Settings
 from app.webhooks.dispatcher import WebhookDispatcher
+from app.webhooks.options import WebhookOptions
 from workers.metrics import FinishedJobTokens
 
 
@@ -66,7 +67,7 @@ class RuntimeHolder:
                 )
                 sweeper = FinalizeSweeper(db, self.enqueuer)
                 lost = self._lost_task_sweeper(db)
-                webhooks = WebhookDispatcher(self.settings.webhooks, db)
+                webhooks = WebhookDispatcher(WebhookOptions.from_settings(self.settings), db)
                 webhooks.start()  # any worker sends the outbox's due webhooks
                 self._runtime = WorkerRuntime(
                     self.settings,

@@ -18,6 +18,7 @@ from app.jobs.retention import RetentionTimer
 from app.report.metrics import make_metrics
 from app.settings import Settings
 from app.webhooks.dispatcher import WebhookDispatcher
+from app.webhooks.options import WebhookOptions
 
 
 def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
@@ -32,7 +33,7 @@ def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
         if settings.retention_days:
             retention = RetentionTimer(db, Path(settings.upload_dir), settings.retention_days)
             retention.start()
-        webhooks = WebhookDispatcher(settings.webhooks, db)
+        webhooks = WebhookDispatcher(WebhookOptions.from_settings(settings), db)
         webhooks.start()
         yield
         ctx.runner.close()

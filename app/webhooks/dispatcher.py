@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import httpx
 
 from app.db import webhooks as rows
 from app.db.engine import DATABASE_DOWN, Database
 from app.pipeline.periodic import PeriodicThread
-from app.settings import WebhookSettings
 from app.webhooks import outbox
+from app.webhooks.options import WebhookOptions
 from app.webhooks.signing import HEADER, sign
 from app.webhooks.urls import UrlRefused, check_url
 
@@ -23,12 +23,11 @@ BATCH = 20
 
 
 class WebhookDispatcher:
-    def __init__(self, settings: WebhookSettings, db: Database) -> None:
-        self.settings = settings
+    def __init__(self, options: WebhookOptions, db: Database) -> None:
+        self.options = options
         self.db = db
-        self.client = httpx.Client(timeout=settings.timeout_s, follow_redirects=False)
-        self.give_up = timedelta(hours=settings.retry_for_h)
-        self._thread = PeriodicThread(self._run_logged, settings.poll_s, "folio-webhooks")
+        self.client = httpx.Client(timeout=options.timeout_s, follow_redirects=False)
+        self._thread = PeriodicThread(self._run_logged, options.poll_s, "folio-webhooks")
 
     def start(self) -> None:
         self._thread.ensure_started()
@@ -41,14 +40,13 @@ class WebhookDispatcher:
         """Make the rows of new events, then send the due ones; deliveries attempted."""
         now = datetime.now(UTC)
         with self.db.session() as session:
-            outbox.schedule(session, now, self.give_up)
+            outbox.schedule(session, now, self.options.give_up)
         with self.db.session() as session:
             ids = rows.due(session, now, BATCH)
-        lease = timedelta(seconds=self.settings.timeout_s + 30)
         sent = 0
         for delivery_id in ids:
             with self.db.session() as session:
-                if not rows.claim(session, delivery_id, datetime.now(UTC), lease):
+                if not rows.claim(session, delivery_id, datetime.now(UTC), self.options.claim_for):
                     continue
             self.deliver(delivery_id)
             sent += 1
@@ -61,7 +59,7 @@ class WebhookDispatcher:
         body = json.dumps(out.payload, separators=(",", ":")).encode()
         result = self._post(out.url, body, out.secret or "", out.event, out.event_id)
         with self.db.session() as session:
-            outbox.record(session, delivery_id, result, self.settings.first_retry_s, self.give_up)
+            outbox.record(session, delivery_id, result, self.options)
         return result
 
     def _post(
@@ -76,7 +74,7 @@ class WebhookDispatcher:
         }
         started = time.perf_counter()
         try:
-            check_url(url, self.settings.allow_private)
+            check_url(url, self.options.allow_private)
             response = self.client.post(url, content=body, headers=headers)
             return outbox.SendResult(response.status_code, time.perf_counter() - started, None)
         except (httpx.HTTPError, UrlRefused) as exc:

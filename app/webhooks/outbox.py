@@ -13,6 +13,7 @@ from app.db.models import ApiKey, Job, new_id
 from app.db.webhooks import DELIVERED, FAILED, PENDING
 from app.domain import JobStatus
 from app.progress.feed import job_end_kind
+from app.webhooks.options import WebhookOptions
 from app.webhooks.payloads import envelope, job_data, page_event_data
 from app.webhooks.signing import new_secret
 
@@ -129,24 +130,18 @@ class SendResult:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
-def record(
-    session: Session,
-    delivery_id: int,
-    sent: SendResult,
-    first_retry_s: float,
-    give_up: timedelta,
-) -> None:
+def record(session: Session, delivery_id: int, sent: SendResult, options: WebhookOptions) -> None:
     """Store the attempt; the delivery is delivered, retried later, or failed for good."""
     now = datetime.now(UTC)
     latency_s = round(sent.latency_s, 4)
     delivery = rows.add_try(session, delivery_id, now, sent.status_code, latency_s, sent.error)
-    next_at = now + timedelta(seconds=backoff_s(delivery.attempts, first_retry_s))
+    next_at = now + timedelta(seconds=backoff_s(delivery.attempts, options.first_retry_s))
     created = (
         delivery.created_at
         if delivery.created_at.tzinfo
         else delivery.created_at.replace(tzinfo=UTC)
     )
-    if sent.delivered or next_at > created + give_up:
+    if sent.delivered or next_at > created + options.give_up:
         delivery.status = DELIVERED if sent.delivered else FAILED
         delivery.finished_at = now
     else:
