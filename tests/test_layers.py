@@ -147,8 +147,6 @@ def test_the_contracts_see_imports_inside_functions() -> None:
 # off this list when its queries move into app/db; none may join it.
 SQL_DEBT = frozenset(
     {
-        "app/distributed/lost_tasks.py",
-        "app/pipeline/leases.py",
     }
 )
 

@@ -27,6 +27,9 @@ IDLE_PING_S = 10.0
 
 # The database is unreachable for now: retry later, never blame the page for it.
 DATABASE_DOWN = (exc.OperationalError, exc.InterfaceError, exc.DisconnectionError)
+# Any error the database raised (down, a constraint, a bad statement): a periodic thread that
+# writes logs it and tries again at its next round.
+DATABASE_ERROR = exc.SQLAlchemyError
 
 
 def alembic_config(url: str) -> Config:

@@ -9,10 +9,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from app.db.dialect import insert_new
 from app.db.models import ApiKey, Attempt, Job, Page, WebhookAttempt, WebhookDelivery
 from app.domain import TERMINAL_PAGE_STATUSES
 
@@ -80,10 +79,7 @@ def attempt_totals(session: Session, job_id: str) -> AttemptTotals:
 
 def add_delivery(session: Session, row: dict[str, Any]) -> int:
     """Make the delivery unless another process made its event's first: rows made (1 or 0)."""
-    # PostgreSQL and SQLite spell ON CONFLICT DO NOTHING each with its own construct.
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    statement = insert(WebhookDelivery).values(**row).on_conflict_do_nothing()
-    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+    return insert_new(session, WebhookDelivery, row)
 
 
 def due(session: Session, now: datetime, limit: int) -> list[int]:

@@ -23,10 +23,9 @@ import logging
 from collections import defaultdict
 
 from redis import RedisError
-from sqlalchemy.exc import SQLAlchemyError
 
 from app.db import page_path
-from app.db.engine import Database
+from app.db.engine import DATABASE_ERROR, Database
 from app.db.page_path import UnleasedPage
 from app.distributed.queue import BrokerUnavailable, Enqueuer
 from app.distributed.queue_view import QueueView
@@ -98,5 +97,5 @@ class LostTaskSweeper:
     def _check_logged(self) -> None:
         try:
             self.check()
-        except (SQLAlchemyError, RedisError, BrokerUnavailable) as exc:
+        except (DATABASE_ERROR, RedisError, BrokerUnavailable) as exc:
             log.warning("lost-task check failed; the next one tries again: %s", exc)

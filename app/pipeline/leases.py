@@ -10,10 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from app.db import page_path
-from app.db.engine import Database
+from app.db.engine import DATABASE_ERROR, Database
 from app.pipeline.periodic import PeriodicThread
 
 log = logging.getLogger(__name__)
@@ -64,6 +62,6 @@ class LeaseKeeper:
     def _beat(self) -> None:
         try:
             self.renew()
-        except SQLAlchemyError as exc:
+        except DATABASE_ERROR as exc:
             # The database is away: the next beat tries again; the lease may lapse meanwhile.
             log.warning("lease heartbeat failed: %s", exc)
