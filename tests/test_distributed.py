@@ -16,8 +16,8 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from app.cli.main import app
-from app.db import repo
 from app.db.engine import Database
+from app.db.jobs import set_job_status
 from app.db.models import Attempt, Document, Job, Page
 from app.distributed import queue_job, recover
 from app.distributed.lost_tasks import LostTaskSweeper
@@ -279,7 +279,7 @@ def queue_pages_without_split(settings: Settings, folder: Path) -> tuple[Databas
     db = Database(settings.database_url)
     job_id = create_job_from_folder(settings, db, JobRequest(folder, None, "textlayer")).job_id
     with db.session() as session:
-        repo.set_job_status(session, job_id, JobStatus.RUNNING)
+        set_job_status(session, job_id, JobStatus.RUNNING)
     recover(db, Enqueuer(settings), job_id)
     return db, job_id
 

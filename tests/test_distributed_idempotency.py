@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from app.cli import exit_codes
 from app.cli.main import app
-from app.db import page_path, repo
+from app.db import page_path
+from app.db.attempts import attempt_row
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptStatus, EngineResult, PageStatus
@@ -59,7 +60,7 @@ def test_a_recorded_answer_is_closed_without_running_engines_again(
         result = EngineResult(
             text="recorded", status=AttemptStatus.OK, started_at=now, ended_at=now
         )
-        row = repo.attempt_row(work, 0, settings.plan("textlayer")[0], result)
+        row = attempt_row(work, 0, settings.plan("textlayer")[0], result)
         page_path.record_attempt(session.connection(), row)
     processor = PageProcessor(settings, db, EngineSet(settings), owner=worker_id())
     assert processor.process(page_id) is PageStatus.SUCCEEDED

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app.db import page_path, repo
+from app.db import page_path
+from app.db.attempts import attempt_row, history
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptRole, AttemptStatus, EngineResult, Verdict
@@ -40,7 +41,7 @@ from bench.false_alarms.pages import (
     healthy,
     same_loop,
 )
-from bench.false_alarms.standin import AnswerFor, StandIn, pieces, serving
+from bench.vllm_standin.scripted import AnswerFor, StandIn, pieces, serving
 from tests.api_server import running_api, wait_for_job
 from tests.test_api import settings_for as api_settings
 from tests.test_api import submit
@@ -300,23 +301,21 @@ def test_a_redelivered_page_reads_its_stops_and_confirming_attempt_back(
         work = claimed.work
     for index, text in ((0, PASSPORT[:cut_at]), (1, PASSPORT[: cut_at + 2])):
         with db.transaction() as conn:
-            page_path.record_attempt(
-                conn, repo.attempt_row(work, index, plan[index], stopped(text))
-            )
+            page_path.record_attempt(conn, attempt_row(work, index, plan[index], stopped(text)))
     with db.session() as session:
-        history = repo.history(session, page_id)
-    assert [a.stop and a.stop.kind for a in history] == ["char_run", "char_run"]
-    assert next_attempt(plan, history, facts, limits) == NextAttempt(1, confirming=True)
+        past = history(session, page_id)
+    assert [a.stop and a.stop.kind for a in past] == ["char_run", "char_run"]
+    assert next_attempt(plan, past, facts, limits) == NextAttempt(1, confirming=True)
 
     looped = stopped(PASSPORT[:cut_at] + "<" * 3000)
     looped.aborted, looped.finish_reason, looped.role = False, "length", AttemptRole.CONFIRM
     with db.transaction() as conn:
-        page_path.record_attempt(conn, repo.attempt_row(work, 1, plan[1], looped))
+        page_path.record_attempt(conn, attempt_row(work, 1, plan[1], looped))
     with db.session() as session:
-        history = repo.history(session, page_id)
-    assert [a.confirming for a in history] == [False, False, True] and history[2].stop is None
+        past = history(session, page_id)
+    assert [a.confirming for a in past] == [False, False, True] and past[2].stop is None
     textlayer = [step.name for step in plan].index("textlayer")
-    assert next_attempt(plan, history, facts, limits) == NextAttempt(textlayer)
+    assert next_attempt(plan, past, facts, limits) == NextAttempt(textlayer)
 
 
 @pytest.mark.parametrize("server", [healthy], indirect=True)

@@ -14,9 +14,10 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from app.cli.main import app as cli
-from app.db import page_path, repo
+from app.db import page_path
 from app.db.engine import Database
 from app.db.models import Job, Page
+from app.db.pages import open_pages
 from app.jobs import run_job_locally
 from app.jobs.inbox_files import INCOMPLETE_LOOKS, StableFiles, move_to
 from app.jobs.watch import Watcher, inbox_lock
@@ -134,7 +135,7 @@ def test_restart_mid_batch_loses_and_duplicates_nothing(
     if crash != "after_claim":
         job_id = first._job_for(batch)
         with first.db.session() as session:
-            pages = repo.open_pages(session, job_id)
+            pages = open_pages(session, job_id)
     if crash == "mid_pages":
         with first.db.session() as session:
             # The dead process held one page and had finished nothing else.
@@ -240,7 +241,7 @@ def test_a_file_renamed_mid_job_is_still_its_document(sqlite_url: str, tmp_path:
     assert batch is not None
     job_id = watcher._job_for(batch)
     with watcher.db.session() as session:
-        pages = repo.open_pages(session, job_id)
+        pages = open_pages(session, job_id)
     run_job_locally(watcher.settings, watcher.db, job_id, pages)
     (batch / "a.pdf").rename(batch / "a renamed.pdf")  # its results are written already
     (outcome,) = make_watcher(sqlite_url, tmp_path).recover()

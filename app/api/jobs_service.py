@@ -10,7 +10,6 @@ import zipfile
 from pathlib import Path
 
 from fastapi import HTTPException
-from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 
 from app.api import schemas
@@ -27,6 +26,7 @@ from app.api.submit import (
 )
 from app.api.uploads import UploadError, UploadFolder, UploadLimits
 from app.db import job_views
+from app.db.engine import Session
 from app.db.models import Job
 from app.domain import JobStatus
 from app.errors import ObjectRefused, StoreUnavailable

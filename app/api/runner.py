@@ -10,11 +10,8 @@ import threading
 from functools import partial
 from typing import Protocol
 
-from sqlalchemy import select
-
-from app.db import repo
+from app.db import jobs, pages
 from app.db.engine import Database
-from app.db.models import Job
 from app.jobs import (
     close_open_pages,
     deliver_job,
@@ -78,7 +75,7 @@ class LocalJobRunner:
 
     def submit(self, job_id: str) -> None:
         with self.db.session() as session:
-            priority = job_priority(session.scalar(select(Job.options).where(Job.id == job_id)))
+            priority = job_priority(jobs.job_options(session, job_id))
         with self._changed:
             self._done[job_id] = threading.Event()
             self._cancelled.discard(job_id)
@@ -138,7 +135,7 @@ class LocalJobRunner:
         deliver = partial(deliver_job, self.settings, self.db)
         try:
             with self.db.session() as session:
-                page_ids = repo.open_pages(session, job_id)
+                page_ids = pages.open_pages(session, job_id)
             run_job_locally(
                 self.settings,
                 self.db,

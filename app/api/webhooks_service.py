@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from fastapi import HTTPException
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload
 
 from app.api import schemas
 from app.api.context import ApiContext
 from app.db import job_views, keys
-from app.db.models import WebhookDelivery
 from app.webhooks.urls import UrlRefused, check_url
 
 
@@ -36,10 +33,4 @@ def deliveries(ctx: ApiContext, key: int, job_id: str) -> list[schemas.DeliveryO
     with ctx.db.session() as session:
         if job_views.owned_job(session, job_id, key) is None:
             raise HTTPException(404, f"no job {job_id!r}")
-        rows = session.scalars(
-            select(WebhookDelivery)
-            .where(WebhookDelivery.job_id == job_id)
-            .order_by(WebhookDelivery.id)
-            .options(selectinload(WebhookDelivery.tries))
-        )
-        return [schemas.DeliveryOut.of(d) for d in rows]
+        return [schemas.DeliveryOut.of(d) for d in job_views.deliveries(session, job_id)]

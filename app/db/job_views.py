@@ -7,7 +7,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from app.db.models import Document, Job, Page
+from app.db.documents import count_documents_by_status
+from app.db.models import Document, Job, Page, WebhookDelivery
+from app.db.pages import count_pages_by_status
 from app.domain import PageStatus
 
 
@@ -31,19 +33,10 @@ def list_jobs(
 
 def progress(session: Session, job_id: str) -> dict[str, Any]:
     """Documents and pages by status."""
-    pages = dict(
-        session.execute(
-            select(Page.status, func.count()).where(Page.job_id == job_id).group_by(Page.status)
-        ).all()
-    )
-    documents = dict(
-        session.execute(
-            select(Document.status, func.count())
-            .where(Document.job_id == job_id)
-            .group_by(Document.status)
-        ).all()
-    )
-    return {"documents": documents, "pages": pages}
+    return {
+        "documents": count_documents_by_status(session, job_id),
+        "pages": count_pages_by_status(session, job_id),
+    }
 
 
 def documents(session: Session, job_id: str) -> list[Document]:
@@ -77,3 +70,10 @@ def page_with_attempts(session: Session, job_id: str, page_id: int) -> Page | No
         .options(selectinload(Page.attempts))
     )
     return session.scalars(query).first()
+
+
+def deliveries(session: Session, job_id: str) -> list[WebhookDelivery]:
+    """The job's webhook deliveries in the order they were made, each with its tries."""
+    query = select(WebhookDelivery).where(WebhookDelivery.job_id == job_id)
+    query = query.order_by(WebhookDelivery.id).options(selectinload(WebhookDelivery.tries))
+    return list(session.scalars(query))

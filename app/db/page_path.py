@@ -31,8 +31,21 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Attempt, Document, Job, Page
-from app.db.repo import PageWork
 from app.domain import OPEN_PAGE_STATUSES, AttemptStatus, Executor, JobStatus, PageStatus
+
+
+@dataclass(frozen=True)
+class PageWork:
+    """What processing a page needs to know, read in one go."""
+
+    page_id: int
+    job_id: str
+    number: int
+    path: str
+    plan_name: str
+    options: dict[str, Any]
+    etag: str | None = None  # the stored object's, when `path` is its s3:// URI
+    sha256: str | None = None  # what the document's bytes hash to, recorded at ingest
 
 
 @dataclass(frozen=True)
@@ -231,7 +244,7 @@ def _insert_attempt() -> Any:
 
 
 def record_attempt(conn: Connection, row: dict[str, Any]) -> None:
-    """One attempt row (`repo.attempt_row`) as a plain INSERT: no ORM unit of work."""
+    """One attempt row (`attempts.attempt_row`) as a plain INSERT: no ORM unit of work."""
     conn.execute(_insert_attempt(), row)
 
 

@@ -11,8 +11,9 @@ from typing import Any
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
-from app.db import repo
+from app.db.jobs import set_job_executor
 from app.db.models import Document, Job, Page
+from app.db.pages import open_pages
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, Executor, JobStatus
 
 
@@ -74,11 +75,11 @@ def jobs_to_recover(session: Session, job_id: str | None) -> dict[str, QueuedWor
     if job_id is not None and not jobs:
         raise KeyError(f"no job {job_id!r}")
     found = {
-        jid: QueuedWork(repo.open_pages(session, jid), plan, options) for jid, plan, options in jobs
+        jid: QueuedWork(open_pages(session, jid), plan, options) for jid, plan, options in jobs
     }
     for jid in found:
         # Celery runs them from now on: the lost-task check watches them too.
-        repo.set_job_executor(session, jid, Executor.CELERY)
+        set_job_executor(session, jid, Executor.CELERY)
     return found
 
 

@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.db import page_path, repo, running_jobs
+from app.db import attempts, jobs, page_path, running_jobs
 from app.db.engine import DATABASE_DOWN, Database
+from app.db.pages import count_pages_by_status
 from app.distributed.queue import BrokerUnavailable, Enqueuer
 from app.domain import TERMINAL_PAGE_STATUSES, Executor, JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
@@ -56,7 +57,7 @@ def submit_job(
 def queue_job(db: Database, enqueuer: Enqueuer, job_id: str) -> None:
     """Mark an ingested (committed) job running and queue one split task per open document."""
     with db.session() as session:
-        repo.mark_job_running(session, job_id, Executor.CELERY)
+        jobs.mark_job_running(session, job_id, Executor.CELERY)
         options, documents = running_jobs.open_documents(session, job_id)
     if documents:
         enqueuer.split_documents(documents, job_priority(options))
@@ -218,6 +219,6 @@ def job_progress(db: Database, job_id: str) -> JobProgress:
         return JobProgress(
             job_id,
             status,
-            repo.count_pages_by_status(session, job_id),
-            repo.loop_stops_by_endpoint(session, job_id),
+            count_pages_by_status(session, job_id),
+            attempts.loop_stops_by_endpoint(session, job_id),
         )

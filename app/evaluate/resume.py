@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.db import repo
+from app.db import pages
 from app.db.engine import Database
 from app.errors import ConfigError
 from app.evaluate.arms import Arm
@@ -73,6 +73,6 @@ def load_jobs(work: Path, source: Path, pages_file: Path | None) -> EvalJobs:
 def pages_left(db: Database, job_id: str) -> list[int] | None:
     """The job's pages not finished yet; None when the database has no such job."""
     with db.session() as session:
-        if not repo.count_pages_by_status(session, job_id):
+        if not pages.count_pages_by_status(session, job_id):
             return None
-        return repo.open_pages(session, job_id)
+        return pages.open_pages(session, job_id)

@@ -13,12 +13,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
-
-from app.db import repo
+from app.db import documents, jobs, pages
 from app.db.engine import Database
-from app.db.models import Document, Job, Page
-from app.domain import DocumentStatus, Executor, JobStatus, PageStatus
+from app.domain import Executor, JobStatus, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import ConfigError
 from app.jobs.delivery import deliver
@@ -141,9 +138,9 @@ def start_job(settings: Settings, db: Database, request: JobRequest) -> IngestRe
         return create_job_from_folder(settings, db, request)
     release_dead_leases(db, job_id)
     with db.session() as session:
-        pages = repo.open_pages(session, job_id)
-        documents = session.scalar(select(func.count()).where(Document.job_id == job_id))
-    return IngestResult(job_id, pages, int(documents or 0), resumed=True)
+        open_pages = pages.open_pages(session, job_id)
+        count = documents.count_documents(session, job_id)
+    return IngestResult(job_id, open_pages, count, resumed=True)
 
 
 def interrupted_run(settings: Settings, db: Database, request: JobRequest) -> str | None:
@@ -153,14 +150,9 @@ def interrupted_run(settings: Settings, db: Database, request: JobRequest) -> st
         return None
     options = request.options()
     with db.session() as session:
-        job = session.scalars(
-            select(Job)
-            .where(Job.source == location(request.source))
-            .where(Job.out_dir == location(request.out_dir), Job.api_key_id.is_(None))
-            .where(Job.plan_name == settings.plan_name(request.plan_name))
-            .where(Job.status.in_([JobStatus.PENDING, JobStatus.RUNNING]))
-            .order_by(Job.created_at.desc())
-        ).first()
+        source, out_dir = location(request.source), location(request.out_dir)
+        plan_name = settings.plan_name(request.plan_name)
+        job = jobs.unfinished_local_job(session, source, out_dir, plan_name)
         if job is None or _asked_options(job.options) != options:
             return None
         if request.stored:
@@ -192,27 +184,15 @@ def interrupted_api_jobs(db: Database) -> list[str]:
     oldest first."""
     unfinished = [JobStatus.PENDING, JobStatus.RUNNING, JobStatus.UNDELIVERED]
     with db.session() as session:
-        query = select(Job.id).where(Job.api_key_id.is_not(None))
-        query = query.where(Job.status.in_(unfinished))
-        return list(session.scalars(query.order_by(Job.created_at)))
+        return jobs.unfinished_api_jobs(session, unfinished)
 
 
 def release_dead_leases(db: Database, job_id: str) -> int:
     """Free the job's pages held by processes of this machine that are gone (killed, stopped);
     a page another machine holds frees itself one lease after its holder's last heartbeat."""
     with db.session() as session:
-        held = session.execute(
-            select(Page.id, Page.lease_owner).where(
-                Page.job_id == job_id, Page.status == PageStatus.RUNNING
-            )
-        ).all()
-        dead = [page_id for page_id, owner in held if _gone(owner)]
-        if dead:
-            session.execute(
-                update(Page)
-                .where(Page.id.in_(dead), Page.status == PageStatus.RUNNING)
-                .values(status=PageStatus.PENDING, lease_owner=None, lease_until=None)
-            )
+        dead = [page_id for page_id, owner in pages.lease_owners(session, job_id) if _gone(owner)]
+        pages.release_pages(session, dead)
     return len(dead)
 
 
@@ -245,8 +225,8 @@ def run_job_locally(
     if settings.concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
     with db.session() as session:
-        repo.mark_job_running(session, job_id, Executor.LOCAL)
-        plan_name = repo.job_plan(session, job_id)
+        jobs.mark_job_running(session, job_id, Executor.LOCAL)
+        plan_name = jobs.job_plan(session, job_id)
     engines = EngineSet(settings)
     sampler = sampler_from_settings(settings, db, worker_id())
     processor = PageProcessor(
@@ -268,21 +248,16 @@ def settle_job(db: Database, job_id: str, on_done: Callable[[str], object] | Non
     """Settle finished documents; mark the job done once no page is left open, after
     `on_done(job_id)` (its results sent out) so that a job reads done only with them there."""
     with db.session() as session:
-        running = session.scalars(
-            select(Document.id).where(
-                Document.job_id == job_id, Document.status == DocumentStatus.RUNNING
-            )
-        )
-        for document_id in list(running):
-            repo.settle_document(session, document_id)
-        if repo.open_pages(session, job_id):
+        for document_id in documents.running_documents(session, job_id):
+            documents.settle_document(session, document_id)
+        if pages.open_pages(session, job_id):
             return False
         if on_done is None:
-            repo.set_job_status(session, job_id, JobStatus.DONE)
+            jobs.set_job_status(session, job_id, JobStatus.DONE)
             return True
     on_done(job_id)
     with db.session() as session:
-        repo.set_job_status(session, job_id, JobStatus.DONE)
+        jobs.set_job_status(session, job_id, JobStatus.DONE)
     return True
 
 
@@ -296,8 +271,8 @@ def close_open_pages(
     """Fail every page of the job that is not terminal yet, then settle the job (`on_done`:
     see `settle_job`)."""
     with db.session() as session:
-        for page_id in repo.open_pages(session, job_id):
-            repo.finish_page(
+        for page_id in pages.open_pages(session, job_id):
+            pages.finish_page(
                 session, page_id, PageStatus.FAILED, failure_category=category, error=reason
             )
     settle_job(db, job_id, on_done)
@@ -307,12 +282,9 @@ def cancel_job(db: Database, job_id: str) -> bool:
     """Cancel the job: its open pages fail as `cancelled`; the processes running its pages
     stop their requests at their next cancel check. False when it had ended already."""
     with db.session() as session:
-        status = session.scalar(select(Job.status).where(Job.id == job_id))
-        if status is None:
-            raise KeyError(f"no job {job_id!r}")
-        if status in (JobStatus.DONE, JobStatus.CANCELLED):
+        if jobs.job_status(session, job_id) in (JobStatus.DONE, JobStatus.CANCELLED):
             return False
-        repo.set_job_status(session, job_id, JobStatus.CANCELLED)
+        jobs.set_job_status(session, job_id, JobStatus.CANCELLED)
     close_open_pages(db, job_id, "cancelled", "the job was cancelled")
     return True
 
@@ -348,13 +320,8 @@ def deliver_job(settings: Settings, db: Database, job_id: str) -> None:
 
 def _asked_target(settings: Settings, db: Database, job_id: str) -> ResultTarget | None:
     with db.session() as session:
-        row = session.execute(
-            select(Job.out_dir, Job.options, Job.api_key_id).where(Job.id == job_id)
-        ).first()
-    if row is None:
-        raise KeyError(f"no job {job_id!r}")
-    out_dir, options, api_key_id = row
-    if urls := (options or {}).get("result_urls"):
+        out_dir, options, api_key_id = jobs.destination(session, job_id)
+    if urls := options.get("result_urls"):
         return PresignedTarget(urls, settings.storage_timeout_s, settings.result_urls_allow_private)
     if out_dir and is_store_uri(out_dir):
         return result_target(

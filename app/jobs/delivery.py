@@ -15,11 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import update
-
-from app.db import repo
+from app.db import jobs
 from app.db.engine import Database
-from app.db.models import Job
 from app.domain import JobStatus
 from app.errors import FolioError, ObjectRefused, StoreUnavailable
 
@@ -86,19 +83,10 @@ def _record(
     db: Database, job_id: str, delivery: dict[str, Any], status: JobStatus | None = None
 ) -> None:
     with db.session() as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            return
-        job.options = {**(job.options or {}), "delivery": delivery}
-        if status is not None and job.status != JobStatus.CANCELLED:
-            repo.set_job_status(session, job_id, status)
+        jobs.record_delivery(session, job_id, delivery, status)
 
 
 def requeue_undelivered(db: Database, job_id: str) -> None:
     """An `undelivered` job taken up again reads `pending` until it runs."""
     with db.session() as session:
-        session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == JobStatus.UNDELIVERED)
-            .values(status=JobStatus.PENDING)
-        )
+        jobs.requeue_undelivered(session, job_id)

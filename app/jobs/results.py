@@ -10,12 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session, selectinload
-
-from app.db import repo
+from app.db import attempts, documents, jobs
 from app.db.engine import Database
-from app.db.models import Attempt, Document, Job, Page
+from app.db.models import Document, Page
 from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
 from app.storage.targets import FolderTarget, ResultTarget
 from app.textlayer.plain import plain_text
@@ -102,30 +99,21 @@ class JobResults:
 
 def load_results(db: Database, job_id: str) -> JobResults:
     with db.session() as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            raise KeyError(f"no job {job_id!r}")
-        documents = list(
-            session.scalars(
-                select(Document)
-                .where(Document.job_id == job_id)
-                .order_by(Document.id)
-                .options(selectinload(Document.pages))
-            )
-        )
+        job = jobs.get_job(session, job_id)
+        found = documents.documents_with_pages(session, job_id)
         earlier = {
-            d.id: found
-            for d in documents
+            d.id: done
+            for d in found
             if d.status == DocumentStatus.SKIPPED
-            and (found := _done_earlier(session, d, job)) is not None
+            and (done := documents.skipped_for(session, d, job)) is not None
         }
         job_ids = {job_id} | {e.job_id for e in earlier.values()}
-        totals = _attempt_totals(session, job_ids)
-        answers = _answers(session, job_ids)
-        files = result_files([d.name for d in documents])
+        totals = attempts.totals_by_page(session, job_ids)
+        answers = _answers(attempts.answers(session, job_ids))
+        files = result_files([d.name for d in found])
         docs = [
             _document_result(d, earlier.get(d.id), totals, answers, file)
-            for d, file in zip(documents, files, strict=True)
+            for d, file in zip(found, files, strict=True)
         ]
         return JobResults(job.id, job.status, job.plan_name, job.source, docs)
 
@@ -157,26 +145,6 @@ def _fitted(name: str) -> str:
     return f"{head}~{digest}"
 
 
-def _done_earlier(session: Session, document: Document, job: Job) -> Document | None:
-    out_dir = job.out_dir
-    if out_dir and document.etag:  # a stored object, skipped on its URI and ETag
-        uri, etag, key = document.path, document.etag, job.api_key_id
-        return repo.find_done_object(session, uri, etag, out_dir, document.id, key)
-    if not (document.sha256 and out_dir):
-        return None
-    return repo.find_done_document(session, document.sha256, out_dir, before_id=document.id)
-
-
-def _attempt_totals(session: Session, job_ids: set[str]) -> dict[int, tuple[int, float]]:
-    """Attempts and engine seconds per page, for every page of these jobs."""
-    per_page = session.execute(
-        select(Attempt.page_id, func.count(), func.sum(Attempt.duration_s))
-        .where(Attempt.job_id.in_(job_ids))
-        .group_by(Attempt.page_id)
-    )
-    return {page_id: (count, total or 0.0) for page_id, count, total in per_page}
-
-
 @dataclass(frozen=True)
 class _Answer:
     """What a page's accepted answer carried beside its text."""
@@ -185,15 +153,8 @@ class _Answer:
     fields: dict[str, Any] | None = None  # the model's structured fields (olmOCR's, ...)
 
 
-def _answers(session: Session, job_ids: set[str]) -> dict[int, _Answer]:
-    """Each page's answer positions and fields, in one read of the attempts that answered."""
-    rows = session.execute(
-        select(Attempt.page_id, Attempt.status, Attempt.positions, Attempt.answer_fields)
-        .where(Attempt.job_id.in_(job_ids))
-        .where(Attempt.status.in_([AttemptStatus.OK, AttemptStatus.EMPTY]))
-        .where(Attempt.positions.is_not(None) | Attempt.answer_fields.is_not(None))
-        .order_by(Attempt.id)
-    )
+def _answers(rows: list[tuple[int, str, Any, Any]]) -> dict[int, _Answer]:
+    """Each page's answer positions and fields, from the attempts that answered, in order."""
     answers: dict[int, _Answer] = {}
     for page_id, status, positions, fields in rows:
         known = answers.get(page_id, _Answer())
@@ -205,7 +166,7 @@ def _answers(session: Session, job_ids: set[str]) -> dict[int, _Answer]:
 
 
 def _page_result(page: Page, totals: dict[int, tuple[int, float]], answer: _Answer) -> PageResult:
-    attempts, seconds = totals.get(page.id, (0, 0.0))
+    tried, seconds = totals.get(page.id, (0, 0.0))
     outcome, retryable = page_outcome(page.status, page.failure_category)
     return PageResult(
         number=page.number,
@@ -215,7 +176,7 @@ def _page_result(page: Page, totals: dict[int, tuple[int, float]], answer: _Answ
         text=page.text,
         failure_category=page.failure_category,
         error=page.error,
-        attempts=attempts,
+        attempts=tried,
         engine_seconds=round(seconds, 4),
         render_seconds=page.render_s,
         plain_text=None if page.text is None else plain_text(page.text),

@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import delete, select
-
+from app.db import jobs
 from app.db.engine import Database
-from app.db.models import Job
 from app.domain import JobStatus
 
 log = logging.getLogger(__name__)
@@ -62,15 +60,9 @@ def purge(
     cutoff = datetime.now(UTC) - timedelta(days=older_than_days)
     report = PurgeReport(cutoff, dry_run)
     with db.session() as session:
-        ended = session.execute(
-            select(Job.id, Job.source).where(Job.status.in_(ENDED), Job.finished_at < cutoff)
-        ).all()
-        in_use = {
-            source.removeprefix(UPLOAD_SOURCE)
-            for source in session.scalars(
-                select(Job.source).where(Job.source.startswith(UPLOAD_SOURCE))
-            )
-        }
+        ended = jobs.ended_before(session, ENDED, cutoff)
+        uploads = jobs.sources_starting(session, UPLOAD_SOURCE)
+    in_use = {source.removeprefix(UPLOAD_SOURCE) for source in uploads}
     report.jobs = [job_id for job_id, _ in ended]
     for _, source in ended:
         if source.startswith(UPLOAD_SOURCE):
@@ -114,9 +106,7 @@ def _delete(report: PurgeReport, db: Database, with_rows: bool) -> None:
         path.unlink(missing_ok=True)
     if with_rows and report.jobs:
         with db.session() as session:
-            # Documents, pages and attempts go with their job (ON DELETE CASCADE).
-            result = session.execute(delete(Job).where(Job.id.in_(report.jobs)))
-            report.rows_deleted = int(result.rowcount)  # type: ignore[attr-defined]
+            report.rows_deleted = jobs.delete_jobs(session, report.jobs)
 
 
 def _modified(path: Path) -> datetime:

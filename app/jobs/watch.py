@@ -18,11 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import select
-
-from app.db import repo
+from app.db import documents, jobs, pages
 from app.db.engine import DATABASE_DOWN, Database
-from app.db.models import Document
 from app.domain import DocumentStatus
 from app.jobs import document_limits, run_job_locally, settle_job
 from app.jobs.inbox_files import (
@@ -192,8 +189,8 @@ class Watcher:
         """Run (or resume) the batch's job, write its outbox, move its originals out."""
         job_id = self._job_for(batch)
         with self.db.session() as session:
-            repo.release_leases(session, job_id)  # we hold the inbox lock: no one else runs it
-            open_pages = repo.open_pages(session, job_id)
+            pages.release_leases(session, job_id)  # we hold the inbox lock: no one else runs it
+            open_pages = pages.open_pages(session, job_id)
         if open_pages:
             with self.progress(len(open_pages), batch.name) as on_page:
                 run_job_locally(self.settings, self.db, job_id, open_pages, on_page)
@@ -211,7 +208,7 @@ class Watcher:
     def _job_for(self, batch: Path) -> str:
         source = str(batch.resolve())
         with self.db.session() as session:
-            job_id = repo.latest_job_for_source(session, source)
+            job_id = jobs.latest_job_for_source(session, source)
         if job_id is not None:
             return job_id
         files = _originals(batch)
@@ -251,9 +248,7 @@ class Watcher:
         if not gone:
             return {}
         with self.db.session() as session:
-            rows = session.execute(
-                select(Document.path, Document.sha256).where(Document.job_id == job_id)
-            ).all()
+            rows = documents.document_hashes(session, job_id)
         return {sha: reasons[Path(p).name] for p, sha in rows if sha and Path(p).name in gone}
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.db import repo
+from app.db import documents, jobs
 from app.db.engine import Database
 from app.db.models import Document, Page
 from app.domain import DocumentStatus, PageStatus
@@ -58,7 +58,7 @@ def ingest(
 ) -> IngestResult:
     """Create the job, its documents and pages. Bad files become failed documents, not errors."""
     with db.session() as session:
-        job = repo.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
+        job = jobs.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
         result = IngestResult(job_id=job.id)
         for path, name in files:
             _add_document(session, result, path, name, out_dir, limits, force)
@@ -86,7 +86,9 @@ def _add_document(
     )
     session.add(document)
     result.documents += 1
-    done = digest and out_dir and not force and repo.find_done_document(session, digest, out_dir)
+    done = (
+        digest and out_dir and not force and documents.find_done_document(session, digest, out_dir)
+    )
     if done:
         skip_document(result, document, done, "already done (same content, same --out)")
         return

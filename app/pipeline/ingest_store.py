@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.db import repo
+from app.db import documents, jobs
 from app.db.engine import Database
 from app.db.models import Document
 from app.domain import DocumentStatus
@@ -216,7 +216,7 @@ def ingest_stored(
         ThreadPoolExecutor(max(1, threads), thread_name_prefix="folio-ingest") as pool,
         db.session() as session,
     ):
-        job = repo.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
+        job = jobs.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
         result = IngestResult(job_id=job.id)
         for page in listed_pages(stores, source, page_size, policy):
             to_read: list[tuple[Document, StoredObject]] = []
@@ -258,7 +258,7 @@ def ingest_uploaded(
     was written from, its name). Pages are counted from the local file; workers read the
     object."""
     with db.session() as session:
-        job = repo.create_job(session, source, None, plan_name, **(job_fields or {}))
+        job = jobs.create_job(session, source, None, plan_name, **(job_fields or {}))
         result = IngestResult(job_id=job.id)
         for stored, path, name in uploaded:
             document = _document(result, stored, name)
@@ -302,7 +302,9 @@ def _admit(
         return None
     assert stored is not None
     if out_dir and stored.etag and not force:
-        done = repo.find_done_object(session, stored.uri, stored.etag, out_dir, api_key_id=owner)
+        done = documents.find_done_object(
+            session, stored.uri, stored.etag, out_dir, api_key_id=owner
+        )
         if done:
             skip_document(result, document, done, "already done (same object and ETag, same out)")
             return None

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from app.db import page_path, repo
+from app.db import page_path, pages
 from app.db.engine import Database
 from app.domain import PageStatus
 from app.errors import StoreUnavailable
@@ -62,7 +62,7 @@ def record_crash(db: Database, page_id: int, exc: Exception) -> PageStatus:
     object store still down after the fetch's retries is `store_unavailable`)."""
     category = exc.category if isinstance(exc, StoreUnavailable) else "internal"
     with db.session() as session:
-        repo.finish_page(
+        pages.finish_page(
             session,
             page_id,
             PageStatus.FAILED,

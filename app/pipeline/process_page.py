@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from app.db import page_path, repo
+from app.db import attempts, page_path
 from app.db.engine import DATABASE_DOWN, Database
-from app.db.page_path import ClaimedPage, PageClose, Refusal, RenderFacts
+from app.db.page_path import ClaimedPage, PageClose, PageWork, Refusal, RenderFacts
 from app.domain import AttemptRole, AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.errors import EngineError, FolioError, ObjectRefused, RenderError, StoreUnavailable
@@ -66,7 +66,7 @@ Attempt = tuple[int, PlanStep, EngineResult]
 class Closing:
     """A page's processing done, not yet written: its terminal outcome and last attempt."""
 
-    work: repo.PageWork
+    work: PageWork
     outcome: PageClose
     attempt: Attempt | None = None
     # Verdicts (kind, onset) a kept confirming answer showed wrong on the page's attempts.
@@ -221,10 +221,10 @@ class PageProcessor:
         if claimed.attempts:
             # A redelivered page: its earlier attempts count, and an answer is not redone.
             with self.db.session() as session:
-                past = repo.history(session, work.page_id)
+                past = attempts.history(session, work.page_id)
                 answer = accepted_attempt(self.settings.plan(work.plan_name), past)
                 text = (
-                    repo.attempt_output(session, work.page_id, answer.step_index)
+                    attempts.attempt_output(session, work.page_id, answer.step_index)
                     if answer
                     else None
                 )
@@ -250,7 +250,7 @@ class PageProcessor:
             if self.sampler:
                 self.sampler.after_page(work.job_id, endpoints)
 
-    def _render(self, work: repo.PageWork) -> tuple[PageInput, RenderFacts, LayerJudge | None]:
+    def _render(self, work: PageWork) -> tuple[PageInput, RenderFacts, LayerJudge | None]:
         """The page read (its text layer and sizes) and how to rasterise it when an engine
         asks: a model that renders the page at its own size, as every VLM profile does, gets
         the page rasterised once, not also at Folio's DPI. Where the page has a usable text
@@ -269,14 +269,14 @@ class PageProcessor:
         facts = RenderFacts(outline.pixels, usable, time.perf_counter() - started)
         return page_input(path, work.number, dpi, max_side, outline, usable), facts, judge
 
-    def _local_copy(self, work: repo.PageWork) -> Path:
+    def _local_copy(self, work: PageWork) -> Path:
         """The page's document on this machine's disk (a stored one is fetched, once)."""
         stored = StoredObject(work.path, 0, work.etag)
         return self.documents.local_path(stored, work.sha256)
 
     def _walk_plan(
         self,
-        work: repo.PageWork,
+        work: PageWork,
         page: PageInput,
         facts: RenderFacts,
         past: list[PastAttempt],
@@ -313,7 +313,7 @@ class PageProcessor:
             choice = next_attempt(plan, past, applies, limits)
             if choice is not None:  # a later step follows: this attempt is recorded now
                 with self.db.transaction() as conn:
-                    page_path.record_attempt(conn, repo.attempt_row(work, *attempt))
+                    page_path.record_attempt(conn, attempts.attempt_row(work, *attempt))
                 attempt = None
         if page.should_stop():  # the cancel stopped the last attempt: not the engine's failure
             return Closing(work, replace(_CANCELLED, rendered=facts), attempt)
@@ -339,7 +339,7 @@ class PageProcessor:
         return result
 
     def _kept(
-        self, work: repo.PageWork, past: list[PastAttempt], attempt: Attempt, facts: RenderFacts
+        self, work: PageWork, past: list[PastAttempt], attempt: Attempt, facts: RenderFacts
     ) -> Closing:
         """The page's closing on its accepted attempt; where that was a confirming attempt,
         with the verdicts it proved false alarms."""
@@ -355,7 +355,7 @@ class PageProcessor:
             return {}
         closed: dict[int, page_path.Closed | None] = {}
         with self.db.transaction() as conn:
-            rows = [repo.attempt_row(c.work, *c.attempt) for c in closings if c.attempt]
+            rows = [attempts.attempt_row(c.work, *c.attempt) for c in closings if c.attempt]
             page_path.record_attempts(conn, rows)
             for closing in closings:
                 if closing.false_alarms:

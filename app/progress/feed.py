@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from app.db import repo
-from app.db.engine import Database
-from app.db.models import Document, Job, Page
+from app.db import documents, jobs, pages
+from app.db.dialect import as_utc
+from app.db.engine import Database, Session
+from app.db.models import Page
 from app.domain import TERMINAL_PAGE_STATUSES, DocumentStatus, JobStatus, page_outcome
 from app.progress.eta import PACE_WINDOW, eta_seconds
 
@@ -31,11 +29,6 @@ class JobEvent:
     id: str
     kind: str  # page.finished or one of JOB_EVENTS
     data: dict[str, Any]
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite gives datetimes back without their zone; Folio writes them in UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def cursor_time(event_id: str | None) -> datetime | None:
@@ -79,16 +72,11 @@ def page_data(page: Page) -> dict[str, Any]:
 
 def progress_data(session: Session, job_id: str) -> dict[str, Any]:
     """Pages by status, how many are finished, and the ETA at the latest pages' pace."""
-    counts = repo.count_pages_by_status(session, job_id)
+    counts = pages.count_pages_by_status(session, job_id)
     finished = sum(n for s, n in counts.items() if s in TERMINAL_PAGE_STATUSES)
     total = sum(counts.values())
-    latest = session.scalars(
-        select(Page.finished_at)
-        .where(Page.job_id == job_id, Page.finished_at.is_not(None))
-        .order_by(Page.finished_at.desc())
-        .limit(PACE_WINDOW)
-    )
-    eta = eta_seconds([as_utc(t) for t in latest if t], total - finished)
+    latest = pages.latest_finish_times(session, job_id, PACE_WINDOW)
+    eta = eta_seconds([as_utc(t) for t in latest], total - finished)
     return {"pages": counts, "finished": finished, "total": total, "eta_s": eta}
 
 
@@ -110,26 +98,21 @@ class JobFeed:
         if self.ended:
             return []
         with self.db.session() as session:
-            job = session.get(Job, self.job_id)
-            if job is None:
-                raise KeyError(f"no job {self.job_id!r}")
-            status = job.status  # read before the pages: a done job's pages are all visible
-            pages = [p for p in self._finished(session) if p.id not in self._sent]
-            progress = progress_data(session, self.job_id) if pages or _ended(status) else {}
-            end = _ended(status) and job_end_kind(status, _documents(session, self.job_id))
-        events = [self._page_event(p, progress) for p in pages]
+            # The status is read before the pages: a done job's pages are all visible.
+            status = jobs.job_status(session, self.job_id)
+            since = None if self._watermark is None else self._watermark - self.grace
+            finished = pages.finished_pages(session, self.job_id, since)
+            fresh = [p for p in finished if p.id not in self._sent]
+            progress = progress_data(session, self.job_id) if fresh or _ended(status) else {}
+            end = _ended(status) and job_end_kind(status, self._documents(session))
+        events = [self._page_event(p, progress) for p in fresh]
         if end:
             self.ended = True
             events.append(JobEvent(_event_id(self._watermark, "end"), end, {**progress}))
         return events
 
-    def _finished(self, session: Session) -> list[Page]:
-        query = select(Page).where(
-            Page.job_id == self.job_id, Page.status.in_(TERMINAL_PAGE_STATUSES)
-        )
-        if self._watermark is not None:
-            query = query.where(Page.finished_at >= self._watermark - self.grace)
-        return list(session.scalars(query.order_by(Page.finished_at, Page.id)))
+    def _documents(self, session: Session) -> dict[str, int]:
+        return documents.count_documents_by_status(session, self.job_id)
 
     def _page_event(self, page: Page, progress: dict[str, Any]) -> JobEvent:
         self._sent.add(page.id)
@@ -142,11 +125,3 @@ class JobFeed:
 
 def _ended(status: str) -> bool:
     return status in (JobStatus.DONE, JobStatus.CANCELLED)
-
-
-def _documents(session: Session, job_id: str) -> dict[str, int]:
-    rows = session.scalars(select(Document.status).where(Document.job_id == job_id))
-    counts: dict[str, int] = {}
-    for status in rows:
-        counts[status] = counts.get(status, 0) + 1
-    return counts

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from app.db import repo
+from app.db import server_samples
 from app.db.engine import Database
 from app.servermetrics.counters import ServerCounters, ServerMetricsUnavailable, read_counters
 from app.settings import Settings, metrics_url_of
@@ -95,7 +95,7 @@ class ServerSampler:
         if counters is None and phase == "end":
             return False  # keep the previous end reading
         with self.db.session() as session:
-            repo.record_server_sample(
+            server_samples.record_server_sample(
                 session, job_id, name, url, self.worker, phase, counters, error
             )
         return counters is not None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.db import repo
+from app.db import pages
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.degeneration import score_output
@@ -109,7 +109,7 @@ def _candidate_pairs(
     db: Database, job_ids: Sequence[str], summary: ExportSummary, truth_dir: Path | None
 ) -> Iterable[PagePair]:
     with db.session() as session:
-        rows = repo.pages_with_documents(session, job_ids)
+        rows = pages.pages_with_documents(session, job_ids)
         for page, document in rows:
             attempts = list(page.attempts)
             rejected = next((a for a in attempts if a.status == "degenerate" and a.output), None)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from app.db import repo
+from app.db import pages
 from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.evaluate.quality import find_truth
@@ -62,7 +62,7 @@ def _healthy_pages(
     db: Database, job_ids: Sequence[str], limit: int
 ) -> Iterable[tuple[Page, Document, Attempt]]:
     with db.session() as session:
-        rows = repo.pages_with_documents(session, job_ids)
+        rows = pages.pages_with_documents(session, job_ids)
         taken = 0
         for page, document in rows:
             attempts = list(page.attempts)

@@ -5,14 +5,11 @@ says `date-time`, which RFC 3339 gives with an offset."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 from pydantic import AfterValidator
 
-
-def as_utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
+from app.db.dialect import as_utc
 
 UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
