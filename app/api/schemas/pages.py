@@ -64,6 +64,10 @@ class VerdictOut(BaseModel):
     onset: int | None
 
 
+# AttemptOut's fields that no attempt column holds under the same name.
+_RENAMED = ("step", "verdict")
+
+
 class AttemptOut(BaseModel):
     id: int
     step_index: int
@@ -103,24 +107,9 @@ class AttemptOut(BaseModel):
             if a.verdict_kind
             else None
         )
-        return cls(
-            id=a.id,
-            step_index=a.step_index,
-            step=a.step_name,
-            engine=a.engine,
-            model=a.model,
-            status=a.status,
-            role=a.role,
-            verdict=verdict,
-            aborted=a.aborted,
-            finish_reason=a.finish_reason,
-            stop_mechanism=a.stop_mechanism,
-            tokens_after_verdict=a.tokens_after_verdict,
-            tokens_after_verdict_note=a.tokens_after_verdict_note,
-            duration_s=a.duration_s,
-            completion_tokens=a.completion_tokens,
-            error=a.error,
-        )
+        # Every other field is the attempt's column of the same name.
+        same = {name: getattr(a, name) for name in cls.model_fields if name not in _RENAMED}
+        return cls(**same, step=a.step_name, verdict=verdict)
 
 
 POSITIONS_EXAMPLE = {
