@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +18,9 @@ NEIGHBOURS = (-2, -1, 1, 2)  # running headers repeat on adjacent pages, or on e
 _MIN_RULINGS = 3  # fewer rulings than this: no table worth the table finder's time
 _TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
 _WORD_GAP = 0.11  # a gap between glyphs wider than this share of the font size parts two words
+_LAM, _ALEFS = "\u0644", "\u0627\u0623\u0625\u0622"  # Arabic lam; alef, with hamza, madda
+_LONE_UNDERSCORES = re.compile(r"^[_ ]+$", re.MULTILINE)  # a line of a cell holding only "_"
+_NO_WIDTH = 0.01  # points: a glyph's second letter is placed with no width of its own
 
 
 def read_layout(
@@ -46,19 +51,39 @@ def _lines(page: pymupdf.Page) -> list[TextLine]:
     lines = _read_lines(page.get_text("dict", flags=_TEXT_FLAGS)["blocks"])
     spaced = any(has_run_together_words(line.text) for line in lines)
     formulas = any(has_math_signs(line.text) for line in lines)
-    if spaced or formulas:
+    arabic = any(_LAM in line.text for line in lines)
+    if spaced or formulas or arabic:
         # Words placed by position without space characters ("Compositionofthedata"): read
         # the glyphs and part words where the gap between two glyphs says so. Formulas: the
-        # glyphs' sizes and baselines are their layout (scripts, fractions, limits).
+        # glyphs' sizes and baselines are their layout (scripts, fractions, limits). Arabic:
+        # a lam-alef ligature's two letters, in the order the glyph gives them.
         blocks = page.get_text("rawdict", flags=_TEXT_FLAGS)["blocks"]
         for block in blocks:
             for line in block.get("lines", ()):
                 for span in line["spans"]:
-                    chars = span["chars"]
+                    chars = _ligatures_in_order(span["chars"]) if arabic else span["chars"]
                     text = "".join(char["c"] for char in chars)
                     span["text"] = _spaced(chars, span["size"]) if spaced else text
         lines = _read_lines(blocks, glyphs=formulas)
     return lines
+
+
+def _ligatures_in_order(chars: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lam before alef where one glyph, the lam-alef ligature, gave them alef first.
+
+    Such a glyph maps to two letters placed at once: the second has no width. Some PDFs
+    (Word's among them) map it in visual order, alef then lam ("كاالت" for "كلاات", "اإل"
+    for "الإ"); a weightless alef right before a lam is that glyph's, written backwards.
+    """
+    ordered, i = list(chars), 0
+    while i < len(ordered) - 1:
+        alef, lam = ordered[i], ordered[i + 1]
+        weightless = alef["bbox"][2] - alef["bbox"][0] < _NO_WIDTH
+        if alef["c"] in _ALEFS and weightless and lam["c"] == _LAM:
+            ordered[i], ordered[i + 1] = lam, alef
+            i += 1  # that alef is placed: it starts no other pair
+        i += 1
+    return ordered
 
 
 def _read_lines(blocks: list[dict[str, Any]], glyphs: bool = False) -> list[TextLine]:
@@ -131,7 +156,10 @@ def read_tables(page: pymupdf.Page) -> list[TableGrid]:
     getattr(pymupdf, "no_recommend_layout", lambda: None)()
     grids = []
     for table in page.find_tables().tables:
-        rows = [[_cell(c) for c in row] for row in table.extract()]
+        rows = [
+            [_cell(value, page, box) for value, box in zip(values, row.cells, strict=False)]
+            for values, row in zip(table.extract(), table.rows, strict=True)
+        ]
         if table.col_count >= 2 and (table.row_count >= 2 or table.col_count >= 3):
             grids.append(TableGrid(Box(*table.bbox), rows, _columns(table)))
     return grids
@@ -165,8 +193,25 @@ def _is_ruling(item: tuple[Any, ...], minimum: float) -> bool:
     return False
 
 
-def _cell(value: str | None) -> str:
+def _cell(value: str | None, page: pymupdf.Page, box: Any) -> str:
+    """A cell's text in reading order. The finder orders a cell's glyphs by their lines' height
+    and then left to right, which writes Arabic, Persian and Hebrew backwards ("نام" as "مان")
+    and moves an underscore, which sits below the baseline, to a line of its own ("USER NAME"
+    over "_" for "USER_NAME"); the page's own text of the cell's box keeps the order the PDF
+    wrote them in, as `_lines` reads them."""
+    if value and box is not None and (_has_right_to_left(value) or _LONE_UNDERSCORES.search(value)):
+        raw = page.get_text("rawdict", clip=pymupdf.Rect(box), flags=_TEXT_FLAGS)
+        value = " ".join(
+            "".join(char["c"] for char in _ligatures_in_order(span["chars"]))
+            for block in raw["blocks"]
+            for line in block.get("lines", ())
+            for span in line["spans"]
+        )
     return " ".join((value or "").split())
+
+
+def _has_right_to_left(text: str) -> bool:
+    return any(unicodedata.bidirectional(char) in ("R", "AL") for char in text)
 
 
 def _edge_texts(page: pymupdf.Page) -> list[str]:
