@@ -128,6 +128,9 @@ GATE = GateConfig(languages_for("eng"))
         ("\ue001\ue002\ue003 " * 40, "garbled"),
         ((WORDS * 2).replace(" ", ""), "word_soup"),
         (WORDS.replace("the", "thÃ©"), "mojibake"),
+        # a symbol font's check boxes mapped to C1 controls: the junk rule's share, no mojibake
+        pytest.param(("\x84 \x84 " + WORDS) * 2, None, id="check-boxes"),
+        pytest.param(("\x84" * 30 + " " + WORDS) * 2, "garbled", id="mostly-controls"),
     ],
 )
 def test_the_gate_names_why_a_layer_is_refused(text: str, reason: str | None) -> None:

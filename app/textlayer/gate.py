@@ -20,6 +20,7 @@ from app.textlayer.splits import split_report
 from app.textlayer.words import known_share, words_of
 
 _MIN_WORDS = 20  # fewer words than this: too few to judge plausibility
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1, not whitespace
 _SOUP_TOKEN = re.compile(r"[A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]+")
 
 
@@ -54,7 +55,9 @@ def rejection(layout: PageLayout, config: GateConfig) -> str | None:
     forms = sum(_is_presentation_form(ch) for ch in letters)
     if letters and forms > config.max_presentation_forms * len(letters):
         return "garbled"
-    if badness(text) > max(3, len(visible) // 200):
+    # Control characters are the junk rule's to judge: a symbol font's check boxes mapped to
+    # C1 codes (U+0084, 64 on a questionnaire page of 3,000 characters) are not mojibake.
+    if badness(_CONTROLS.sub("", text)) > max(3, len(visible) // 200):
         return "mojibake"
     if _soup_share(text) > config.max_soup:
         return "word_soup"
