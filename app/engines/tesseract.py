@@ -79,22 +79,65 @@ class TesseractEngine:
                 self._apis.append(api)
         return api
 
-    def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
-        started = datetime.now(UTC)
+    def _osd(self) -> tesserocr.PyTessBaseAPI | None:
+        """This thread's orientation detector, where Tesseract's `osd` data is installed."""
+        if not (Path(self.tessdata_dir) / "osd.traineddata").is_file():
+            return None
+        api = getattr(self._local, "osd", None)
+        if api is None:
+            path = self.tessdata_dir + os.sep
+            api = tesserocr.PyTessBaseAPI(path=path, lang="osd", psm=tesserocr.PSM.OSD_ONLY)
+            self._local.osd = api
+            with self._lock:
+                self._apis.append(api)
+        return api
+
+    def _read(
+        self, page: PageInput, image: Image.Image, turned: bool = False
+    ) -> tuple[str, Any, float]:
+        """Text, word positions (none on a `turned` image: they would not be the page's) and
+        mean word confidence."""
         api = self._api()
-        model = f"tesseract-{tesserocr.tesseract_version().split()[1]}:{self.lang}"
         try:
-            api.SetImage(page.image)
+            api.SetImage(image)
             api.Recognize()
-            text = "\n\n".join(_paragraphs(api, page.image.size))
-            positions = _positions(api, page) if text else None
-            confidence = api.MeanTextConf()
+            text = "\n\n".join(_paragraphs(api, image.size))
+            positions = _positions(api, page) if text and not turned else None
+            return text, positions, api.MeanTextConf()
         except RuntimeError as exc:
             raise EngineError(f"tesseract failed: {exc}") from exc
         finally:
             api.Clear()
+
+    def _upright(self, image: Image.Image) -> Image.Image | None:
+        """The page turned upright where Tesseract's orientation detection finds it turned
+        (a scan fed sideways or upside down); None where it finds it upright or cannot say."""
+        osd = self._osd()
+        if osd is None:
+            return None
+        try:
+            osd.SetImage(image)
+            found = osd.DetectOrientationScript()
+        except RuntimeError:  # too little text to judge: no answer, not a failure
+            return None
+        finally:
+            osd.Clear()
+        degrees = (found or {}).get("orient_deg", 0)
+        # PIL turns counter-clockwise; Tesseract reports the turn that rights the page so
+        return image.rotate(degrees, expand=True) if degrees else None
+
+    def transcribe(self, page: PageInput, step: PlanStep) -> EngineResult:
+        started = datetime.now(UTC)
+        model = f"tesseract-{tesserocr.tesseract_version().split()[1]}:{self.lang}"
+        image = page.image
+        text, positions, confidence = self._read(page, image)
+        if needs_second_reading(confidence) and (upright := self._upright(image)) is not None:
+            # A page read poorly may be a page turned: read it upright, keep the surer reading
+            turned = self._read(page, upright, turned=True)
+            if turned[2] > confidence:
+                (text, positions, confidence), image = turned, upright
         if self.second_reader is not None and text and needs_second_reading(confidence):
-            second = self.second_reader.read(page.image)
+            second = self.second_reader.read(image)
             if keep_second(second.text, second.score):
                 text, model, positions = second.text, second.model, None
         status = AttemptStatus.OK if text else AttemptStatus.EMPTY
