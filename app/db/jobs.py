@@ -44,12 +44,9 @@ def job_options(session: Session, job_id: str) -> dict[str, Any] | None:
     return session.scalar(select(Job.options).where(Job.id == job_id))
 
 
-def job_status(session: Session, job_id: str) -> str:
-    """The job's status; KeyError when there is no such job."""
-    status = session.scalar(select(Job.status).where(Job.id == job_id))
-    if status is None:
-        raise KeyError(f"no job {job_id!r}")
-    return status
+def job_status(session: Session, job_id: str) -> str | None:
+    """The job's status; None when there is no such job."""
+    return session.scalar(select(Job.status).where(Job.id == job_id))
 
 
 def destination(session: Session, job_id: str) -> tuple[str | None, dict[str, Any], int | None]:

@@ -57,11 +57,6 @@ def job_of_page(session: Session, page_id: int) -> str | None:
     return session.scalar(select(Page.job_id).where(Page.id == page_id))
 
 
-def job_status(session: Session, job_id: str) -> str | None:
-    """The job's status; None when there is no such job."""
-    return session.scalar(select(Job.status).where(Job.id == job_id))
-
-
 def jobs_to_recover(session: Session, job_id: str | None) -> dict[str, QueuedWork]:
     """Each job's open pages with its plan and options, now marked as run by Celery: the
     named job, or without one every open job the embedded executor does not run. Raises

@@ -169,7 +169,7 @@ def finalize_job(db: Database, job_id: str, publish: Callable[[str], object] | N
     if publish is None:
         return settle_job(db, job_id)
     with db.session() as session:
-        if running_jobs.job_status(session, job_id) == JobStatus.DONE:
+        if jobs.job_status(session, job_id) == JobStatus.DONE:
             # A late or repeated finalize (a retry, the sweeper beside the last page's task):
             # the results went out as the job ended; sent again, they could overwrite a newer
             # job's in the same results prefix.
@@ -213,7 +213,7 @@ def local_jobs_left(db: Database) -> int:
 
 def job_progress(db: Database, job_id: str) -> JobProgress:
     with db.session() as session:
-        status = running_jobs.job_status(session, job_id)
+        status = jobs.job_status(session, job_id)
         if status is None:
             raise KeyError(f"no job {job_id!r}")
         return JobProgress(

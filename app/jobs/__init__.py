@@ -282,7 +282,10 @@ def cancel_job(db: Database, job_id: str) -> bool:
     """Cancel the job: its open pages fail as `cancelled`; the processes running its pages
     stop their requests at their next cancel check. False when it had ended already."""
     with db.session() as session:
-        if jobs.job_status(session, job_id) in (JobStatus.DONE, JobStatus.CANCELLED):
+        status = jobs.job_status(session, job_id)
+        if status is None:
+            raise KeyError(f"no job {job_id!r}")
+        if status in (JobStatus.DONE, JobStatus.CANCELLED):
             return False
         jobs.set_job_status(session, job_id, JobStatus.CANCELLED)
     close_open_pages(db, job_id, "cancelled", "the job was cancelled")

@@ -100,6 +100,8 @@ class JobFeed:
         with self.db.session() as session:
             # The status is read before the pages: a done job's pages are all visible.
             status = jobs.job_status(session, self.job_id)
+            if status is None:
+                raise KeyError(f"no job {self.job_id!r}")
             since = None if self._watermark is None else self._watermark - self.grace
             finished = pages.finished_pages(session, self.job_id, since)
             fresh = [p for p in finished if p.id not in self._sent]
