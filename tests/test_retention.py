@@ -19,7 +19,7 @@ from app.db.models import Job, Page
 from app.jobs import document_limits
 from app.jobs.results import load_results
 from app.jobs.retention import purge
-from app.pipeline.ingest import ingest
+from app.pipeline.ingest import JobFields, ingest_files
 from app.settings import Settings
 from tests.api_server import running_api
 from tests.distributed_support import wait_until, write_text_pdfs
@@ -33,14 +33,9 @@ def upload_job(db: Database, uploads: Path, name: str, status: str, ended_days_a
     write_text_pdfs(folder, documents=1, pages=2)
     files = [(p, p.stem) for p in sorted(folder.glob("*.pdf"))]
     settings = Settings(database_url=db.url)
-    job_id = ingest(
-        db,
-        files,
-        source=f"upload:{name}",
-        out_dir=None,
-        plan_name="textlayer",
-        limits=document_limits(settings),
-        job_fields={"api_key_id": None},
+    fields = JobFields(None, "textlayer", {"api_key_id": None})
+    job_id = ingest_files(
+        db, files, f"upload:{name}", fields, limits=document_limits(settings)
     ).job_id
     ended = datetime.now(UTC) - timedelta(days=ended_days_ago)
     with db.session() as session:

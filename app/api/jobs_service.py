@@ -32,7 +32,7 @@ from app.domain import JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
 from app.jobs.results import load_results, write_outputs
-from app.pipeline.ingest_store import NoObjects, TooManyObjects, TooManyPages
+from app.pipeline.ingest import NoObjects, TooManyObjects, TooManyPages
 from app.storage.access import PlaceRefused, check_url, check_urls
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,14 @@ from app.db.engine import Database
 from app.errors import DocumentError
 from app.jobs import document_limits
 from app.pdf.render import DocumentLimits, inspect_document
-from app.pipeline.ingest import IngestResult, document_name, ingest
-from app.pipeline.ingest_store import ingest_stored, ingest_uploaded
+from app.pipeline.ingest import (
+    IngestResult,
+    JobFields,
+    ingest_files,
+    ingest_source,
+    ingest_uploaded,
+)
+from app.pipeline.ingest_rows import document_name
 from app.settings import Settings
 from app.storage import DocumentCache, Stores
 from app.storage.access import AccessPolicy
@@ -81,16 +87,8 @@ def create_job(
 ) -> IngestResult:
     """Ingest `files` as one job owned by `api_key_id`; bad files become failed documents."""
     check_page_limits(settings, files)
-    limits = _api_limits(settings)
-    return ingest(
-        db,
-        files,
-        source=source,
-        out_dir=None,
-        plan_name=settings.plan_name(options.plan_name),
-        limits=limits,
-        job_fields={"options": options.as_json(), "api_key_id": api_key_id},
-    )
+    fields = _job_fields(settings, None, options, api_key_id)
+    return ingest_files(db, files, source, fields, limits=_api_limits(settings))
 
 
 def _api_limits(settings: Settings) -> DocumentLimits:
@@ -98,6 +96,13 @@ def _api_limits(settings: Settings) -> DocumentLimits:
     return DocumentLimits(
         base.max_bytes, min(base.max_pages, settings.api_max_pages_per_file), base.max_page_pixels
     )
+
+
+def _job_fields(
+    settings: Settings, results_uri: str | None, options: JobOptions, api_key_id: int
+) -> JobFields:
+    extra = {"options": options.as_json(), "api_key_id": api_key_id}
+    return JobFields(results_uri, settings.plan_name(options.plan_name), extra)
 
 
 def access_policy(settings: Settings) -> AccessPolicy:
@@ -115,18 +120,14 @@ def create_stored_job(
 ) -> IngestResult:
     """Ingest the PDFs an s3:// URI names as one job owned by `api_key_id`."""
     storage = StorageOptions.of(settings)
-    stores = Stores(storage.s3)
-    return ingest_stored(
+    return ingest_source(
         db,
-        stores,
-        DocumentCache.of(storage, stores),
+        DocumentCache.of(storage),
         uri,
-        out_dir=results_uri,
-        plan_name=settings.plan_name(options.plan_name),
+        _job_fields(settings, results_uri, options, api_key_id),
         limits=_api_limits(settings),
-        page_size=settings.storage_list_page_size,
-        threads=settings.storage_ingest_threads,
-        job_fields={"options": options.as_json(), "api_key_id": api_key_id},
+        page_size=storage.list_page_size,
+        threads=storage.ingest_threads,
         max_documents=settings.api_max_files_per_job,
         max_pages=settings.api_max_pages_per_job,
         policy=access_policy(settings),
@@ -146,14 +147,8 @@ def create_uploaded_job(
         (store.write_file(child_location(prefix, path.name), path, _PDF), path, name)
         for path, name in folder.files
     ]
-    return ingest_uploaded(
-        db,
-        uploaded,
-        source=prefix,
-        plan_name=settings.plan_name(options.plan_name),
-        limits=_api_limits(settings),
-        job_fields={"options": options.as_json(), "api_key_id": api_key_id},
-    )
+    fields = _job_fields(settings, None, options, api_key_id)
+    return ingest_uploaded(db, uploaded, prefix, fields, limits=_api_limits(settings))
 
 
 def folder_files(settings: Settings, folder: str) -> tuple[Path, list[tuple[Path, str]]]:

@@ -22,10 +22,11 @@ from app.db.engine import Database
 from app.distributed.queue import BrokerUnavailable, Enqueuer, check_broker
 from app.errors import ConfigError, ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, cancel_job
-from app.pipeline.ingest_store import is_stored_source
 from app.progress.feed import JobFeed
 from app.report.fit import FittedTable
 from app.settings import Settings
+from app.storage.base import local_path
+from app.storage.listing import is_stored_source
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -84,7 +85,7 @@ def submit(
 ) -> None:
     """Create a job for SOURCE in the database and queue it for `folio worker`s; print its id."""
     settings = _settings(database_url=database_url, broker_url=broker_url, engine=engine)
-    if not is_stored_source(source) and not Path(source).exists():
+    if not is_stored_source(source) and not local_path(source).exists():
         console.print(f"[red]No such file or folder:[/] {source}")
         raise typer.Exit(exit_codes.NO_INPUT)
     urls = _result_urls(result_urls)

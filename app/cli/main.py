@@ -26,12 +26,13 @@ from app.errors import ConfigError, FolioError, ObjectRefused, StoreUnavailable
 from app.jobs import JobRequest, publish_job, run_job_locally, settle_job, start_job
 from app.jobs.results import JobResults, load_results, summary_of, write_outputs
 from app.pdf.samples import write_samples
-from app.pipeline.ingest_store import is_stored_source
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
 from app.report.render_table import report_tables
 from app.settings import Settings
 from app.storage import Stores, is_store_uri
+from app.storage.base import local_path
+from app.storage.listing import is_stored_source
 from app.storage.options import StorageOptions
 from app.storage.targets import result_target
 
@@ -82,7 +83,7 @@ def run(
 ) -> None:
     """Transcribe every PDF under SOURCE in this process and write results to --out."""
     settings = load_settings(concurrency=concurrency, database_url=database_url, engine=engine)
-    if not is_stored_source(source) and not Path(source).exists():
+    if not is_stored_source(source) and not local_path(source).exists():
         console.print(f"[red]No such file or folder:[/] {source}")
         raise typer.Exit(exit_codes.NO_INPUT)
     db = Database(settings.database_url)

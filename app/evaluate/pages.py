@@ -10,7 +10,7 @@ from typing import Any
 
 from app.errors import ConfigError
 from app.pdf.extract import extract_page
-from app.pipeline.ingest import document_name, sha256_of
+from app.pipeline.ingest_rows import document_name, sha256_of
 from app.storage.folder import discover_pdfs
 
 

@@ -22,8 +22,8 @@ from app.jobs.delivery import deliver
 from app.jobs.results import load_results, publish
 from app.pdf.render import DocumentLimits
 from app.pipeline.cancel import CancelWatch
-from app.pipeline.ingest import IngestResult, document_name, ingest, sha256_of
-from app.pipeline.ingest_store import ingest_stored, is_stored_source, listed_pages
+from app.pipeline.ingest import IngestResult, JobFields, ingest_source
+from app.pipeline.ingest_rows import sha256_of
 from app.pipeline.local import PageCallback, run_pages
 from app.pipeline.process_page import PageProcessor
 from app.report.build import build_report, job_server_tokens
@@ -32,16 +32,16 @@ from app.report.render import ReportFormat, render_report
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 from app.storage import DocumentCache, Stores, is_store_uri
-from app.storage.base import ObjectUri
-from app.storage.folder import discover_pdfs
+from app.storage.base import ObjectUri, local_path
+from app.storage.listing import is_stored_source, listed_pages
 from app.storage.options import StorageOptions
 from app.storage.targets import PresignedTarget, ResultTarget, result_target
 
 
 @dataclass(frozen=True)
 class JobRequest:
-    source: Path | str  # a PDF, a folder, an s3:// prefix or a manifest of s3:// URIs
-    out_dir: Path | str | None  # a folder or an s3:// prefix
+    source: Path | str  # a PDF, a folder (or file://), an s3:// prefix or a manifest
+    out_dir: Path | str | None  # a folder (or file://) or an s3:// prefix
     plan_name: str
     force: bool = False
     dpi: int | None = None
@@ -62,9 +62,10 @@ class JobRequest:
 
 
 def location(where: Path | str) -> str:
-    """How a job records a place: an s3:// URI as given, a local path made absolute."""
+    """How a job records a place: an s3:// URI as given, a local path (or `file://` URI) as
+    an absolute path."""
     text = str(where)
-    return text if is_store_uri(text) else str(Path(text).resolve())
+    return text if is_store_uri(text) else str(local_path(text).resolve())
 
 
 def _same_place(a: str, b: str) -> bool:
@@ -90,7 +91,8 @@ def worker_id() -> str:
 
 
 def create_job_from_folder(settings: Settings, db: Database, request: JobRequest) -> IngestResult:
-    """Ingest every PDF under `request.source` (a folder, or a store's prefix) as one job."""
+    """Ingest every PDF `request.source` names (a folder or file, a store's prefix, a
+    manifest) as one job."""
     plan_name = settings.plan_name(request.plan_name)
     settings.plan(plan_name)  # fail fast on an unknown plan
     options = request.options()
@@ -100,33 +102,16 @@ def create_job_from_folder(settings: Settings, db: Database, request: JobRequest
             f"--out {request.out_dir} is the input itself: the results would replace the "
             ".md and .json files there; choose another place"
         )
-    if request.stored:
-        storage = StorageOptions.of(settings)
-        stores = Stores(storage.s3)
-        return ingest_stored(
-            db,
-            stores,
-            DocumentCache.of(storage, stores),
-            str(request.source),
-            out_dir=out_dir,
-            plan_name=plan_name,
-            limits=document_limits(settings),
-            page_size=settings.storage_list_page_size,
-            threads=settings.storage_ingest_threads,
-            force=request.force,
-            job_fields={"options": options},
-        )
-    root = Path(request.source)
-    files = [(path, document_name(path, root)) for path in discover_pdfs(root)]
-    return ingest(
+    storage = StorageOptions.of(settings)
+    return ingest_source(
         db,
-        files,
-        source=str(root.resolve()),
-        out_dir=out_dir,
-        plan_name=plan_name,
+        DocumentCache.of(storage),
+        location(request.source),
+        JobFields(out_dir, plan_name, {"options": options}),
         limits=document_limits(settings),
+        page_size=storage.list_page_size,
+        threads=storage.ingest_threads,
         force=request.force,
-        job_fields={"options": options},
     )
 
 
@@ -164,14 +149,11 @@ def interrupted_run(settings: Settings, db: Database, request: JobRequest) -> st
 
 def _input_now(settings: Settings, request: JobRequest) -> set[tuple[str, str | None]]:
     """What the request's source holds now: (path, SHA-256), or (URI, ETag) in a store."""
+    storage = StorageOptions.of(settings)
+    listed = listed_pages(Stores(storage.s3), location(request.source), storage.list_page_size)
     if not request.stored:
-        return {(str(p.resolve()), sha256_of(p)) for p in discover_pdfs(Path(request.source))}
-    stores, size = Stores(StorageOptions.of(settings).s3), settings.storage_list_page_size
-    return {
-        (o.uri, getattr(o, "etag", None))
-        for page in listed_pages(stores, str(request.source), size)
-        for o in page
-    }
+        return {(o.uri, sha256_of(Path(o.uri))) for page in listed for o in page}
+    return {(o.uri, getattr(o, "etag", None)) for page in listed for o in page}
 
 
 def _asked_options(options: dict[str, Any] | None) -> dict[str, Any]:

@@ -30,7 +30,8 @@ from app.jobs.inbox_files import (
     unique_names,
 )
 from app.jobs.results import DocumentResult, JobResults, load_results, write_outputs
-from app.pipeline.ingest import ingest, sha256_of
+from app.pipeline.ingest import JobFields, ingest_files
+from app.pipeline.ingest_rows import sha256_of
 from app.pipeline.local import PageCallback
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
@@ -212,12 +213,11 @@ class Watcher:
         if job_id is not None:
             return job_id
         files = _originals(batch)
-        ingested = ingest(
+        ingested = ingest_files(
             self.db,
             zip(files, unique_names(files), strict=True),
-            source=source,
-            out_dir=str(self.outbox.resolve() / batch.name),
-            plan_name=self.settings.plan_name(),
+            source,
+            JobFields(str(self.outbox.resolve() / batch.name), self.settings.plan_name()),
             limits=document_limits(self.settings),
         )
         return ingested.job_id

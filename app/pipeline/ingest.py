@@ -1,137 +1,208 @@
-"""Turning a folder of files into a job: one document row per file, one page row per page."""
+"""Turning a source into a job: one document row per object, one page row per page.
+
+One way in for every source: a folder (or one file), a bucket prefix and a manifest are listed
+by app/storage (`listed_pages`), a listing page at a time (a prefix of 100,000 objects is never
+held at once: each page becomes rows, is flushed and let go before the next is asked for).
+Named files (API uploads, the upload folder) take the same road as one page. Each object is read
+once here, through the bounded cache and on `threads` threads for a store, to count its pages
+and record its SHA-256; an object done before into the same results place is skipped (a stored
+one by its ETag, without being read; a local file by its content).
+"""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.db import documents, jobs
+from app.db import jobs
 from app.db.engine import Database
-from app.db.models import Document, Page
-from app.domain import DocumentStatus, PageStatus
-from app.errors import DocumentError
-from app.pdf.render import DocumentLimits, inspect_document
+from app.db.models import Document
+from app.errors import DocumentError, FolioError
+from app.pdf.render import DocumentLimits
+from app.pipeline.ingest_rows import (
+    Counted,
+    IngestResult,
+    UniqueNames,
+    add_page_rows,
+    admit,
+    count_pages,
+    document_name_of,
+    fail_document,
+)
+from app.storage import DocumentCache, StoredObject
+from app.storage.access import AccessPolicy
+from app.storage.listing import EVERYWHERE, Listed, is_stored_source, listed_pages
 
-_HASH_CHUNK = 1 << 20
+__all__ = ["IngestResult", "ingest_files", "ingest_source", "ingest_uploaded"]
 
-
-@dataclass
-class IngestResult:
-    job_id: str
-    page_ids: list[int] = field(default_factory=list)
-    documents: int = 0
-    skipped: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    resumed: bool = False  # an interrupted job taken up again, not a new one
-
-
-def document_name(path: Path, root: Path) -> str:
-    """A stable, flat output name: the path under the input folder, without `.pdf`."""
-    relative = path.relative_to(root) if root.is_dir() else Path(path.name)
-    return "__".join(relative.with_suffix("").parts)
+Named = tuple[Listed, str]  # an object (or why the store refused it) and its document's name
 
 
-def sha256_of(path: Path) -> str | None:
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(_HASH_CHUNK):
-                digest.update(chunk)
-    except OSError:
-        return None
-    return digest.hexdigest()
+class TooManyObjects(FolioError):
+    """The source names more objects than the caller allows in one job."""
+
+    category = "too_many_objects"
 
 
-def ingest(
+class TooManyPages(FolioError):
+    """The source's documents hold more pages than the caller allows in one job."""
+
+    category = "too_many_pages"
+
+
+class NoObjects(FolioError):
+    """The source names no PDF at all (an empty or mistyped prefix, an empty manifest)."""
+
+    category = "no_objects"
+
+
+@dataclass(frozen=True)
+class JobFields:
+    """What the job row records besides its source: where results go, the plan, and the
+    options and owner (`api_key_id`) the caller gives."""
+
+    out_dir: str | None
+    plan_name: str
+    extra: dict[str, Any] | None = None
+
+    @property
+    def owner(self) -> int | None:
+        return (self.extra or {}).get("api_key_id")
+
+
+def ingest_source(
+    db: Database,
+    cache: DocumentCache,
+    source: str,
+    fields: JobFields,
+    *,
+    limits: DocumentLimits,
+    page_size: int,
+    threads: int = 8,
+    force: bool = False,
+    max_documents: int | None = None,
+    max_pages: int | None = None,
+    policy: AccessPolicy = EVERYWHERE,
+    allow_empty: bool = True,
+) -> IngestResult:
+    """A job of every PDF `source` names: a folder or file (a path or `file://`), an `s3://`
+    prefix or object, or a manifest. An object that cannot be read or processed becomes a
+    failed document with the reason, and the job goes on. More than `max_documents` objects
+    raise TooManyObjects, more than `max_pages` pages in all TooManyPages, none at all NoObjects
+    (unless `allow_empty`): no job is made then. Only what `policy` admits is read."""
+    names = UniqueNames()
+    pages = (
+        [(listed, names.take(document_name_of(listed.uri, source))) for listed in page]
+        for page in listed_pages(cache.stores, source, page_size, policy)
+    )
+    # A store's objects are fetched on several threads at once; local files are read at disk
+    # speed, and counting pages holds MuPDF's lock: one thread.
+    count = partial(count_pages, limits, cache.local_path)
+    return _ingest(
+        db,
+        pages,
+        count,
+        source,
+        fields,
+        threads=threads if is_stored_source(source) else 1,
+        force=force,
+        max_documents=max_documents,
+        max_pages=max_pages,
+        allow_empty=allow_empty,
+    )
+
+
+def ingest_files(
     db: Database,
     files: Iterable[tuple[Path, str]],
-    *,
     source: str,
-    out_dir: str | None,
-    plan_name: str,
+    fields: JobFields,
+    *,
     limits: DocumentLimits,
     force: bool = False,
-    job_fields: dict[str, Any] | None = None,
 ) -> IngestResult:
-    """Create the job, its documents and pages. Bad files become failed documents, not errors."""
-    with db.session() as session:
-        job = jobs.create_job(session, source, out_dir, plan_name, **(job_fields or {}))
-        result = IngestResult(job_id=job.id)
-        for path, name in files:
-            _add_document(session, result, path, name, out_dir, limits, force)
-    return result
+    """A job of named local files (API uploads, a server folder, the upload folder's batch)."""
+    named = [(_local(path), name) for path, name in files]
+    count = partial(count_pages, limits, _path_of)
+    return _ingest(db, [named], count, source, fields, force=force)
 
 
-def _add_document(
-    session: Any,
-    result: IngestResult,
-    path: Path,
-    name: str,
-    out_dir: str | None,
+def ingest_uploaded(
+    db: Database,
+    uploaded: Iterable[tuple[StoredObject, Path, str]],
+    source: str,
+    fields: JobFields,
+    *,
     limits: DocumentLimits,
-    force: bool,
-) -> None:
-    digest = sha256_of(path)
+) -> IngestResult:
+    """A job of files just written to a store (API uploads): (the object, the local file it
+    was written from, its name). Pages are counted from the local file; workers read the
+    object."""
+    uploaded = list(uploaded)
+    local = {stored.uri: path for stored, path, _ in uploaded}
+    count = partial(count_pages, limits, lambda stored: local[stored.uri])
+    named: list[Named] = [(stored, name) for stored, _, name in uploaded]
+    return _ingest(db, [named], count, source, fields)
+
+
+def _local(path: Path) -> StoredObject:
+    """A named local file as a listing entry (a missing one is counted, and failed, later)."""
     size = path.stat().st_size if path.exists() else 0
-    document = Document(
-        job_id=result.job_id,
-        path=str(path.resolve()),
-        name=name,
-        sha256=digest,
-        size_bytes=size,
-        status=DocumentStatus.PENDING,
-    )
-    session.add(document)
-    result.documents += 1
-    done = (
-        digest and out_dir and not force and documents.find_done_document(session, digest, out_dir)
-    )
-    if done:
-        skip_document(result, document, done, "already done (same content, same --out)")
-        return
-    add_pages(session, result, document, path, limits)
+    return StoredObject(str(path.resolve()), size)
 
 
-def skip_document(result: IngestResult, document: Document, done: Document, why: str) -> None:
-    """Mark `document` skipped: `done`, an earlier job's, has its pages already."""
-    document.page_count = done.page_count
-    document.status = DocumentStatus.SKIPPED
-    document.error = why
-    result.skipped.append(document.name)
+def _path_of(stored: StoredObject) -> Path:
+    return Path(stored.uri)
 
 
-def fail_document(result: IngestResult, document: Document, exc: DocumentError) -> None:
-    """Mark `document` failed with the error's category and reason; the job goes on."""
-    document.status = DocumentStatus.FAILED
-    document.error_category = exc.category
-    document.error = exc.reason
-    result.failed[document.name] = exc.reason
-
-
-def add_pages(
-    session: Any, result: IngestResult, document: Document, path: Path, limits: DocumentLimits
-) -> None:
-    """Count the pages of `document` (read from `path`, a local copy) and add a row for each;
-    a document Folio cannot process is marked failed instead."""
-    try:
-        document.page_count = inspect_document(path, limits)
-    except DocumentError as exc:
-        fail_document(result, document, exc)
-        return
-    add_page_rows(session, result, document)
-
-
-def add_page_rows(session: Any, result: IngestResult, document: Document) -> None:
-    """A pending row for each of the counted pages of `document`, which starts running."""
-    document.status = DocumentStatus.RUNNING
-    session.flush()
-    pages = [
-        Page(job_id=result.job_id, document_id=document.id, number=n, status=PageStatus.PENDING)
-        for n in range(1, document.page_count + 1)
-    ]
-    session.add_all(pages)
-    session.flush()
-    result.page_ids.extend(p.id for p in pages)
+def _ingest(
+    db: Database,
+    pages: Iterable[Sequence[Named]],
+    count: Callable[[StoredObject, str | None], Counted],
+    source: str,
+    fields: JobFields,
+    *,
+    threads: int = 1,
+    force: bool = False,
+    max_documents: int | None = None,
+    max_pages: int | None = None,
+    allow_empty: bool = True,
+) -> IngestResult:
+    """Create the job, then each page's document rows, counted on `threads` threads. A limit
+    passed (or no object at all, unless `allow_empty`) raises, and no job is made."""
+    with (
+        ThreadPoolExecutor(max(1, threads), thread_name_prefix="folio-ingest") as pool,
+        db.session() as session,
+    ):
+        job = jobs.create_job(
+            session, source, fields.out_dir, fields.plan_name, **(fields.extra or {})
+        )
+        result = IngestResult(job_id=job.id)
+        for page in pages:
+            to_read: list[tuple[Document, StoredObject]] = []
+            for listed, name in page:
+                if max_documents is not None and result.documents >= max_documents:
+                    raise TooManyObjects(f"more than {max_documents} objects in one job")
+                document = admit(session, result, listed, name, fields.out_dir, force, fields.owner)
+                if document is not None and isinstance(listed, StoredObject):
+                    to_read.append((document, listed))
+            counted = pool.map(count, [s for _, s in to_read], [d.sha256 for d, _ in to_read])
+            for (document, _), outcome in zip(to_read, counted, strict=True):
+                if isinstance(outcome, DocumentError):
+                    fail_document(result, document, outcome)
+                else:
+                    document.sha256, document.page_count = outcome
+                    add_page_rows(session, result, document)
+            if max_pages is not None and len(result.page_ids) > max_pages:
+                raise TooManyPages(
+                    f"the job has more than {max_pages} pages, over the pages per job limit"
+                )
+            session.flush()
+            session.expunge_all()  # this page's rows are written; memory holds only the next
+        if not allow_empty and result.documents == 0:
+            raise NoObjects(f"no PDF under {source}")
+    return result
