@@ -9,27 +9,44 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 
 from app.db import page_path
 from app.db.engine import DATABASE_ERROR, Database
 from app.pipeline.periodic import PeriodicThread
+from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
 BEATS_PER_LEASE = 3  # a beat may be late twice before the lease runs out
 
 
+@dataclass(frozen=True)
+class LeaseOptions:
+    """A worker's hold on the pages it claims: who holds them and for how long."""
+
+    owner: str  # the worker's id (`app.jobs.worker_id`), written on each page it holds
+    lease_s: float  # `page_lease_s`: how long a page is held after its last renewal
+
+    @classmethod
+    def from_settings(cls, settings: Settings, owner: str) -> LeaseOptions:
+        return cls(owner, settings.page_lease_s)
+
+    @property
+    def beat_s(self) -> float:
+        """Seconds between two renewals."""
+        return self.lease_s / BEATS_PER_LEASE
+
+
 class LeaseKeeper:
     """The pages this process holds, renewed every `lease_s / 3` while any is held."""
 
-    def __init__(self, db: Database, owner: str, lease_s: float) -> None:
+    def __init__(self, db: Database, options: LeaseOptions) -> None:
         self.db = db
-        self.owner = owner
-        self.lease_s = lease_s
+        self.options = options
         self._held: set[int] = set()
         self._lock = threading.Lock()
-        beat_s = lease_s / BEATS_PER_LEASE
-        self._beats = PeriodicThread(self._beat, beat_s, "folio-lease-heartbeat")
+        self._beats = PeriodicThread(self._beat, options.beat_s, "folio-lease-heartbeat")
 
     def hold(self, page_id: int) -> bool:
         """Note the page as held; False when this process holds it already (a duplicate task)."""
@@ -54,7 +71,7 @@ class LeaseKeeper:
         if not pages:
             return 0
         with self.db.autocommit() as conn:
-            return page_path.renew_leases(conn, self.owner, pages, self.lease_s)
+            return page_path.renew_leases(conn, self.options.owner, pages, self.options.lease_s)
 
     def close(self) -> None:
         self._beats.stop()

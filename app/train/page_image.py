@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.engines.vlm_image import model_image
 from app.pdf.render import read_page
-from app.pipeline.process_page import page_input
+from app.pipeline.page_attempts import page_input
 from app.profiles import BUILTIN, Profile
 from app.settings import Settings
 

@@ -102,11 +102,11 @@ def install() -> None:
     import app.engines.tesseract as tesseract
     import app.engines.vlm as vlm
     import app.pdf.render as render
-    import app.pipeline.process_page as process_page
+    import app.pipeline.page_render as page_render
 
-    process_page.read_page = timed("render", process_page.read_page)
+    page_render.read_page = timed("render", page_render.read_page)
     render._pixels = timed("render", render._pixels, "rasters")
-    process_page.judge_layer = timed("textlayer", process_page.judge_layer)
+    page_render.judge_layer = timed("textlayer", page_render.judge_layer)
     tesseract.TesseractEngine.transcribe = timed(  # type: ignore[method-assign]
         "tesseract", tesseract.TesseractEngine.transcribe
     )
