@@ -31,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Attempt, Document, Job, Page
-from app.domain import OPEN_PAGE_STATUSES, AttemptStatus, Executor, JobStatus, PageStatus
+from app.domain import OPEN_PAGE_STATUSES, AttemptStatus, PageStatus
 
 
 @dataclass(frozen=True)
@@ -298,53 +298,6 @@ def job_has_open_pages(conn: Connection, job_id: str) -> bool:
     """Whether any page of the job is still open (served by the open-pages partial index)."""
     query = select(Page.id).where(Page.job_id == job_id, is_open())
     return bool(conn.scalar(select(exists(query))))
-
-
-def jobs_with_open_pages(conn: Connection, job_ids: Collection[str]) -> set[str]:
-    """Those of `job_ids` that still have an open page."""
-    query = select(Page.job_id).where(Page.job_id.in_(list(job_ids)), is_open()).distinct()
-    return set(conn.scalars(query))
-
-
-@dataclass(frozen=True)
-class UnleasedPage:
-    """An open page of a running job that no live worker holds."""
-
-    page_id: int
-    document_id: int
-    job_id: str
-    plan_name: str
-    options: dict[str, Any]
-
-
-def run_by_celery() -> Any:
-    """Jobs marked as run by Celery workers (`Executor`). A job the embedded executor runs is
-    not theirs to take up; nor is a job started before the marker existed, since it may be
-    one (`folio recover` takes those, and marks them)."""
-    return Job.options["executor"].as_string() == Executor.CELERY.value
-
-
-def unleased_open_pages(conn: Connection, limit: int) -> list[UnleasedPage]:
-    """Open pages of running Celery jobs with no live lease (queued, or their task was lost)."""
-    now = datetime.now(UTC)
-    query = (
-        select(Page.id, Page.document_id, Page.job_id, Job.plan_name, Job.options)
-        .join(Job, Job.id == Page.job_id)
-        .where(Job.status == JobStatus.RUNNING, run_by_celery(), is_open())
-        .where(or_(Page.lease_until.is_(None), Page.lease_until < now))
-        .order_by(Page.id)
-        .limit(limit)
-    )
-    return [UnleasedPage(p, d, j, plan, opts or {}) for p, d, j, plan, opts in conn.execute(query)]
-
-
-def running_jobs_without_open_pages(conn: Connection) -> list[str]:
-    """Celery jobs still `running` although none of their pages is open: their finalize is
-    due (a local job's own process settles it)."""
-    open_page = select(Page.id).where(Page.job_id == Job.id, is_open())
-    query = select(Job.id).where(Job.status == JobStatus.RUNNING, run_by_celery())
-    query = query.where(~exists(open_page))
-    return list(conn.scalars(query.order_by(Job.id)))
 
 
 def page_status(conn: Connection | Session, page_id: int) -> PageStatus:

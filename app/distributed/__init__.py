@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from app.db import attempts, jobs, page_path, running_jobs
+from app.db import attempts, jobs, running_jobs
 from app.db.engine import DATABASE_DOWN, Database
 from app.db.pages import count_pages_by_status
 from app.distributed.queue import BrokerUnavailable, Enqueuer
@@ -140,7 +140,7 @@ class FinalizeSweeper:
             return []
         try:
             with self.db.autocommit() as conn:
-                still_open = page_path.jobs_with_open_pages(conn, noted)
+                still_open = running_jobs.jobs_with_open_pages(conn, noted)
             done = sorted(noted - still_open)
             for job_id in done:
                 self.enqueuer.finalize_job(job_id)

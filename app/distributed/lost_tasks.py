@@ -24,9 +24,9 @@ from collections import defaultdict
 
 from redis import RedisError
 
-from app.db import page_path
+from app.db import running_jobs
 from app.db.engine import DATABASE_ERROR, Database
-from app.db.page_path import UnleasedPage
+from app.db.running_jobs import UnleasedPage
 from app.distributed.queue import BrokerUnavailable, Enqueuer
 from app.distributed.queue_view import QueueView
 from app.jobs import job_priority
@@ -65,8 +65,8 @@ class LostTaskSweeper:
             self.view.remember(SUSPECTS, set(), self._memory_s)
             return []
         with self.db.autocommit() as conn:
-            pages = page_path.unleased_open_pages(conn, MAX_PAGES_PER_CHECK)
-            idle_jobs = page_path.running_jobs_without_open_pages(conn)
+            pages = running_jobs.unleased_open_pages(conn, MAX_PAGES_PER_CHECK)
+            idle_jobs = running_jobs.running_jobs_without_open_pages(conn)
         held = self.view.in_flight()
         lost = {
             p.page_id: p
