@@ -66,12 +66,15 @@ def run(
     source: Annotated[
         str,
         typer.Argument(
-            help="A PDF, a folder searched recursively for PDFs, an s3://bucket/prefix/, or a "
-            "manifest (.txt, local or s3://) with one s3:// URI per line."
+            help="A PDF, a folder searched recursively for PDFs (a path or file://), an "
+            "s3://bucket/prefix/, or a manifest (.txt, local or s3://) with one s3:// URI per line."
         ),
     ],
     out: Annotated[
-        str, typer.Option("--out", "-o", help="Folder, or s3:// prefix, for the results.")
+        str,
+        typer.Option(
+            "--out", "-o", help="Folder (a path or file://), or s3:// prefix, for the results."
+        ),
     ] = "out",
     engine: Annotated[
         str | None, typer.Option(help="Attempt plan: auto, textlayer, tesseract, vlm, or your own.")
@@ -122,7 +125,7 @@ def _write_results(settings: Settings, db: Database, results: JobResults, out: s
             target = result_target(out, Stores(StorageOptions.of(settings).s3))
             publish_job(settings, db, results.job_id, target)
         else:
-            write_outputs(results, Path(out))
+            write_outputs(results, local_path(out))
     except FolioError as exc:
         console.print(f"[red]Results not written to {out}:[/] {exc}")
         raise typer.Exit(exit_codes.SOME_FAILED) from exc

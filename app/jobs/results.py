@@ -14,7 +14,7 @@ from app.db import attempts, documents, jobs
 from app.db.engine import Database
 from app.db.models import Document, Page
 from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
-from app.storage.targets import FolderTarget, ResultTarget
+from app.storage.targets import ResultTarget, folder_target
 from app.textlayer.plain import plain_text
 
 _MARKDOWN = "text/markdown; charset=utf-8"
@@ -234,7 +234,7 @@ def write_outputs(results: JobResults, out: Path | ResultTarget) -> None:
     into a new folder) or another document's: in the folder it was skipped for, under the
     same name from the same path, they are the earlier job's own.
     """
-    target = FolderTarget(out) if isinstance(out, Path) else out
+    target = folder_target(out) if isinstance(out, Path) else out
     for document in results.documents:
         if document.status == DocumentStatus.FAILED or not document.pages:
             continue

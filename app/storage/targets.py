@@ -1,4 +1,5 @@
-"""Where a job's result files go: a folder, a prefix in a store, or pre-signed PUT URLs.
+"""Where a job's result files go: a place in a store (a folder or an `s3://` prefix, through
+its `ObjectStore`), or pre-signed PUT URLs.
 
 Each target takes named files (`<document>.md`, `<document>.json`, `summary.json`,
 `report.json`); writing one again replaces it, so publishing twice writes nothing twice.
@@ -14,7 +15,8 @@ import httpx
 
 from app.errors import ObjectRefused, StoreUnavailable
 from app.storage.access import NOT_ALLOWED, PlaceRefused, check_url
-from app.storage.base import ObjectStore, ObjectUri, is_store_uri
+from app.storage.base import ObjectStore, child_location
+from app.storage.folder import FolderStore
 from app.storage.stores import Stores
 
 
@@ -32,36 +34,23 @@ class ResultTarget(Protocol):
         ...
 
 
-class FolderTarget:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.where = str(root)
-        root.mkdir(parents=True, exist_ok=True)
-
-    def has(self, name: str) -> bool:
-        return (self.root / name).exists()
-
-    def put(self, name: str, data: bytes, content_type: str) -> None:
-        (self.root / name).write_bytes(data)
-
-
 class StoreTarget:
-    """Files under an s3:// prefix: `s3://bucket/results/` + `report.json`."""
+    """Files under a store's prefix: `s3://bucket/results/` or `/data/out` + `report.json`."""
 
     def __init__(self, store: ObjectStore, prefix: str) -> None:
         self.store = store
-        self.prefix = ObjectUri.parse(prefix)
+        self.prefix = prefix
         self.where = prefix
 
     def has(self, name: str) -> bool:
         try:
-            self.store.head(str(self.prefix.child(name)))
+            self.store.head(child_location(self.prefix, name))
         except ObjectRefused:
             return False
         return True
 
     def put(self, name: str, data: bytes, content_type: str) -> None:
-        self.store.write(str(self.prefix.child(name)), data, content_type)
+        self.store.write(child_location(self.prefix, name), data, content_type)
 
 
 class PresignedTarget:
@@ -103,8 +92,10 @@ class PresignedTarget:
 
 
 def result_target(out: str | Path, stores: Stores) -> ResultTarget:
-    """The target a job's `out` names: an s3:// prefix, else a local folder."""
-    text = str(out)
-    if is_store_uri(text):
-        return StoreTarget(stores.for_uri(text), text)
-    return FolderTarget(Path(text))
+    """The target a job's `out` names: an s3:// prefix, a `file://` URI or a local folder."""
+    return StoreTarget(stores.for_uri(str(out)), str(out))
+
+
+def folder_target(root: Path) -> ResultTarget:
+    """A local folder as a target (no object store client is made for it)."""
+    return StoreTarget(FolderStore(), str(root))
