@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.db import webhooks as rows
+from app.db.dialect import as_utc
 from app.db.engine import Session
 from app.db.models import ApiKey, Job, new_id
 from app.db.webhooks import DELIVERED, FAILED, PENDING
@@ -136,11 +137,7 @@ def record(session: Session, delivery_id: int, sent: SendResult, options: Webhoo
     latency_s = round(sent.latency_s, 4)
     delivery = rows.add_try(session, delivery_id, now, sent.status_code, latency_s, sent.error)
     next_at = now + timedelta(seconds=backoff_s(delivery.attempts, options.first_retry_s))
-    created = (
-        delivery.created_at
-        if delivery.created_at.tzinfo
-        else delivery.created_at.replace(tzinfo=UTC)
-    )
+    created = as_utc(delivery.created_at)
     if sent.delivered or next_at > created + options.give_up:
         delivery.status = DELIVERED if sent.delivered else FAILED
         delivery.finished_at = now
