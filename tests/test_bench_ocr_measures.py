@@ -39,3 +39,9 @@ def test_table_rows_are_found_across_markdown_and_html() -> None:
     assert table_rows(candidate) == [["year", "sales"], ["2024", "1,136"], ["2023", "981"]]
     assert rows_found(candidate, reference) == (2, 3)
     assert rows_found("Year Sales 2024 1,136", reference) == (0, 3)
+
+
+def test_a_delimiter_row_of_single_hyphens_is_no_table_row() -> None:
+    # docling writes its tables' delimiter rows so; GFM asks one hyphen a cell
+    reference = "| Column | Type |\n| - | - |\n| USAGE | VARCHAR(7) |"
+    assert table_rows(reference) == [["column", "type"], ["usage", "varchar(7)"]]

@@ -18,7 +18,9 @@ __all__ = ["cer", "rows_found", "table_rows", "word_f1"]
 _ROW = re.compile(r"<tr[^>]*>(.*?)</tr>", re.DOTALL | re.IGNORECASE)
 _CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"<[^>]+>")
-_SEPARATOR = re.compile(r"^\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*$")
+# a delimiter row: one hyphen a cell is enough (GFM; docling writes "| - | - |")
+_SEPARATOR = re.compile(r"^\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*$")
+_LEADERS = re.compile(r"(?:\. ?){4,}")  # leader dots: ". . . ." or "...."
 ROW_COVER = 0.8  # a reference row is found when one candidate row holds this share of its cells
 
 
@@ -55,22 +57,39 @@ def cer(hypothesis: str, reference: str) -> float:
     return edit_distance(hyp, ref) / max(1, len(ref))
 
 
-def table_rows(text: str) -> list[list[str]]:
-    """The rows of every table in `text`, Markdown pipes or HTML, as normalised cell texts."""
-    rows = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("|") and line.endswith("|") and not _SEPARATOR.match(line):
-            rows.append([_cell(c) for c in re.split(r"(?<!\\)\|", line[1:-1])])
+def table_rows(text: str, contents: bool = True) -> list[list[str]]:
+    """The rows of every table in `text`, Markdown pipes or HTML, as normalised cell texts;
+    without the tables of contents written as tables where `contents` is False."""
+    rows = [row for table in _tables(text) if contents or not _is_contents(table) for row in table]
     for row in _ROW.findall(text):
         rows.append([_cell(html.unescape(_TAG.sub(" ", c))) for c in _CELL.findall(row)])
     return [cells for cells in ([c for c in row if c] for row in rows) if cells]
 
 
-def rows_found(candidate: str, reference: str) -> tuple[int, int]:
+def _tables(text: str) -> list[list[list[str]]]:
+    """Markdown tables: runs of pipe rows, delimiter rows left out."""
+    tables: list[list[list[str]]] = [[]]
+    for line in text.splitlines():
+        line = line.strip()
+        if not (line.startswith("|") and line.endswith("|")):
+            if tables[-1]:
+                tables.append([])
+        elif not _SEPARATOR.match(line):
+            tables[-1].append([_cell(c) for c in re.split(r"(?<!\\)\|", line[1:-1])])
+    return [table for table in tables if table]
+
+
+def _is_contents(table: list[list[str]]) -> bool:
+    """A table of contents: most rows lead with dots to a page number (". . . . 14")."""
+    dotted = sum(any(_LEADERS.search(cell) for cell in row) for row in table)
+    return dotted > len(table) / 2
+
+
+def rows_found(candidate: str, reference: str, contents: bool = True) -> tuple[int, int]:
     """Reference table rows that some candidate table row holds (`ROW_COVER` of their cells),
-    and how many reference rows there are."""
-    wanted = table_rows(reference)
+    and how many reference rows there are; `contents=False` leaves out the reference's tables
+    of contents written as tables (a convention a reader writing them as lines cannot meet)."""
+    wanted = table_rows(reference, contents)
     have = [Counter(row) for row in table_rows(candidate)]
     found = 0
     for row in wanted:
