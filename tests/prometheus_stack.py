@@ -1,5 +1,5 @@
 """Real processes for the live Prometheus tests: Debian's Prometheus (with Folio's rules), the
-GPU stand-in for vLLM (bench/gpu_standin), `folio serve`, and Debian's SQL exporter over the
+GPU stand-in for vLLM (bench/vllm_standin), `folio serve`, and Debian's SQL exporter over the
 test database. Every wait is on an answer (a health route, a count), with a generous cap."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def process(command: list[str], log: Path, ready_url: str, env: dict[str, str] |
 @contextmanager
 def standin(port: int, model: str, loop_rate: float, log: Path) -> Iterator[str]:
     """The GPU stand-in, 20x faster than the H100 it models, serving `model`."""
-    command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port), "--model", model]
+    command = [sys.executable, "-m", "bench.vllm_standin", "--port", str(port), "--model", model]
     command += ["--loop-rate", str(loop_rate), "--slowdown", "0.05", "--max-num-seqs", "32"]
     url = f"http://127.0.0.1:{port}"
     with process(command, log, f"{url}/health"):

@@ -41,7 +41,7 @@ from bench.false_alarms.pages import (
     healthy,
     same_loop,
 )
-from bench.false_alarms.standin import AnswerFor, StandIn, pieces, serving
+from bench.vllm_standin.scripted import AnswerFor, StandIn, pieces, serving
 from tests.api_server import running_api, wait_for_job
 from tests.test_api import settings_for as api_settings
 from tests.test_api import submit

@@ -20,7 +20,7 @@ from app.pdf import samples
 from app.retry.plan import LoopStop, PastAttempt, resume_prefix
 from app.settings import PlanStep
 from bench.false_alarms.pages import LEDGER, LEDGER_HEALTHY, loop_once
-from bench.false_alarms.standin import StandIn, pieces, serving
+from bench.vllm_standin.scripted import StandIn, pieces, serving
 from tests.test_false_alarms import attempts_of, run_job, settings_for
 
 S = AttemptStatus

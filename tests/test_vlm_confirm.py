@@ -15,7 +15,7 @@ from app.engines.vlm_confirm import (
     same_unit,
 )
 from bench.false_alarms.pages import LEDGER, LEDGER_ROW, PASSPORT
-from bench.false_alarms.standin import pieces
+from bench.vllm_standin.scripted import pieces
 
 # The detector as issue 39 found the passport's false alarm (tests/test_false_alarms.py).
 EAGER = DetectorConfig(char_run_min=12, mrz_fill_run_min=12)

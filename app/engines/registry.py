@@ -40,9 +40,11 @@ class EngineSet:
         if endpoint is None:
             raise ConfigError(f"plan step {step.name!r} names unknown endpoint {step.endpoint!r}")
         from app.degeneration import DetectorConfig, LoopDetector
-        from app.engines.vlm import VlmEngine
+        from app.engines.vlm import NoLoopStop, VlmEngine
 
         profile = self.settings.profile_of(step.endpoint or "")
+        if not self.settings.detector_online:  # the server's own stop alone, if any
+            return VlmEngine(step.endpoint or "", endpoint, NoLoopStop, profile, None)
         # The profile's thresholds for its format (structured output), the user's over them.
         config = DetectorConfig(**(profile.detector | self.settings.detector))
         margin = self.settings.detector_grounding_margin

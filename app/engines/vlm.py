@@ -60,6 +60,9 @@ logger = logging.getLogger(__name__)
 # After a verdict, how long the stream is read on for the server's own stop to arrive.
 _DRAIN_TOKENS = 64
 _DRAIN_S = 10.0
+# The thread every stream of an engine is read on (SSE client, JSON, the loop detector): a
+# benchmark reads its CPU time by this name.
+IO_THREAD_NAME = "vlm-io"
 
 
 class _LoopThread:
@@ -67,7 +70,9 @@ class _LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="vlm-io")
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, daemon=True, name=IO_THREAD_NAME
+        )
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -85,8 +90,9 @@ def _default_detector() -> LoopDetecting:
     return LoopDetector()
 
 
-class _NoLoopStop:
-    """The detector of an attempt that runs with its loop stop off (a confirming attempt)."""
+class NoLoopStop:
+    """The detector of an attempt that runs with its loop stop off (a step's `loop_stop`, or
+    the `detector_online` setting): it never calls a loop."""
 
     def feed(self, chunk: str) -> None:
         return None
@@ -280,7 +286,7 @@ class VlmEngine:
         """The stream's detector: none with the loop stop off; on a confirming attempt, one
         that lets the confirmed unit run up to its bound."""
         if not step.loop_stop:
-            return _NoLoopStop
+            return NoLoopStop
         # Each verdict asked of the page's own text first, where it has one.
         grounded = grounded_factory(
             self.detector_factory, self._detector_config, page, self.grounding_margin

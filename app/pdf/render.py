@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,9 +174,24 @@ def _fitted_matrix(page: pymupdf.Page, dpi: float, max_side: int) -> pymupdf.Mat
     return pymupdf.Matrix(zoom, zoom)
 
 
+# What runs every rasterising: given the render, returns its image. A benchmark that keeps
+# CPU time by stage sets one at its process's start (`time_rasters`); none, the render itself.
+RasterTimer = Callable[[Callable[[], Image.Image]], Image.Image]
+_raster_timer: RasterTimer | None = None
+
+
+def time_rasters(timer: RasterTimer | None) -> None:
+    """Run every later rasterising of this process through `timer` (None: directly)."""
+    global _raster_timer
+    _raster_timer = timer
+
+
 def _pixels(page: pymupdf.Page, matrix: pymupdf.Matrix) -> Image.Image:
-    pixmap = page.get_pixmap(matrix=matrix, alpha=False)
-    return Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+    def render() -> Image.Image:
+        pixmap = page.get_pixmap(matrix=matrix, alpha=False)
+        return Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+
+    return render() if _raster_timer is None else _raster_timer(render)
 
 
 def read_page_layout(path: Path, number: int) -> PageLayout | None:

@@ -170,3 +170,11 @@ class PlanFields(BaseModel):
         description="Copies of a unit past the page's own count that a grounded stream may "
         "write before its verdict stands.",
     )
+    detector_online: bool = Field(
+        default=True,
+        description="Folio's own loop detector reads every VLM stream and its verdict stops "
+        "the attempt. Off: the worker never calls a loop while it reads (nor grounds one), so "
+        "a loop runs to the server's own stop (repetition_detection, where the endpoint sends "
+        "it) or to max_tokens, and only the judge of the whole answer sees it: a pipeline "
+        "that relies on the server alone (bench scale's no-stop and server-stop arms).",
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.false_alarms.standin import Answer
+from bench.vllm_standin.scripted import ScriptedAnswer
 
 PASSPORT = """# PASSPORT / PASSEPORT
 
@@ -66,9 +66,9 @@ Statement period: 1 March 2024 to 31 March 2024. Account holder: Northwind Trade
 | 2024-03-01 | Opening balance | 4,210.00 |
 """
 LEDGER_ROW = "| 2024-03-02 | Payment received, invoice 1187 | 120.00 |\n"
-LEDGER = Answer(_LEDGER_HEAD, loop=LEDGER_ROW)
+LEDGER = ScriptedAnswer(_LEDGER_HEAD, loop=LEDGER_ROW)
 ENDED_COPIES = 60
-LEDGER_ENDED = Answer(_LEDGER_HEAD, loop=LEDGER_ROW, copies=ENDED_COPIES)
+LEDGER_ENDED = ScriptedAnswer(_LEDGER_HEAD, loop=LEDGER_ROW, copies=ENDED_COPIES)
 # The ledger read healthily: the row once, then the month's other rows.
 _MONTH = (
     "Office supplies, Harbour Stationers",
@@ -92,17 +92,17 @@ LEDGER_HEALTHY = (
 )
 
 
-def healthy(_body: dict[str, Any]) -> Answer:
+def healthy(_body: dict[str, Any]) -> ScriptedAnswer:
     """The passport page, written the same way whatever the decoding (a healthy page)."""
-    return Answer(PASSPORT)
+    return ScriptedAnswer(PASSPORT)
 
 
-def same_loop(_body: dict[str, Any]) -> Answer:
+def same_loop(_body: dict[str, Any]) -> ScriptedAnswer:
     """The ledger page looping on one row from the same place whatever the decoding."""
     return LEDGER
 
 
-def drifting_loop(body: dict[str, Any]) -> Answer:
+def drifting_loop(body: dict[str, Any]) -> ScriptedAnswer:
     """A loop whose place and row move with the temperature (a sampled retry moves it)."""
     temperature = float(body.get("temperature") or 0.0)
     rows = round(temperature * 10)  # rows written before the loop: 1 at 0.1, 2 at 0.2, ...
@@ -110,22 +110,24 @@ def drifting_loop(body: dict[str, Any]) -> Answer:
         f"| 2024-03-{day:02d} | Card payment, terminal {day * 7} | {day * 13}.50 |\n"
         for day in range(3, 3 + rows)
     )
-    return Answer(head, loop=f"| 2024-03-{10 + rows:02d} | Transfer to savings | {rows}00.00 |\n")
+    return ScriptedAnswer(
+        head, loop=f"| 2024-03-{10 + rows:02d} | Transfer to savings | {rows}00.00 |\n"
+    )
 
 
-def ended_loop(_body: dict[str, Any]) -> Answer:
+def ended_loop(_body: dict[str, Any]) -> ScriptedAnswer:
     """The ledger row `ENDED_COPIES` times from the same place, then the end of the answer."""
     return LEDGER_ENDED
 
 
-def loop_once(body: dict[str, Any]) -> Answer:
+def loop_once(body: dict[str, Any]) -> ScriptedAnswer:
     """The ledger looping on the greedy first read, read healthily at a retry's temperature;
     a retry that asks it to continue its own last turn (vLLM's continue_final_message) gets
     the rest of the healthy ledger after that text, as a model continuing it would write."""
     if body.get("continue_final_message"):
         kept = str(body["messages"][-1]["content"])
         rest = LEDGER_HEALTHY[len(kept) :] if LEDGER_HEALTHY.startswith(kept) else LEDGER_HEALTHY
-        return Answer(rest)
+        return ScriptedAnswer(rest)
     if float(body.get("temperature") or 0.0) == 0.0:
         return LEDGER
-    return Answer(LEDGER_HEALTHY)
+    return ScriptedAnswer(LEDGER_HEALTHY)

@@ -2,8 +2,9 @@
 
 Folio's real pipeline (SQLite, the embedded executor, the built-in `vlm` plan: the generic
 profile's first attempt and Folio's retry, then the text layer) and VLM engine, over HTTP to the
-stand-in server (`standin`), the generic profile's cap of 4,096 tokens. Three pages, each in two
-arms (the confirming attempt off, as before issue 39, and on):
+stand-in for vLLM in its scripted mode (`bench.vllm_standin.scripted`), the generic profile's
+cap of 4,096 tokens. Three pages, each in two arms (the confirming attempt off, as before
+issue 39, and on):
 
 - `false alarm`: a healthy passport page whose `<` fill trips `char_run` at the same place
   on every read (`pages.PASSPORT`);
@@ -51,7 +52,7 @@ from bench.false_alarms.pages import (
     same_loop,
 )
 from bench.false_alarms.resume import resume_table, run_resume
-from bench.false_alarms.standin import AnswerFor, serving
+from bench.vllm_standin.scripted import AnswerFor, serving
 
 MAX_TOKENS = 4096  # the generic `markdown` profile's cap
 SCENARIOS: dict[str, AnswerFor] = {

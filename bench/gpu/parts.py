@@ -8,7 +8,6 @@ byte-level BPE trained here when `tokenizers` is installed, else by UTF-8 bytes.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import platform
 import random
@@ -24,6 +23,7 @@ from app.vllm_plugin.detokenize import IncrementalDetokenizer
 from app.vllm_plugin.logits import ban, force_eos
 from bench.detector import mixed_text
 from bench.gpu import decode as gpu_decode
+from bench.vllm_standin.stream import ChunkEncoder
 
 QUEUED_MS = 32.0  # GPU work queued ahead of a logits write (one decode step or so)
 
@@ -189,14 +189,13 @@ def client_parse(dry_run: bool) -> dict[str, Any]:
 
 
 def _events(text: str, tokenizer: Any) -> Any:
+    """`text` as vLLM streams it, one token a chunk with continuous usage (the stand-in's own
+    encoder, `bench.vllm_standin.stream`)."""
     ids = tokenizer.encode(text)
     detok = IncrementalDetokenizer(tokenizer)
+    encoder = ChunkEncoder("chatcmpl-x", "model", 1000, continuous_usage=True)
     for end in range(1, len(ids) + 1):
-        piece = detok.push(ids, end)
-        choice = {"index": 0, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}
-        usage = {"prompt_tokens": 1000, "total_tokens": 1000 + end, "completion_tokens": end}
-        body = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "choices": [choice]}
-        yield f"data: {json.dumps(body | {'usage': usage})}\n\n"
+        yield encoder.content(detok.push(ids, end), None, end).decode()
 
 
 async def _source(stream: list[str]) -> AsyncIterator[str]:

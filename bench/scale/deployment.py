@@ -1,5 +1,5 @@
 """One arm of the scale benchmark as a real distributed deployment: its own PostgreSQL database
-and queue prefix, one GPU stand-in per GPU (`bench.gpu_standin`), one GPU worker per GPU beside
+and queue prefix, one GPU stand-in per GPU (`bench.vllm_standin`), one GPU worker per GPU beside
 it (as a GPU box runs `folio worker --queues gpu`, here `stage_worker.py`, which also keeps its
 CPU by stage) and one CPU worker (splits documents, finalizes jobs), all real processes."""
 
@@ -99,9 +99,31 @@ def _admin(statement: str) -> None:
     admin.dispose()
 
 
+def arm_settings(arm: Arm, setup: Setup, base_url: str) -> dict[str, str]:
+    """The settings (FOLIO_ variables) that make a GPU worker `arm`'s pipeline, reading the
+    stand-in at `base_url`: its endpoint's stops and, for an arm without Folio's detector,
+    `detector_online` off (the server's stop alone; tests/test_bench_scale_arms.py)."""
+    endpoint: dict[str, Any] = {
+        "base_url": base_url,
+        "model": MODEL,
+        "profile": PROFILE,
+        "max_concurrency": setup.threads_per_gpu,
+        "engine_plugin": False,
+        "abort_call": False,
+    }
+    if arm.server_repetition is not None:
+        endpoint["server_repetition_detection"] = arm.server_repetition
+    if setup.max_tokens:
+        endpoint["max_tokens"] = setup.max_tokens
+    found = {"FOLIO_VLM_ENDPOINTS": json.dumps({"primary": endpoint})}
+    if not arm.client_detector:
+        found["FOLIO_DETECTOR_ONLINE"] = "false"
+    return found
+
+
 def standin_command(port: int, setup: Setup, loops: Loops) -> list[str]:
     """The GPU stand-in for one GPU of `setup`, on `port`, drawing `loops`."""
-    command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
+    command = [sys.executable, "-m", "bench.vllm_standin", "--port", str(port)]
     command += ["--gpu", setup.gpu, "--shape", setup.shape, "--model", MODEL, "--profile", PROFILE]
     command += [*loops.arguments(), "--slowdown", str(setup.slowdown)]
     command += ["--max-num-seqs", str(setup.max_num_seqs)]
@@ -144,24 +166,7 @@ class Deployment:
         env.pop("FOLIO_DPI")  # the default (200), as a deployment has it
         env["PYTHONPATH"] = str(REPO)
         if port is not None:
-            endpoint = {
-                "base_url": f"http://127.0.0.1:{port}/v1",
-                "model": MODEL,
-                "profile": PROFILE,
-                "max_concurrency": self.setup.threads_per_gpu,
-                "engine_plugin": False,
-                "abort_call": False,
-            }
-            if self.arm.server_repetition is not None:
-                endpoint["server_repetition_detection"] = self.arm.server_repetition
-            if self.setup.max_tokens:
-                endpoint["max_tokens"] = self.setup.max_tokens
-            env["FOLIO_VLM_ENDPOINTS"] = json.dumps({"primary": endpoint})
-        if not self.arm.client_detector:
-            # Folio's own stop off: the stage worker's detector sees nothing, and no verdict is
-            # asked of the page's text layer either (grounding has a detector of its own)
-            env["FOLIO_BENCH_CLIENT_DETECTOR"] = "off"
-            env["FOLIO_DETECTOR_GROUNDING"] = "false"
+            env |= arm_settings(self.arm, self.setup, f"http://127.0.0.1:{port}/v1")
         return env
 
     def start(self) -> None:

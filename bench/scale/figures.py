@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from bench.gpu_standin.pacing import VISION_A, VISION_B, GpuPace
-from bench.gpu_standin.server import TEMPLATE_TOKENS
+from bench.vllm_standin.pacing import VISION_A, VISION_B, GpuPace
+from bench.vllm_standin.server import TEMPLATE_TOKENS
 
 TEXT_PROMPT_TOKENS = TEMPLATE_TOKENS + 40  # the prompt's own text beside the image
 

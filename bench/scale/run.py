@@ -1,6 +1,6 @@
 """`python -m bench scale [--smoke]`: Folio's whole distributed deployment (PostgreSQL, Redis,
 Celery GPU and CPU workers, real PDFs rendered at the profile's size) against GPU-paced
-stand-ins for vLLM (`bench.gpu_standin`).
+stand-ins for vLLM (`bench.vllm_standin`).
 
 Two parts in one run, every arm on its own database, queues, stand-ins and workers:
 - the tax, side by side on `--gpus` stand-in GPUs: the no-loop floor (no page loops), no stop
@@ -10,7 +10,7 @@ Two parts in one run, every arm on its own database, queues, stand-ins and worke
   detector and the close); wall-clock and GPU tokens against the floor. Every loop comes back
   on every read: each arm with loops runs once per `--sticky-shares` share, that share of its
   looping pages looping again at the same place on the same unit, the rest elsewhere
-  (`bench.gpu_standin.answers`); pages by the step that ended them;
+  (`bench.vllm_standin.answers`); pages by the step that ended them;
 - scale: Folio's default against `--scale-gpus` stand-in GPUs at once.
 Figures: pages a second per GPU (in GPU time: wall / `--slowdown`), the share of the 256 slots
 busy while requests waited (the stand-ins' step logs), and CPU milliseconds per page by stage

@@ -6,25 +6,25 @@ The same worker as `folio worker` (`workers.app`), with Folio's own functions wr
 each call's CPU time (`time.thread_time`, so threads running at once are told apart; a call
 inside another timed call counts in the outer one only):
 - render: `read_page` (the page's text layer and sizes), `model_image` (the page rasterised at
-  the profile's size and resized) and any other rasterising (`app.pdf.render._pixels`: the page
-  at FOLIO_DPI where an engine asks for it); `rasters` counts the rasterisings, so a page
-  rendered twice shows;
+  the profile's size and resized) and any other rasterising (the renderer's own timing seam,
+  `app.pdf.render.time_rasters`: the page at FOLIO_DPI where an engine asks for it); `rasters`
+  counts the rasterisings, so a page rendered twice shows;
 - textlayer: `judge_layer` (the text-layer gate, when a text-layer step runs);
 - tesseract: the Tesseract engine's calls (the plan's OCR fallback, where a step falls to it);
 - encode: `encode_image` (PNG and base64);
-- stream and detect: the CPU time of the engine's I/O thread (`vlm-io`: the SSE client, JSON,
-  the loop detector), read from /proc;
+- stream and detect: the CPU time of the engines' I/O threads (named `vlm.IO_THREAD_NAME`: the
+  SSE client, JSON, the loop detector), read from /proc;
 - the rest of the process (Celery, the database client, leases, bookkeeping) is what the
   process used beyond those.
-With FOLIO_BENCH_CLIENT_DETECTOR=off the engine's loop detector never fires (the benchmark's
-no-stop and server-stop arms: a pipeline that relies on the server alone).
+The wrapped functions are public names, each checked to exist where it is wrapped (a function
+moved elsewhere fails the start, never goes untimed). What the worker runs is chosen by its
+settings alone: the no-stop and server-stop arms set FOLIO_DETECTOR_ONLINE=false.
 Written to STATS_FILE every 0.5 s. With BENCH_SCALE_PROFILE=FILE, each page's own thread is
 also profiled in CPU time (cProfile with `time.thread_time`), all pages added into FILE.
 """
 
 from __future__ import annotations
 
-import asyncio
 import cProfile
 import json
 import os
@@ -40,7 +40,6 @@ from typing import Any
 
 CPU: defaultdict[str, float] = defaultdict(float)
 CALLS: defaultdict[str, int] = defaultdict(int)
-IO_THREADS: list[int] = []
 _LOCK = threading.Lock()
 _INSIDE = threading.local()  # whether this thread is in a timed call already
 
@@ -87,49 +86,36 @@ def profiled(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class NeverLoops:
-    """A detector that sees nothing: the stop is left to the server."""
+def wrap(
+    owner: Any, name: str, wrapper: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> None:
+    """Replace the public function `owner.name` by `wrapper(it)`; refuse a name not there."""
+    if name.startswith("_") or not callable(getattr(owner, name, None)):
+        raise RuntimeError(f"stage_worker: no public function {name!r} on {owner!r} to time")
+    setattr(owner, name, wrapper(getattr(owner, name)))
 
-    def __init__(self, *_: Any, **__: Any) -> None:
-        pass
 
-    def feed(self, chunk: str) -> None:
-        return None
+def stage(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper adding a function's CPU time to stage `name`."""
+    return lambda function: timed(name, function)
 
 
 def install() -> None:
-    import app.degeneration
     import app.engines.tesseract as tesseract
     import app.engines.vlm as vlm
     import app.pdf.render as render
     import app.pipeline.page_render as page_render
 
-    page_render.read_page = timed("render", page_render.read_page)
-    render._pixels = timed("render", render._pixels, "rasters")
-    page_render.judge_layer = timed("textlayer", page_render.judge_layer)
-    tesseract.TesseractEngine.transcribe = timed(  # type: ignore[method-assign]
-        "tesseract", tesseract.TesseractEngine.transcribe
-    )
-    vlm.model_image = timed("render", vlm.model_image)
-    vlm.encode_image = timed("encode", vlm.encode_image)
+    wrap(page_render, "read_page", stage("render"))
+    wrap(page_render, "judge_layer", stage("textlayer"))
+    wrap(tesseract.TesseractEngine, "transcribe", stage("tesseract"))
+    wrap(vlm, "model_image", stage("render"))
+    wrap(vlm, "encode_image", stage("encode"))
+    render.time_rasters(timed("render", lambda render_it: render_it(), "rasters"))
     if os.environ.get("BENCH_SCALE_PROFILE"):
         import app.distributed as distributed
 
-        distributed.run_queued_page = profiled(distributed.run_queued_page)
-    if os.environ.get("FOLIO_BENCH_CLIENT_DETECTOR") == "off":
-        app.degeneration.LoopDetector = NeverLoops  # type: ignore[misc,assignment]
-    original = vlm._LoopThread.__init__
-
-    def remembered(self: Any) -> None:
-        original(self)
-        future = asyncio.run_coroutine_threadsafe(_native_id(), self.loop)
-        IO_THREADS.append(future.result(10))
-
-    vlm._LoopThread.__init__ = remembered  # type: ignore[method-assign]
-
-
-async def _native_id() -> int:
-    return threading.get_native_id()
+        wrap(distributed, "run_queued_page", profiled)
 
 
 def thread_cpu_s(tid: int) -> float:
@@ -138,6 +124,17 @@ def thread_cpu_s(tid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def io_threads_cpu_s() -> float:
+    """CPU seconds of the live VLM engines' I/O threads."""
+    from app.engines.vlm import IO_THREAD_NAME
+
+    return sum(
+        thread_cpu_s(thread.native_id)
+        for thread in threading.enumerate()
+        if thread.name == IO_THREAD_NAME and thread.native_id is not None
+    )
 
 
 def threads_cpu_s() -> dict[str, float]:
@@ -154,7 +151,7 @@ def threads_cpu_s() -> dict[str, float]:
 def snapshot() -> dict[str, float]:
     with _LOCK:
         found: dict[str, float] = {**CPU, **CALLS}
-    found["stream"] = sum(thread_cpu_s(tid) for tid in IO_THREADS)
+    found["stream"] = io_threads_cpu_s()
     times = os.times()
     found["process"] = times.user + times.system
     found["process_system"] = times.system

@@ -1,8 +1,9 @@
 """Folio's own client at a GPU's rates: one worker process reading many streams at once.
 
-The replay server (its own process) streams real pages at one token per stream per step;
-this process runs Folio's VLM engine exactly as a `worker-gpu` does (one engine, a thread per
-page in flight, the online detector on every chunk, the stream closed at a verdict). Measured:
+The stand-in for vLLM in its replay mode (its own process) streams real pages at one token per
+stream per step; this process runs Folio's VLM engine exactly as a `worker-gpu` does (one
+engine, a thread per page in flight, the online detector on every chunk, the stream closed at a
+verdict). Measured:
 this process's CPU time per streamed token (all its threads), whether it kept pace, and for
 each looping page the tokens the server generated after the verdict token.
 """
@@ -33,15 +34,16 @@ STEP = PlanStep(name="replay", engine="vlm", endpoint="replay", temperature=0.0,
 
 
 class ReplayServer:
-    """bench.stop_rates.replay_server in a subprocess, for one arm."""
+    """The stand-in for vLLM in its replay mode (`bench.vllm_standin --mode replay`) in a
+    subprocess, for one arm: each request the next script, one token per stream a step."""
 
     def __init__(self, scripts: list[Script], step_ms: float) -> None:
         self.port = free_port()
         self.root = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        command = [sys.executable, "-m", "bench.stop_rates.replay_server"]
+        command = [sys.executable, "-m", "bench.vllm_standin", "--mode", "replay"]
         self._proc = subprocess.Popen(
-            [*command, str(self.port), str(step_ms)],
+            [*command, "--port", str(self.port), "--step-ms", str(step_ms), "--model", "replay"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=REPO,
@@ -49,13 +51,13 @@ class ReplayServer:
             text=True,
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._proc.stdin.write(json.dumps([s.as_json() for s in scripts]))
+        self._proc.stdin.write(json.dumps([{"pieces": s.pieces} for s in scripts]))
         self._proc.stdin.close()
         if self._proc.stdout.readline().strip() != "ready":
-            raise RuntimeError("the replay server did not start")
+            raise RuntimeError("the replay stand-in did not start")
 
     def stats(self) -> dict[str, Any]:
-        return dict(httpx.get(f"{self.root}/stats", timeout=30).json())
+        return dict(httpx.get(f"{self.root}/standin/stats", timeout=30).json())
 
     def close(self) -> None:
         self._proc.terminate()
@@ -74,7 +76,7 @@ def run_arm(
         engine_plugin=False,
         abort_call=False,
         server_repetition_detection=False,
-        close_probe=False,  # the replay server has no /metrics; the arms time the client
+        close_probe=False,  # a replay serves no /metrics; the arms time the client
         stream_interval=interval,
         max_image_side=64,
     )
@@ -89,21 +91,25 @@ def run_arm(
     finally:
         engine.close()
         server.close()
-    return summarise(found, results, cpu, wall, streams, step_ms, interval)
+    return summarise(found, scripts, results, (cpu, wall), streams, step_ms, interval)
 
 
 def summarise(
     found: dict[str, Any],
+    scripts: list[Script],
     results: list[Any],
-    cpu: float,
-    wall: float,
+    spent: tuple[float, float],
     streams: int,
     step_ms: float,
     interval: int | None,
 ) -> dict[str, Any]:
-    rows = found["streams"]
-    tokens = sum(r["emitted"] for r in rows)
-    after = [r["emitted"] - (r["verdict"] + 1) for r in rows if r["verdict"] is not None]
+    """The arm's figures from the stand-in's request list (tokens it wrote each stream before
+    it saw the client leave) and the scripts' verdicts."""
+    cpu, wall = spent
+    rows = [r for r in found["requests"] if r["finish"] is not None]
+    tokens = sum(r["tokens"] for r in rows)
+    verdicts = [scripts[r["script"]].verdict for r in rows]
+    after = [r["tokens"] - (v + 1) for r, v in zip(rows, verdicts, strict=True) if v is not None]
     offered = streams * 1000 / step_ms
     return {
         "streams": streams,

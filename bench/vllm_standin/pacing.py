@@ -1,5 +1,6 @@
 """How long a GPU takes, from measurements: decode steps, prefill, the vision tower, and the
-API server's own work per token. Pure arithmetic, no I/O.
+API server's own work per token (`GpuPace`); or a fixed step and nothing else (`FixedPace`: a
+replay at a given step, scripted answers at none). Pure arithmetic, no I/O.
 
 Every number is from `../shared/notes/gpu.md` (random bf16 weights on the card, CUDA graphs,
 no vLLM around them, so a real vLLM step is at least this long):
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 Gpu = Literal["h100", "h200"]
 Shape = Literal["3b", "7b"]
@@ -48,6 +49,40 @@ VISION_A, VISION_B = 0.004076, 4.1e-7  # ms = a*p + b*p^2: 18 ms at 3,312 patche
 PATCH_PX = 14  # Qwen2.5-VL's vision patch; 2x2 patches merge into one prompt token
 REPETITION_US_PER_PATTERN_TOKEN = 7.2 / 16  # section 2: 7.2 us at 16, 25 at 64, 103 at 256
 API_US_IDLE, API_US_FULL, API_FULL_STREAMS = 25.0, 45.0, 256
+
+
+class Pace(Protocol):
+    """What the engine asks of a pace, in milliseconds (the API server's work in us)."""
+
+    def decode_ms(self, batch: int, kv_tokens: int) -> float: ...
+
+    def prefill_ms(self, prompt_tokens: int) -> float: ...
+
+    def vision_ms(self, width: int, height: int) -> float: ...
+
+    def api_us_per_token(self, open_streams: int) -> float: ...
+
+
+@dataclass(frozen=True)
+class FixedPace:
+    """Every step `step_ms` whatever the batch; no prefill, vision or API server work: one token
+    per stream per step, as `bench stops --gpu-rates` replays pages (0: as fast as it can)."""
+
+    step_ms: float = 0.0
+    gpu: str = "fixed"
+    shape: str = "-"
+
+    def decode_ms(self, batch: int, kv_tokens: int) -> float:
+        return self.step_ms
+
+    def prefill_ms(self, prompt_tokens: int) -> float:
+        return 0.0
+
+    def vision_ms(self, width: int, height: int) -> float:
+        return 0.0
+
+    def api_us_per_token(self, open_streams: int) -> float:
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -88,6 +123,9 @@ class GpuPace:
         """The vision tower over one image of `width` x `height` pixels."""
         patches = image_patches(width, height)
         return (VISION_A * patches + VISION_B * patches * patches) * self.card_scale
+
+    def api_us_per_token(self, open_streams: int) -> float:
+        return api_us_per_token(open_streams)
 
 
 def image_patches(width: int, height: int) -> int:

@@ -1,4 +1,6 @@
-"""The stand-in's engine: vLLM's continuous batching, paced by a GPU's measured step times.
+"""The stand-in's engine: vLLM's continuous batching, paced by a GPU's measured step times
+(`pacing.GpuPace`), or by a fixed step (`pacing.FixedPace`: a replay at a given step, or no
+wait at all for scripted answers).
 
 Each step the scheduler drops aborted requests, admits waiting ones (up to `max_num_seqs`
 running, and prompt tokens within `max_num_batched_tokens`: vLLM's chunked prefill budget,
@@ -33,9 +35,11 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
+from statistics import median
 
-from bench.gpu_standin.answers import Answer
-from bench.gpu_standin.pacing import GpuPace, api_us_per_token, repetition_ms
+from bench.vllm_standin.answers import Answer
+from bench.vllm_standin.pacing import Pace, repetition_ms
 
 MAX_NUM_SEQS = 256  # vLLM's --max-num-seqs default
 MAX_NUM_BATCHED_TOKENS = 8192  # vLLM's chunked-prefill budget for `vllm serve` on a large card
@@ -88,8 +92,8 @@ class Request:
         n = len(self.generated)
         piece = pieces[n] if n < len(pieces) else None
         self.generated.append(piece if piece is not None else "<eos>")
-        if piece is None:
-            return None, "stop"
+        if piece is None or (not self.answer.eos and n == len(pieces) - 1):
+            return piece, "stop"
         if len(self.generated) >= self.max_tokens:
             return piece, "length"
         if self.repetition and self.repetition.repeats(self.generated):
@@ -123,12 +127,18 @@ class StepLog:
     tokens_after_close: list[int] = field(default_factory=list)
     loops: Counter[str] = field(default_factory=Counter)
     loop_kinds: Counter[str] = field(default_factory=Counter)  # sticky, moving, once
+    step_walls: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
+
+    def step_ms_median(self) -> float | None:
+        """The median wall interval between the last steps' ends (what a replay achieved)."""
+        gaps = [b - a for a, b in pairwise(self.step_walls)]
+        return median(gaps) * 1000 if gaps else None
 
 
 class Engine:
     def __init__(
         self,
-        pace: GpuPace,
+        pace: Pace,
         max_num_seqs: int = MAX_NUM_SEQS,
         max_num_batched_tokens: int = MAX_NUM_BATCHED_TOKENS,
         slowdown: float = 1.0,
@@ -183,6 +193,7 @@ class Engine:
                 self.log.late_steps += 1
             clock = end if lag <= CATCH_UP_S else loop.time()
             self.done_steps += 1
+            self.log.step_walls.append(loop.time())
             self._emit(clock)
 
     def _schedule(self) -> list[Request]:
@@ -258,7 +269,7 @@ class Engine:
             outputs.append((r, piece, finish))
         self.running = [r for r in self.running if r.finish is None]
         open_streams = len(self.running) + len(self.waiting) + len(outputs)
-        work = api_us_per_token(open_streams) * len(outputs) / 1e6 * self.slowdown
+        work = self.pace.api_us_per_token(open_streams) * len(outputs) / 1e6 * self.slowdown
         start = max(step_end, self._api_free)
         self._api_free = start + work
         self.log.api_lag_max_s = max(self.log.api_lag_max_s, self._api_free - step_end)
@@ -273,6 +284,7 @@ class Engine:
             if r.is_closed():
                 if r.finish is None:  # the engine still runs it: abort after the queued step
                     r.abort_after = self.done_steps + 2
+                    r.deliver(r, None, "abort")  # nothing written: the client has gone
                 continue
             r.delivered += 1
             if finish and finish != "abort":

@@ -1,5 +1,7 @@
-"""The GPU-paced stand-in for vLLM (bench/gpu_standin): its pacing reproduces the measured
-tables, and as a real HTTP server it batches, streams, stops and counts as vLLM does."""
+"""The stand-in for vLLM (bench/vllm_standin): in its GPU mode its pacing reproduces the measured
+tables, and as a real HTTP server it batches, streams, stops and counts as vLLM does; in its
+replay mode it hands the scripts out in turn and lists what each request was written. (Its
+scripted mode runs under tests/test_false_alarms.py and tests/test_resume_past_loop.py.)"""
 
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ import pytest
 from PIL import Image
 
 from app.retry.plan import LoopStop, same_stop
-from bench.gpu_standin.answers import AnswerBook, Script
-from bench.gpu_standin.pacing import FLOOR_MS, GpuPace
+from bench.vllm_standin.answers import AnswerBook, Script
+from bench.vllm_standin.pacing import FLOOR_MS, GpuPace
 from tests.distributed_support import ROOT, wait_until
 
 SLOWDOWN = 0.05  # 20x faster than the GPU: counts and orders, never timings, are asserted
@@ -99,7 +101,7 @@ def standin() -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "bench.gpu_standin", "--port", str(port)]
+    command = [sys.executable, "-m", "bench.vllm_standin", "--port", str(port)]
     command += ["--loop-rate", "1.0", "--sticky-share", "0", "--moving-share", "0"]
     command += ["--max-num-seqs", "4", "--slowdown", str(SLOWDOWN)]
     server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -261,3 +263,40 @@ def test_requests_beyond_max_num_seqs_wait_for_a_slot(standin: str) -> None:
         after["queued_slot_s"] - before["queued_slot_s"]
         <= 4 * (after["queued_s"] - before["queued_s"]) + 0.01
     )  # stats are rounded to ms
+
+
+def test_a_replay_hands_out_its_scripts_in_turn_and_lists_what_each_stream_got() -> None:
+    """`--mode replay`: one script a request, round robin, ending on its last piece (no EOS
+    token); a stream the client leaves is listed as closed with the tokens written before."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "bench.vllm_standin", "--mode", "replay"]
+    command += ["--port", str(port), "--step-ms", "1"]
+    scripts = [{"pieces": ["Hello", " page", "."]}, {"pieces": ["loop "] * 3000}]
+    server = subprocess.Popen(
+        command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(json.dumps(scripts))
+    server.stdin.close()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert server.stdout.readline().strip() == "ready"
+        first = stream(url, body(1, 0.0, max_tokens=100))
+        stream(url, body(1, 0.0, max_tokens=4000), close_after=20)  # left after 20 tokens
+        third = stream(url, body(1, 0.0, max_tokens=100, stream_interval=2))
+        stats = httpx.get(f"{url}/standin/stats").json()
+        assert httpx.get(f"{url}/metrics").status_code == 404  # as before: Folio probes none
+    finally:
+        server.terminate()
+        server.wait(10)
+    for chunks in (first, third):
+        text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+        assert text == "Hello page." and chunks[-1]["usage"]["completion_tokens"] == 3
+        assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "stop"
+    assert len([c for c in third if c["choices"]]) == 1 + 2  # the role, then 2 tokens a chunk
+    assert [r["script"] for r in stats["requests"]] == [0, 1, 0]
+    closed = stats["requests"][1]
+    assert closed["finish"] == "client_closed" and 20 <= closed["tokens"] < 4000
+    assert stats["requests"][2]["stream_interval"] == 2

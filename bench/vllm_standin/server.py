@@ -1,12 +1,16 @@
 """The stand-in's API: vLLM's OpenAI-compatible chat completions (streamed as vLLM streams
-them, with `usage`, `finish_reason` and `continuous_usage_stats`), vLLM's `/metrics` names,
-`/health`, `/v1/models`, and `/standin/stats` (the step log's figures) of its own.
+them, `stream.ChunkEncoder`, with `usage`, `finish_reason` and `continuous_usage_stats`),
+vLLM's `/metrics` names, `/health`, `/v1/models`, and `/standin/stats` (the step log's figures)
+of its own.
 
 Requests are checked as vLLM 0.32 checks the fields Folio probes with: a bad
-`repetition_detection` is refused (400, naming it); unknown `vllm_xargs` are accepted and
-ignored (no Folio plugin here); there is no abort route (vLLM's default). A request with
-`continue_final_message` continues its last, assistant message: the answer from as many
-characters on as that message holds."""
+`repetition_detection` is refused (400, naming it), a good one stops exact repeats (unless the
+mode's answers are scripted: the script alone says where an answer ends); unknown `vllm_xargs`
+are accepted and ignored (no Folio plugin here); there is no abort route (vLLM's default).
+`continue_final_message` with `add_generation_prompt` is refused as vLLM refuses it. What each
+request is answered is the mode's (`AnswerFor`): a page read (`page_answers`: by the page
+image, the temperature and, with `continue_final_message`, from as many characters on as the
+last assistant message holds), a replayed script, a scripted answer."""
 
 from __future__ import annotations
 
@@ -15,17 +19,32 @@ import io
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
 
-from bench.gpu_standin.answers import AnswerBook, continued, image_key
-from bench.gpu_standin.engine import Engine, RepetitionRule, Request
-from bench.gpu_standin.http import Connection, HttpRequest
-from bench.gpu_standin.pacing import image_prompt_tokens
+from bench.vllm_standin.answers import Answer, AnswerBook, continued, image_key
+from bench.vllm_standin.engine import Engine, RepetitionRule, Request
+from bench.vllm_standin.http import Connection, HttpRequest
+from bench.vllm_standin.pacing import image_prompt_tokens
+from bench.vllm_standin.stream import DONE, ChunkEncoder
 
 TEMPLATE_TOKENS = 20  # the chat template's own tokens around a message
 CHARS_PER_TOKEN = 3  # a prompt's text, as answers.TOKEN splits the corpus pages
+AnswerFor = Callable[[dict[str, Any]], Answer]  # a request's body -> what it is answered
+# A request's fields a kept record holds (replay and scripted modes), beside its outcome.
+KEPT = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "repetition_detection",
+    "vllm_xargs",
+    "continue_final_message",
+    "add_generation_prompt",
+    "stream_interval",
+)
 
 
 class BadRequest(ValueError):
@@ -33,10 +52,23 @@ class BadRequest(ValueError):
 
 
 class StandInApi:
-    def __init__(self, engine: Engine, book: AnswerBook, model: str) -> None:
+    """The routes over one engine. `scripted`: answers end where their script ends
+    (`repetition_detection` checked, recorded, not applied) and there is no `/metrics`, so
+    Folio's probes find none; `requests`: where each request's kept fields and outcome go."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        answer_for: AnswerFor,
+        model: str,
+        scripted: bool = False,
+        requests: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.engine = engine
-        self.book = book
+        self.answer_for = answer_for
         self.model = model
+        self.scripted = scripted
+        self.requests = requests
         self.started = time.time()
 
     def handle(self, conn: Connection, request: HttpRequest) -> None:
@@ -46,7 +78,7 @@ class StandInApi:
                 self._chat(conn, request.json())
             except (BadRequest, ValueError, KeyError, TypeError) as exc:
                 conn.reply_json(400, _error(str(exc)))
-        elif route == ("GET", "/metrics"):
+        elif route == ("GET", "/metrics") and not self.scripted:
             conn.reply(200, self.metrics().encode(), "text/plain; version=0.0.4")
         elif route == ("GET", "/health"):
             conn.reply(200, b"")
@@ -62,14 +94,13 @@ class StandInApi:
     def _chat(self, conn: Connection, body: dict[str, Any]) -> None:
         image_url, text_chars = _prompt_parts(body.get("messages") or [])
         width, height = _image_size(image_url) if image_url else (0, 0)
-        temperature = body.get("temperature")
-        answer = self.book.answer(image_key(image_url or json.dumps(body["messages"])), temperature)
-        if body.get("continue_final_message"):
-            if body.get("add_generation_prompt"):  # vLLM 0.32's check_generation_prompt
-                raise BadRequest(
-                    "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
-                )
-            answer = continued(answer, _final_assistant_text(body["messages"]))
+        if body.get("continue_final_message") and body.get("add_generation_prompt"):
+            # vLLM 0.32's check_generation_prompt
+            raise BadRequest(
+                "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
+            )
+        repetition = _repetition(body.get("repetition_detection"))
+        answer = self.answer_for(body)
         request = Request(
             id=f"chatcmpl-{uuid.uuid4().hex}",
             prompt_tokens=TEMPLATE_TOKENS
@@ -80,16 +111,26 @@ class StandInApi:
             max_tokens=int(body.get("max_tokens") or 16384),
             deliver=lambda r, piece, finish: None,
             is_closed=lambda: conn.closed,
-            repetition=_repetition(body.get("repetition_detection")),
+            repetition=None if self.scripted else repetition,
         )
-        options = body.get("stream_options") or {}
         if body.get("stream"):
             conn.start_stream()
-            sink = StreamSink(conn, request, self.model, options, body.get("stream_interval"))
+            sink = StreamSink(conn, request, self.model, body)
             request.deliver = sink.token
         else:
             request.deliver = WholeSink(conn, self.model).token
+        if self.requests is not None:
+            request.deliver = _recorded(request.deliver, self._record(body, answer))
         self.engine.submit(request)
+
+    def _record(self, body: dict[str, Any], answer: Answer) -> dict[str, Any]:
+        """The request's kept fields, and its outcome as it comes: tokens written, finish
+        ("client_closed" when the client left first), the replayed script it got."""
+        assert self.requests is not None
+        record = {k: body[k] for k in KEPT if k in body}
+        record |= {"script": answer.script, "tokens": 0, "finish": None}
+        self.requests.append(record)
+        return record
 
     def metrics(self) -> str:
         e = self.engine
@@ -120,8 +161,8 @@ class StandInApi:
         e, log = self.engine, self.engine.log
         after = sorted(log.tokens_after_close)
         return {
-            "gpu": e.pace.gpu,
-            "shape": e.pace.shape,
+            "gpu": getattr(e.pace, "gpu", None),
+            "shape": getattr(e.pace, "shape", None),
             "max_num_seqs": e.max_num_seqs,
             "slowdown": e.slowdown,
             "steps": log.steps,
@@ -147,73 +188,46 @@ class StandInApi:
             "tokens_after_close": after,
             "loops": dict(log.loops),
             "loop_kinds": dict(log.loop_kinds),
+            **(
+                {"requests": self.requests, "step_ms_median": log.step_ms_median()}
+                if self.requests is not None
+                else {}
+            ),
         }
 
 
 class StreamSink:
-    """A streamed reply as vLLM writes it: a role chunk, one chunk per token (or per
-    `stream_interval` tokens), the finish chunk, the usage chunk, `[DONE]`."""
+    """A streamed reply: the role chunk, one chunk per token (or per `stream_interval`
+    tokens), the finish chunk, the usage chunk when asked, `[DONE]` (`stream.ChunkEncoder`)."""
 
     def __init__(
-        self,
-        conn: Connection,
-        request: Request,
-        model: str,
-        options: dict[str, Any],
-        interval: int | None,
+        self, conn: Connection, request: Request, model: str, body: dict[str, Any]
     ) -> None:
+        options = body.get("stream_options") or {}
         self.conn = conn
-        self.prompt = request.prompt_tokens
         self.usage = bool(options.get("include_usage"))
-        self.continuous = self.usage and bool(options.get("continuous_usage_stats"))
-        self.interval = max(1, int(interval or 1))
+        continuous = self.usage and bool(options.get("continuous_usage_stats"))
+        self.encoder = ChunkEncoder(request.id, model, request.prompt_tokens, continuous)
+        self.interval = max(1, int(body.get("stream_interval") or 1))
         self.pending = ""
-        self.count = 0
-        self.head = (
-            f'data: {{"id":"{request.id}","object":"chat.completion.chunk",'
-            f'"created":{int(time.time())},"model":"{model}","choices":[{{"index":0,'
-        ).encode()
-        self._event(
-            b'"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]', 0
-        )
+        conn.stream_event(self.encoder.role())
 
     def token(self, request: Request, piece: str | None, finish: str | None) -> None:
-        self.count = len(request.generated)
-        self.pending += piece or ""
-        if not finish and self.count % self.interval:
+        if finish == "abort":  # the client has gone: nothing to write
             return
-        reason = json.dumps(finish)
-        content = json.dumps(self.pending, ensure_ascii=False).encode()
-        self.pending = ""
-        self._event(
-            b'"delta":{"content":%s},"logprobs":null,"finish_reason":%s}]'
-            % (content, reason.encode()),
-            self.count,
-        )
+        # the tokens written so far: the engine may have computed more while the API server
+        # lagged, which vLLM's usage does not count before it writes them either
+        count = request.delivered
+        self.pending += piece or ""
+        if not finish and count % self.interval:
+            return
+        text, self.pending = self.pending, ""
+        self.conn.stream_event(self.encoder.content(text, finish, count))
         if finish:
-            self._finish()
-
-    def _event(self, choice: bytes, tokens: int) -> None:
-        usage = b""
-        if self.continuous:
-            usage = b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
-                self.prompt,
-                self.prompt + tokens,
-                tokens,
-            )
-        self.conn.stream_event(self.head + choice + usage + b"}\n\n")
-
-    def _finish(self) -> None:
-        if self.usage:
-            usage = b'"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}' % (
-                self.prompt,
-                self.prompt + self.count,
-                self.count,
-            )
-            head = self.head.split(b'"choices"')[0]
-            self.conn.stream_event(head + b'"choices":[],' + usage + b"}\n\n")
-        self.conn.stream_event(b"data: [DONE]\n\n")
-        self.conn.end_stream()
+            if self.usage:
+                self.conn.stream_event(self.encoder.usage(count))
+            self.conn.stream_event(DONE)
+            self.conn.end_stream()
 
 
 class WholeSink:
@@ -223,7 +237,7 @@ class WholeSink:
         self.conn, self.model = conn, model
 
     def token(self, request: Request, piece: str | None, finish: str | None) -> None:
-        if not finish:
+        if not finish or finish == "abort":
             return
         tokens = len(request.generated)
         text = "".join(p for p in request.generated if p != "<eos>")
@@ -248,6 +262,36 @@ class WholeSink:
                 },
             },
         )
+
+
+def page_answers(book: AnswerBook) -> AnswerFor:
+    """Answers read from `book` by the page image and temperature; a request that continues
+    its last, assistant message gets the answer from as many characters on as it holds."""
+
+    def answer_for(body: dict[str, Any]) -> Answer:
+        image_url, _ = _prompt_parts(body.get("messages") or [])
+        key = image_key(image_url or json.dumps(body["messages"]))
+        answer = book.answer(key, body.get("temperature"))
+        if body.get("continue_final_message"):
+            answer = continued(answer, _final_assistant_text(body["messages"]))
+        return answer
+
+    return answer_for
+
+
+Deliver = Callable[[Request, str | None, str | None], None]
+
+
+def _recorded(deliver: Deliver, record: dict[str, Any]) -> Deliver:
+    """`deliver`, keeping the tokens written and the finish in `record`."""
+
+    def recorded(request: Request, piece: str | None, finish: str | None) -> None:
+        record["tokens"] = request.delivered
+        if finish:
+            record["finish"] = "client_closed" if finish == "abort" else finish
+        deliver(request, piece, finish)
+
+    return recorded
 
 
 def _prompt_parts(messages: list[dict[str, Any]]) -> tuple[str | None, int]:

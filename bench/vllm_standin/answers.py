@@ -62,9 +62,16 @@ def tokenize(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Answer:
+    """What the engine streams for one request, in any mode."""
+
     pieces: list[str]  # tokens to stream, then EOS (a loop reaches its cap first)
     loop: str | None = None  # the loop shape's name and source, for a looping answer
     comeback: str | None = None  # a looping page's kind: "sticky", "moving" or "once"
+    # EOS is a token of its own, counted in the usage, as vLLM counts it (a page read here);
+    # False: the last piece ends the answer (scripted and replayed answers, whose token counts
+    # tests and committed results quote as the pieces alone)
+    eos: bool = True
+    script: int | None = None  # which of a replay's scripts it is
 
 
 @dataclass(frozen=True)
