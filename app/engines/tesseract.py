@@ -132,9 +132,10 @@ class TesseractEngine:
         image = page.image
         text, positions, confidence = self._read(page, image)
         if needs_second_reading(confidence) and (upright := self._upright(image)) is not None:
-            # A page read poorly may be a page turned: read it upright, keep the surer reading
+            # A page read poorly may be a page turned: read upright, it reads well. Handwriting
+            # read poorly either way is left as it lies (the detector turns some of it).
             turned = self._read(page, upright, turned=True)
-            if turned[2] > confidence:
+            if not needs_second_reading(turned[2]) and turned[2] > confidence:
                 (text, positions, confidence), image = turned, upright
         if self.second_reader is not None and text and needs_second_reading(confidence):
             second = self.second_reader.read(image)
