@@ -20,7 +20,7 @@ from app.db.engine import Database
 from app.db.models import Attempt
 from app.engines import vlm_close_probe
 from app.engines.vlm_close_probe import CLOSE_SLACK
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.settings import PlanStep, Settings, VlmEndpoint
 from tests.api_server import free_port
 from tests.distributed_support import wait_until, write_text_pdfs
@@ -55,7 +55,7 @@ def run_one_page(database_url: str, name: str, at: VlmEndpoint, folder: Path) ->
         database_url=database_url, engine=name, plans={name: [step]}, vlm_endpoints={name: at}
     )
     db = Database(database_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, name))
+    ingested = create_job(settings, db, JobRequest(folder, None, name))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     return ingested.job_id
 

@@ -21,7 +21,7 @@ from app.cli.views import page_progress
 from app.db.engine import Database
 from app.db.models import Job
 from app.domain import PageStatus
-from app.jobs import JobRequest, create_job_from_folder
+from app.jobs import JobRequest, create_job
 from app.pdf import samples
 from app.settings import Settings
 from tests.conftest import REDIS_URL, unavailable
@@ -114,7 +114,7 @@ def test_recover(tmp_path: Path, sqlite_url: str) -> None:
     samples.write_samples(tmp_path / "in")
     settings = Settings(database_url=sqlite_url)
     request = JobRequest(tmp_path / "in", None, "textlayer")
-    job_id = create_job_from_folder(settings, Database(sqlite_url), request).job_id
+    job_id = create_job(settings, Database(sqlite_url), request).job_id
     env = {"FOLIO_BROKER_URL": REDIS_URL, "FOLIO_QUEUE_PREFIX": prefix}
     try:
         output = invoke("recover", job_id, "--database-url", sqlite_url, env=env).stdout

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from app.db.engine import Database
 from app.db.models import Page
 from app.domain import PageStatus
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import load_results
 from app.settings import Settings
 from tests.conftest import SHARED
@@ -33,7 +33,7 @@ def words(text: str) -> Counter[str]:
 def run_folder(folder: Path, db_url: str) -> str:
     settings = Settings(database_url=db_url)
     db = Database(db_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "auto"))
+    ingested = create_job(settings, db, JobRequest(folder, None, "auto"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     return ingested.job_id
 

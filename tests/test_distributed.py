@@ -24,7 +24,7 @@ from app.distributed.lost_tasks import LostTaskSweeper
 from app.distributed.queue import PROCESS_PAGE, PROCESS_PAGES, Enqueuer
 from app.distributed.queue_view import QueueView, task_ids
 from app.domain import JobStatus
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.settings import Settings
 from tests.conftest import REDIS_URL
 from tests.distributed_support import (
@@ -250,7 +250,7 @@ def test_higher_priority_jobs_are_worked_first(
     for priority in (0, 7):  # the low one is queued first
         folder = tmp_path / f"p{priority}"
         write_text_pdfs(folder, documents=2, pages=4)
-        job_id = create_job_from_folder(settings, db, JobRequest(folder, None, "textlayer")).job_id
+        job_id = create_job(settings, db, JobRequest(folder, None, "textlayer")).job_id
         with db.session() as session:
             session.get_one(Job, job_id).options = {"priority": priority}  # as the API sets it
         jobs[priority] = job_id
@@ -277,7 +277,7 @@ def test_higher_priority_jobs_are_worked_first(
 def queue_pages_without_split(settings: Settings, folder: Path) -> tuple[Database, str]:
     """A running job whose page tasks wait in Redis (no worker has run yet)."""
     db = Database(settings.database_url)
-    job_id = create_job_from_folder(settings, db, JobRequest(folder, None, "textlayer")).job_id
+    job_id = create_job(settings, db, JobRequest(folder, None, "textlayer")).job_id
     with db.session() as session:
         set_job_status(session, job_id, JobStatus.RUNNING)
     recover(db, Enqueuer(settings), job_id)
@@ -371,7 +371,7 @@ def test_the_lost_task_check_leaves_a_local_run_on_the_same_database_alone(
     pages = write_text_pdfs(tmp_path / "in", documents=1, pages=4)
     settings = textlayer_settings(pg_url, prefix)
     db = Database(pg_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
     first, rest = ingested.page_ids[:1], ingested.page_ids[1:]
     # A `folio run` one page into its job (or killed there): running, three pages open, unleased.
     run_job_locally(settings, db, ingested.job_id, first)
@@ -411,7 +411,7 @@ def test_recover_without_a_job_leaves_a_local_run_alone(
     settings = textlayer_settings(pg_url, prefix)
     db = Database(pg_url)
     request = JobRequest(tmp_path / "local", None, "textlayer")
-    local = create_job_from_folder(settings, db, request)
+    local = create_job(settings, db, request)
     run_job_locally(settings, db, local.job_id, local.page_ids[:1])  # a `folio run`, one page in
     _, celery_job = queue_pages_without_split(settings, tmp_path / "celery")
     client = redis.Redis.from_url(REDIS_URL)

@@ -17,7 +17,7 @@ from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptStatus, EngineResult, PageStatus
 from app.engines.registry import EngineSet
-from app.jobs import JobRequest, create_job_from_folder, worker_id
+from app.jobs import JobRequest, create_job, worker_id
 from app.pipeline.process_page import PageBusy, PageProcessor
 from app.settings import Settings
 from tests.distributed_support import page_text, write_text_pdfs
@@ -28,7 +28,7 @@ def job(sqlite_url: str, tmp_path: Path) -> tuple[Settings, Database, list[int]]
     write_text_pdfs(tmp_path / "in", documents=1, pages=3)
     settings = Settings(database_url=sqlite_url, engine="textlayer", dpi=36)
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
     return settings, db, ingested.page_ids
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from app.cli.main import app
 from app.db.engine import Database
 from app.degeneration import score_output
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.pdf import samples
 from app.settings import PlanStep, Settings, VlmEndpoint
 from app.train.dpo import ExportOptions, export_preferences, truncate_rejected
@@ -65,7 +65,7 @@ def vlm_job(
     db_url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'folio.db'}"
     settings = settings_for(vllm_endpoint.base_url, db_url)
     db = Database(db_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))
+    ingested = create_job(settings, db, JobRequest(folder, None, "ladder"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     return settings, ingested.job_id
 
@@ -170,7 +170,7 @@ def test_pages_read_without_looping_are_exported_for_the_gate(
     folder.mkdir()
     (folder / "clean.pdf").write_bytes(samples.scanned_pdf([samples.page_text(4)]))
     db = Database(settings.database_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "once"))
+    ingested = create_job(settings, db, JobRequest(folder, None, "once"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     out = tmp_path / "pairs"
     summary = export_preferences(settings, db, [looping_job, ingested.job_id], out, ExportOptions())

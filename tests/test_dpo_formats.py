@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from app.db.engine import Database
 from app.db.models import Attempt, Page
-from app.jobs import JobRequest, create_job_from_folder
+from app.jobs import JobRequest, create_job
 from app.pdf import samples
 from app.profiles import BUILTIN
 from app.profiles.parsers import parse_answer
@@ -68,7 +68,7 @@ def job_with_attempts(db_url: str, folder: Path, first_status: str) -> tuple[Set
         },
     )
     db = Database(db_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))
+    ingested = create_job(settings, db, JobRequest(folder, None, "ladder"))
     with db.session() as session:
         page = session.scalars(select(Page)).one()
         verdict = {"verdict_kind": "block", "verdict_period": 21, "verdict_onset": 7}

@@ -23,7 +23,7 @@ from app.db.attempts import attempt_row, history
 from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptRole, AttemptStatus, EngineResult, Verdict
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import load_results
 from app.pdf import samples
 from app.report.build import build_report
@@ -93,7 +93,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[StandIn]:
 
 def run_job(settings: Settings, folder: Path, metrics: FolioMetrics | None = None) -> str:
     db = Database(settings.database_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, settings.engine))
+    ingested = create_job(settings, db, JobRequest(folder, None, settings.engine))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids, metrics=metrics)
     return ingested.job_id
 
@@ -284,7 +284,7 @@ def test_a_redelivered_page_reads_its_stops_and_confirming_attempt_back(
     database, still earns the confirming attempt, and only one."""
     settings = settings_for(sqlite_url, "http://127.0.0.1:9/v1")
     db = Database(sqlite_url)
-    page_id = create_job_from_folder(settings, db, JobRequest(folder, None, "vlm")).page_ids[0]
+    page_id = create_job(settings, db, JobRequest(folder, None, "vlm")).page_ids[0]
     plan = settings.plan("vlm")
     cut_at = PASSPORT.index("<<<<") + 12
     now = datetime.now(UTC)

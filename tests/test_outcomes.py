@@ -13,7 +13,7 @@ from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptStatus, EngineResult, Outcome, PageInput, Verdict, page_outcome
 from app.engines.registry import EngineSet
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import load_results, summary_of
 from app.pdf import samples
 from app.settings import PlanStep, Settings, VlmEndpoint
@@ -89,7 +89,7 @@ def test_a_repeated_loop_stops_the_vlm_steps(
     (tmp_path / "in" / "d.pdf").write_bytes(samples.born_digital_pdf([TEXT]))
     settings = vlm_settings(sqlite_url, repeat_loop_cap=cap)
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "vlm"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "vlm"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     assert len(looping.calls) == vlm_steps
     with db.session() as session:
@@ -106,7 +106,7 @@ def test_every_attempt_looping_is_degenerate_never_ok(
     (tmp_path / "in" / "d.pdf").write_bytes(samples.scanned_pdf([TEXT]))
     settings = vlm_settings(sqlite_url, plans={"vlm": Settings().plan("vlm")[:3]})
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "vlm"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "vlm"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     assert looping.calls == ["t0.1", "t0.2"]  # the cap (1) spared the rest of the ladder
     page = load_results(db, ingested.job_id).documents[0].pages[0]

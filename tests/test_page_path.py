@@ -27,7 +27,7 @@ from app.distributed.queue import Enqueuer
 from app.domain import EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
 from app.engines.textlayer import TextLayerEngine
-from app.jobs import JobRequest, create_job_from_folder, release_dead_leases, worker_id
+from app.jobs import JobRequest, create_job, release_dead_leases, worker_id
 from app.pipeline.process_page import PageBusy, PageOutcome, PageProcessor
 from app.settings import PlanStep, Settings
 from tests.distributed_support import page_text, wait_until, write_text_pdfs
@@ -37,7 +37,7 @@ def make_job(db_url: str, folder: Path, pages: int, **extra: Any) -> tuple[Setti
     write_text_pdfs(folder, documents=1, pages=pages)
     settings = Settings(database_url=db_url, engine="textlayer", dpi=36, **extra)
     request = JobRequest(folder, None, "textlayer")
-    return settings, create_job_from_folder(settings, Database(db_url), request).page_ids
+    return settings, create_job(settings, Database(db_url), request).page_ids
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from app.db.engine import Database
 from app.db.models import Attempt, Document, Page
 from app.domain import AttemptStatus, EngineResult, PageInput, PageStatus
 from app.engines.registry import EngineSet
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import load_results, summary_of, write_outputs
 from app.pdf import samples
 from app.settings import PlanStep, Settings
@@ -40,7 +40,7 @@ def folder(tmp_path: Path) -> Path:
 
 def run(settings: Settings, folder: Path, out: Path, force: bool = False) -> str:
     db = Database(settings.database_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, out, "auto", force=force))
+    ingested = create_job(settings, db, JobRequest(folder, out, "auto", force=force))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     write_outputs(load_results(db, ingested.job_id), out)
     return ingested.job_id
@@ -124,7 +124,7 @@ def test_a_crashing_page_fails_alone(
     monkeypatch.setattr(EngineSet, "for_step", lambda self, step: ExplodingOnSecondPage())
     settings = Settings(database_url=sqlite_url, engine="tesseract")
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "tesseract"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "tesseract"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     with db.session() as session:
         pages = session.scalars(select(Page).order_by(Page.number)).all()
@@ -139,7 +139,7 @@ def test_a_page_another_worker_holds_is_left_to_it(sqlite_url: str, tmp_path: Pa
     (tmp_path / "in" / "d.pdf").write_bytes(samples.born_digital_pdf(DIGITAL))
     settings = Settings(database_url=sqlite_url, engine="textlayer")
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "textlayer"))
     held, free = ingested.page_ids
     with db.session() as session:
         claimed = page_path.claim(session.connection(), held, "other-host:1", lease_s=600)

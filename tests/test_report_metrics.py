@@ -10,7 +10,7 @@ from typing import Any
 
 from app.db.engine import Database
 from app.domain import AttemptStatus, EngineResult
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.pdf import samples
 from app.report.metrics import FolioMetrics, make_asgi_app, make_metrics, start_metrics_server
 from app.settings import Settings
@@ -57,7 +57,7 @@ def test_pipeline_feeds_metrics_and_server_exposes_them(sqlite_url: str, tmp_pat
     (tmp_path / "in" / "a.pdf").write_bytes(pdf)
     settings = Settings(database_url=sqlite_url, concurrency=1, cpu_usd_per_hour=36.0)
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "auto"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "auto"))
     metrics, other = make_metrics(settings), make_metrics(settings)
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids, metrics=metrics)
 

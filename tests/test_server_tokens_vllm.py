@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from app.cli.main import app as cli
 from app.db.engine import Database
 from app.domain import PageStatus
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.pdf import samples
 from app.report.build import build_report
 from app.report.metrics import FolioMetrics
@@ -72,7 +72,7 @@ def test_tokens_no_attempt_received_are_reported(
         profiles=TINY_PROFILES,
     )
     db = Database(sqlite_url)
-    job = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))
+    job = create_job(settings, db, JobRequest(folder, None, "ladder"))
     sent: list[int] = []
 
     def on_page(page_id: int, status: PageStatus) -> None:

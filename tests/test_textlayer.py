@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.db.engine import Database
 from app.db.models import Attempt
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import DocumentResult, load_results
 from app.pdf import samples
 from app.settings import Settings
@@ -27,7 +27,7 @@ TEXT = "Proceedings of the Regional Meeting. " + samples.page_text(3).replace("\
 def run_folder(url: str, folder: Path, plan: str = "auto") -> tuple[DocumentResult, list[Attempt]]:
     settings = Settings(database_url=url, concurrency=1)
     db = Database(url)
-    job = create_job_from_folder(settings, db, JobRequest(folder, None, plan))
+    job = create_job(settings, db, JobRequest(folder, None, plan))
     run_job_locally(settings, db, job.job_id, job.page_ids)
     with db.session() as session:
         attempts = list(session.scalars(select(Attempt).order_by(Attempt.id)))
@@ -68,7 +68,7 @@ def test_the_gate_can_be_turned_off(sqlite_url: str, tmp_path: Path) -> None:
     folder = one_pdf(tmp_path, text_pdf(TEXT, shifted_encoding=True))
     settings = Settings(database_url=sqlite_url, textlayer_gate=False)
     db = Database(sqlite_url)
-    job = create_job_from_folder(settings, db, JobRequest(folder, None, "auto"))
+    job = create_job(settings, db, JobRequest(folder, None, "auto"))
     run_job_locally(settings, db, job.job_id, job.page_ids)
 
     page = load_results(db, job.job_id).documents[0].pages[0]

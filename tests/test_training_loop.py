@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from app.db.engine import Database
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.pdf import samples
 from app.report.load import load_job_rows
 from app.settings import PlanStep, Settings, VlmEndpoint
@@ -104,7 +104,7 @@ def test_a_job_s_loops_become_pairs_and_train(vllm_endpoint: VllmEndpoint, tmp_p
     base = endpoint(vllm_endpoint.base_url, SERVED_MODEL_NAME)
     settings = settings_for(db_url, {"primary": base})
 
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))
+    ingested = create_job(settings, db, JobRequest(folder, None, "ladder"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     summary = export_preferences(
         settings, db, [ingested.job_id], tmp_path / "pairs", ExportOptions()

@@ -14,7 +14,7 @@ from app.db.engine import Database
 from app.db.models import Attempt, Page
 from app.domain import AttemptStatus, PageInput
 from app.engines.vlm import VlmEngine
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.pdf import samples
 from app.pdf.render import render_page
 from app.settings import PlanStep, Settings, VlmEndpoint
@@ -128,7 +128,7 @@ def run_vlm_job(url: str, db_url: str, folder: Path, retry_s: float = 5) -> str:
         profiles=TINY_PROFILES,
     )
     db = Database(db_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "ladder"))
+    ingested = create_job(settings, db, JobRequest(folder, None, "ladder"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     return ingested.job_id
 

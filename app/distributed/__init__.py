@@ -18,7 +18,7 @@ from app.db.pages import count_pages_by_status
 from app.distributed.queue import BrokerUnavailable, Enqueuer
 from app.domain import TERMINAL_PAGE_STATUSES, Executor, JobStatus
 from app.errors import ObjectRefused, StoreUnavailable
-from app.jobs import JobRequest, create_job_from_folder, job_priority, settle_job
+from app.jobs import JobRequest, create_job, job_priority, settle_job
 from app.jobs.delivery import DeliveryFailed, mark_undelivered
 from app.pipeline.ingest import IngestResult
 from app.pipeline.local import record_crash
@@ -49,7 +49,7 @@ def submit_job(
     settings: Settings, db: Database, enqueuer: Enqueuer, request: JobRequest
 ) -> IngestResult:
     """Create the job in the database, commit, then queue one split task per document."""
-    ingested = create_job_from_folder(settings, db, request)
+    ingested = create_job(settings, db, request)
     queue_job(db, enqueuer, ingested.job_id)
     return ingested
 

@@ -13,7 +13,7 @@ from app.evaluate.arms import Arm, settings_with_arms
 from app.evaluate.pages import PageSet, select_pages
 from app.evaluate.quality import find_truth, page_quality
 from app.evaluate.resume import EvalJobs, load_jobs, pages_left
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import JobResults, load_results
 from app.pipeline.local import PageCallback
 from app.report.build import build_report
@@ -125,7 +125,7 @@ def _job_and_pages(
     left = pages_left(db, known) if known else None
     if known and left is not None:
         return known, left
-    ingested = create_job_from_folder(settings, db, JobRequest(source, None, arm.plan_key))
+    ingested = create_job(settings, db, JobRequest(source, None, arm.plan_key))
     jobs.remember(arm, ingested.job_id)
     return ingested.job_id, list(ingested.page_ids)
 

@@ -90,7 +90,7 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def create_job_from_folder(settings: Settings, db: Database, request: JobRequest) -> IngestResult:
+def create_job(settings: Settings, db: Database, request: JobRequest) -> IngestResult:
     """Ingest every PDF `request.source` names (a folder or file, a store's prefix, a
     manifest) as one job."""
     plan_name = settings.plan_name(request.plan_name)
@@ -120,7 +120,7 @@ def start_job(settings: Settings, db: Database, request: JobRequest) -> IngestRe
     (its open pages only), or a new one."""
     job_id = interrupted_run(settings, db, request)
     if job_id is None:
-        return create_job_from_folder(settings, db, request)
+        return create_job(settings, db, request)
     release_dead_leases(db, job_id)
     with db.session() as session:
         open_pages = pages.open_pages(session, job_id)

@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from app.db.engine import Database, dispose_engines
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import load_results
 from app.pdf import samples
 from app.report.build import build_report
@@ -91,7 +91,7 @@ def run_arm(
             vlm_concurrency=2,
         )
         db = Database(settings.database_url)
-        ingested = create_job_from_folder(settings, db, JobRequest(folder, None, "vlm"))
+        ingested = create_job(settings, db, JobRequest(folder, None, "vlm"))
         run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     results = load_results(db, ingested.job_id).documents[0].pages
     report = build_report(db, settings, ingested.job_id).report

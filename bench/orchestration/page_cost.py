@@ -27,13 +27,13 @@ def main() -> None:
     from app.db.engine import Database
     from app.db.models import Attempt, Page
     from app.engines.registry import EngineSet
-    from app.jobs import JobRequest, create_job_from_folder, worker_id
+    from app.jobs import JobRequest, create_job, worker_id
     from app.pipeline.process_page import PageProcessor
     from app.settings import Settings
 
     settings = Settings(database_url=url, engine="textlayer", dpi=36)
     db = Database(url)
-    pages = create_job_from_folder(settings, db, JobRequest(folder, None, "textlayer")).page_ids
+    pages = create_job(settings, db, JobRequest(folder, None, "textlayer")).page_ids
     processor = PageProcessor(settings, db, EngineSet(settings), owner=worker_id())
     processor.process(pages[0])  # warm up: imports, first connection, first render
     wall = {}

@@ -25,7 +25,7 @@ from app.degeneration import DetectorConfig, LoopDetector
 from app.domain import PageInput
 from app.engines.registry import EngineSet
 from app.engines.vlm_stops import EndpointStops
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import load_results
 from app.pdf import samples
 from app.settings import PlanStep, Settings, VlmEndpoint
@@ -87,7 +87,7 @@ def run_replayed(
     Replaying.script = script
     mp.setattr("app.jobs.EngineSet", ReplayingEngines, raising=False)
     db = Database(db_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path / "in", None, "ladder"))
+    ingested = create_job(settings, db, JobRequest(tmp_path / "in", None, "ladder"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     with db.session() as session:
         attempts = list(session.scalars(select(Attempt).order_by(Attempt.id)))

@@ -24,7 +24,7 @@ from app.engines.registry import EngineSet
 from app.engines.vlm_doctor import check_endpoint
 from app.engines.vlm_stops import EndpointStops
 from app.errors import EngineError
-from app.jobs import JobRequest, create_job_from_folder, run_job_locally
+from app.jobs import JobRequest, create_job, run_job_locally
 from app.jobs.results import load_results
 from app.pdf import samples
 from app.pdf.samples import PARAGRAPHS
@@ -199,7 +199,7 @@ def test_an_invalid_answer_is_retried_and_counted_in_the_report(
     )
     monkeypatch.setattr("app.jobs.EngineSet", ScriptedEngines, raising=False)
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path, None, "ladder"))
+    ingested = create_job(settings, db, JobRequest(tmp_path, None, "ladder"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     with db.session() as session:
         page = session.scalars(select(Page)).one()
@@ -247,7 +247,7 @@ def test_the_models_boxes_reach_the_results_json(
     )
     monkeypatch.setattr("app.jobs.EngineSet", ScriptedEngines, raising=False)
     db = Database(sqlite_url)
-    ingested = create_job_from_folder(settings, db, JobRequest(tmp_path, None, "layout"))
+    ingested = create_job(settings, db, JobRequest(tmp_path, None, "layout"))
     run_job_locally(settings, db, ingested.job_id, ingested.page_ids)
     with db.session() as session:
         attempt = session.scalars(select(Attempt)).one()
