@@ -15,6 +15,7 @@ from app.jobs import document_limits
 from app.pdf.render import DocumentLimits, inspect_document
 from app.pipeline.ingest import (
     IngestResult,
+    JobCaps,
     JobFields,
     ingest_files,
     ingest_source,
@@ -22,7 +23,7 @@ from app.pipeline.ingest import (
 )
 from app.pipeline.ingest_rows import document_name
 from app.settings import Settings
-from app.storage import DocumentCache, Stores
+from app.storage import Stores
 from app.storage.access import AccessPolicy
 from app.storage.base import child_location
 from app.storage.folder import discover_pdfs
@@ -119,19 +120,15 @@ def create_stored_job(
     api_key_id: int,
 ) -> IngestResult:
     """Ingest the PDFs an s3:// URI names as one job owned by `api_key_id`."""
-    storage = StorageOptions.of(settings)
+    caps = JobCaps(settings.api_max_files_per_job, settings.api_max_pages_per_job, False)
     return ingest_source(
         db,
-        DocumentCache.of(storage),
+        StorageOptions.of(settings),
         uri,
         _job_fields(settings, results_uri, options, api_key_id),
         limits=_api_limits(settings),
-        page_size=storage.list_page_size,
-        threads=storage.ingest_threads,
-        max_documents=settings.api_max_files_per_job,
-        max_pages=settings.api_max_pages_per_job,
+        caps=caps,
         policy=access_policy(settings),
-        allow_empty=False,
     )
 
 

@@ -31,7 +31,7 @@ from app.report.metrics import FolioMetrics
 from app.report.render import ReportFormat, render_report
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
-from app.storage import DocumentCache, Stores, is_store_uri
+from app.storage import Stores, is_store_uri
 from app.storage.base import ObjectUri, local_path
 from app.storage.listing import is_stored_source, listed_pages
 from app.storage.options import StorageOptions
@@ -102,15 +102,12 @@ def create_job(settings: Settings, db: Database, request: JobRequest) -> IngestR
             f"--out {request.out_dir} is the input itself: the results would replace the "
             ".md and .json files there; choose another place"
         )
-    storage = StorageOptions.of(settings)
     return ingest_source(
         db,
-        DocumentCache.of(storage),
+        StorageOptions.of(settings),
         location(request.source),
         JobFields(out_dir, plan_name, {"options": options}),
         limits=document_limits(settings),
-        page_size=storage.list_page_size,
-        threads=storage.ingest_threads,
         force=request.force,
     )
 

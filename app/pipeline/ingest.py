@@ -36,6 +36,7 @@ from app.pipeline.ingest_rows import (
 from app.storage import DocumentCache, StoredObject
 from app.storage.access import AccessPolicy
 from app.storage.listing import EVERYWHERE, Listed, is_stored_source, listed_pages
+from app.storage.options import StorageOptions
 
 __all__ = ["IngestResult", "ingest_files", "ingest_source", "ingest_uploaded"]
 
@@ -74,46 +75,42 @@ class JobFields:
         return (self.extra or {}).get("api_key_id")
 
 
+@dataclass(frozen=True)
+class JobCaps:
+    """What one job may hold: more objects raise TooManyObjects, more pages in all
+    TooManyPages, none at all NoObjects (unless `allow_empty`); no job is made then. The API
+    sets them; `folio run` has none."""
+
+    max_documents: int | None = None
+    max_pages: int | None = None
+    allow_empty: bool = True
+
+
 def ingest_source(
     db: Database,
-    cache: DocumentCache,
+    storage: StorageOptions,
     source: str,
     fields: JobFields,
     *,
     limits: DocumentLimits,
-    page_size: int,
-    threads: int = 8,
     force: bool = False,
-    max_documents: int | None = None,
-    max_pages: int | None = None,
+    caps: JobCaps = JobCaps(),
     policy: AccessPolicy = EVERYWHERE,
-    allow_empty: bool = True,
 ) -> IngestResult:
     """A job of every PDF `source` names: a folder or file (a path or `file://`), an `s3://`
     prefix or object, or a manifest. An object that cannot be read or processed becomes a
-    failed document with the reason, and the job goes on. More than `max_documents` objects
-    raise TooManyObjects, more than `max_pages` pages in all TooManyPages, none at all NoObjects
-    (unless `allow_empty`): no job is made then. Only what `policy` admits is read."""
+    failed document with the reason, and the job goes on. Only what `policy` admits is read."""
+    cache = DocumentCache.of(storage)
     names = UniqueNames()
     pages = (
         [(listed, names.take(document_name_of(listed.uri, source))) for listed in page]
-        for page in listed_pages(cache.stores, source, page_size, policy)
+        for page in listed_pages(cache.stores, source, storage.list_page_size, policy)
     )
     # A store's objects are fetched on several threads at once; local files are read at disk
     # speed, and counting pages holds MuPDF's lock: one thread.
+    threads = storage.ingest_threads if is_stored_source(source) else 1
     count = partial(count_pages, limits, cache.local_path)
-    return _ingest(
-        db,
-        pages,
-        count,
-        source,
-        fields,
-        threads=threads if is_stored_source(source) else 1,
-        force=force,
-        max_documents=max_documents,
-        max_pages=max_pages,
-        allow_empty=allow_empty,
-    )
+    return _ingest(db, pages, count, source, fields, threads=threads, force=force, caps=caps)
 
 
 def ingest_files(
@@ -168,12 +165,10 @@ def _ingest(
     *,
     threads: int = 1,
     force: bool = False,
-    max_documents: int | None = None,
-    max_pages: int | None = None,
-    allow_empty: bool = True,
+    caps: JobCaps = JobCaps(),
 ) -> IngestResult:
-    """Create the job, then each page's document rows, counted on `threads` threads. A limit
-    passed (or no object at all, unless `allow_empty`) raises, and no job is made."""
+    """Create the job, then each page's document rows, counted on `threads` threads. A cap
+    passed raises, and no job is made (see `JobCaps`)."""
     with (
         ThreadPoolExecutor(max(1, threads), thread_name_prefix="folio-ingest") as pool,
         db.session() as session,
@@ -185,8 +180,8 @@ def _ingest(
         for page in pages:
             to_read: list[tuple[Document, StoredObject]] = []
             for listed, name in page:
-                if max_documents is not None and result.documents >= max_documents:
-                    raise TooManyObjects(f"more than {max_documents} objects in one job")
+                if caps.max_documents is not None and result.documents >= caps.max_documents:
+                    raise TooManyObjects(f"more than {caps.max_documents} objects in one job")
                 document = admit(session, result, listed, name, fields.out_dir, force, fields.owner)
                 if document is not None and isinstance(listed, StoredObject):
                     to_read.append((document, listed))
@@ -197,12 +192,12 @@ def _ingest(
                 else:
                     document.sha256, document.page_count = outcome
                     add_page_rows(session, result, document)
-            if max_pages is not None and len(result.page_ids) > max_pages:
+            if caps.max_pages is not None and len(result.page_ids) > caps.max_pages:
                 raise TooManyPages(
-                    f"the job has more than {max_pages} pages, over the pages per job limit"
+                    f"the job has more than {caps.max_pages} pages, over the pages per job limit"
                 )
             session.flush()
             session.expunge_all()  # this page's rows are written; memory holds only the next
-        if not allow_empty and result.documents == 0:
+        if not caps.allow_empty and result.documents == 0:
             raise NoObjects(f"no PDF under {source}")
     return result
