@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.storage.access import AccessPolicy, listing_prefix
+from app.storage import Stores
+from app.storage.access import AccessPolicy, PlaceRefused, listing_prefix
+from app.storage.listing import listed_pages
+from app.storage.options import S3Options
 from tests.api_server import running_api, wait_for_job
 from tests.hostile_inputs import good_pdf
 from tests.test_api import assert_problem, settings_for
@@ -197,3 +200,15 @@ def test_two_keys_sharing_a_results_prefix_never_touch_each_others_results(
     assert rerun["documents_skipped"] == 1 and first["id"] in rerun["rerun_note"]
     assert "Section 41" in read(f"out/{again['id']}/a.md").decode()  # whole in its own folder
     assert "Section 41" in read(f"out/{first['id']}/a.md").decode()
+
+
+def test_a_listing_outside_the_policy_is_refused_before_the_store_is_asked(
+    tmp_path: Path,
+) -> None:
+    # No store listens there: an answer of any kind would be a connection error instead.
+    stores = Stores(S3Options("http://127.0.0.1:9", timeout_s=1))
+    policy = AccessPolicy.of(["s3://b/in/"])
+    (tmp_path / "list.txt").write_text("s3://b/in/a.pdf\n")
+    for source in ("s3://b/secret/list.txt", "s3://b/in/../secret/", str(tmp_path / "list.txt")):
+        with pytest.raises(PlaceRefused):
+            next(iter(listed_pages(stores, source, 10, policy)))

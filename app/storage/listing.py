@@ -48,7 +48,9 @@ def listed_pages(
     """The objects a source names, a listing page at a time: those under a folder or a prefix
     (taken as a folder: `s3://b/docs` is `docs/`), or a manifest's lines, each once. What
     `policy` does not admit is never asked of the store: a listed object outside it is left
-    out, a manifest line outside it is a refused object (`not_allowed`)."""
+    out, a manifest line outside it is a refused object (`not_allowed`). A source outside it
+    raises PlaceRefused before anything is listed or read (a manifest is read whole)."""
+    policy.check(source)
     if not is_manifest(source):
         prefix = listing_prefix(source) if is_store_uri(source) else source
         for listed in stores.for_uri(source).list_pages(prefix, page_size):
