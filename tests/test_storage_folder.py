@@ -78,3 +78,15 @@ def test_folio_run_from_a_file_uri_into_a_file_uri_and_the_rerun_skips(
     again = runner.invoke(app, [*args], env=env)
     assert again.exit_code == exit_codes.OK, again.output
     assert "Nothing to do: 2 documents already done" in again.output
+
+
+def test_two_files_of_one_flat_name_keep_both_results(tmp_path: Path, sqlite_url: str) -> None:
+    write_text_pdfs(tmp_path / "in" / "a", documents=1, pages=1)  # a/doc01.pdf
+    write_text_pdfs(tmp_path / "other", documents=2, pages=1)
+    (tmp_path / "other" / "doc02.pdf").rename(tmp_path / "in" / "a__doc01.pdf")
+    env = {"FOLIO_DATABASE_URL": sqlite_url, "COLUMNS": "160"}
+    args = ["run", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--engine", "textlayer"]
+    done = CliRunner().invoke(app, args, env=env)
+    assert done.exit_code == exit_codes.OK, done.output
+    assert page_text(1, 1) in (tmp_path / "out" / "a__doc01.md").read_text()
+    assert page_text(2, 1) in (tmp_path / "out" / "a__doc01-2.md").read_text()
