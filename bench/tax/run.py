@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw
 
 from app.degeneration import LoopDetector
 from app.domain import AttemptStatus, EngineResult, PageInput
-from app.engines.vlm import LoopDetecting, VlmEngine
+from app.engines.vlm import LoopDetecting, NoLoopStop, VlmEngine
 from app.engines.vlm_stops import REPETITION_DETECTION
 from app.retry.plan import Limits, PageFacts, PastAttempt, next_step
 from app.settings import VlmEndpoint
@@ -69,13 +69,6 @@ class ArmRun:
     pages: list[PageRun]
     began: float = 0.0  # monotonic clock, as the attempts' times
     server_steps: float = 0.0  # engine steps (vllm:iteration_tokens_total_count)
-
-
-class NeverLoops:
-    """A detector that never fires: the arms without Folio's online detection."""
-
-    def feed(self, chunk: str) -> None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -136,7 +129,7 @@ def engine_for(arm: Arm, base_url: str, concurrency: int) -> VlmEngine:
         abort_call=arm.abort_call,
         close_probe=False,  # the arms count server tokens: no probe request among them
     )
-    factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NeverLoops
+    factory: Callable[[], LoopDetecting] = LoopDetector if arm.client_detector else NoLoopStop
     engine = ScriptedVlmEngine(ENDPOINT, endpoint, detector_factory=factory)
     if arm.server_detection and arm.server_detection != REPETITION_DETECTION["max_pattern_size"]:
         size = {"max_pattern_size": arm.server_detection}
