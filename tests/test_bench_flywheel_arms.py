@@ -71,6 +71,25 @@ def test_the_summary_counts_loops_by_kind_and_scores_the_base_healthy_pages_apar
     assert "dpo-5.greedy" in arms_report.markdown(summary)
 
 
+def test_tuned_arms_pool_over_training_seeds_with_the_seed_spread_in_the_interval() -> None:
+    """One seed's model loops on every page, another's on none: pooled over seeds the rate
+    is a third, and the interval spans all of 0-1 (the training run decides), where
+    each seed alone would have a tight one; an arm of one seed is not pooled."""
+    arms = {
+        "base.greedy": arm([None] * 40, [0.1] * 40),
+        "dpo-9.greedy": arm(["char_run"] * 40, [0.9] * 40),
+        "dpo-9s1.greedy": arm([None] * 40, [0.1] * 40),
+        "dpo-9s2.greedy": arm([None] * 40, [0.1] * 40),
+        "sft-9.greedy": arm([None] * 40, [0.1] * 40),
+    }
+    pooled = arms_report.summarize(arms, {})["over_seeds"]
+    assert list(pooled) == ["dpo-9.greedy"]
+    dpo = pooled["dpo-9.greedy"]
+    assert dpo["rate_by_seed"] == [1.0, 0.0, 0.0] and dpo["rate"] == 0.3333
+    assert dpo["ci95"][0] == 0.0 and dpo["ci95"][1] == 1.0
+    assert dpo["by_kind"]["char_run"] == 40 and dpo["page_readings"] == 120
+
+
 def test_every_probe_candidate_draws_a_page_the_server_can_read() -> None:
     from bench.flywheel import probe
 

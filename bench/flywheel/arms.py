@@ -21,7 +21,7 @@ import math
 import random
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from app.degeneration.offline import run_online_detector
 from app.evaluate import quality
-from bench.environment import describe, machine_info, write_results
+from bench.environment import describe, machine_info, write_compressed, write_results
 from bench.flywheel import arms_report, data, families, pages
 from bench.flywheel.model import COMMITTED, assemble
 from bench.flywheel.run import (
@@ -46,16 +46,20 @@ REPETITION_PENALTY = 1.05  # Qwen2-VL's and Qwen2.5-VL's generation_config.json
 NGRAM = (30, 90)  # DeepSeek-OCR's NGramPerReqLogitsProcessor: ngram_size 30, window_size 90
 LADDER = (0.1, 0.2, 0.5)  # the default `vlm` plan's model rungs (olmOCR's ladder 0, 2, 4)
 BASE_ARMS = ("ladder", "reppen", "ngram")  # greedy is the ladder's first attempt (`greedy_of`)
-# A 6 M-parameter model's decode step costs about the same for 8 or 32 sequences on the CPU
-# server, so more requests in flight read the same pages in fewer steps.
-CONCURRENCY = 32
+# The vLLM CPU server's cost a generated token falls as more sequences share a decode step
+# (its per-step work: scheduling, the engine-worker handshake, the Python of six layers), down
+# to the attention kernel's per-sequence cost: measured server CPU a page 0.36 s at 32 in
+# flight, 0.21 s at 96, 0.17 s at 256 (`python -m bench flywheel-speed`, docs/training.md).
+# vLLM's CPU server admits 128 sequences by default: `--max-num-seqs` lets all of them in.
+CONCURRENCY = 256
 STARTUP_S = 900.0
 # KV blocks of 32 tokens (vLLM's CPU default is 128): a page read again (the next arm, a ladder
 # rung) then finds its whole image in the prefix cache, and the server skips the vision encoder
-# and the prefill; 16 tokens a streamed chunk. 1.15x less CPU and 1.22x less wall a page-arm,
-# the first attempts the same on 139 of 144 page-arms (`python -m bench flywheel-speed`,
-# bench/results/flywheel_speed.json, docs/training.md).
-SERVER_ARGS = ("--block-size", "32", "--stream-interval", "16")
+# and the prefill; 16 tokens a streamed chunk (1.15x less CPU and 1.22x less wall a page-arm at
+# 32 in flight). 256 sequences a step, and a prefill budget that takes a step's new pages'
+# prompts (about 250 tokens each) beside the running ones.
+SERVER_ARGS = ("--block-size", "32", "--stream-interval", "16",
+               "--max-num-seqs", str(CONCURRENCY), "--max-num-batched-tokens", "8192")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,9 @@ class Size:
     seed: int = 0
     serve_sft: bool = True  # the SFT-only arm served and read (the smoke trains it only)
     max_tokens: int = pages.MAX_TOKENS  # per attempt
+    # further training seeds of the largest DPO arm (read with the ladder) and the SFT-only arm,
+    # on the same pairs: `dpo-NsS`, `sft-NsS` (the run's `seed` trains `dpo-N` and `sft-N`)
+    seeds: tuple[int, ...] = ()
 
 
 # The committed run (bench/results/flywheel_arms.json): 252 held-out pages, 18 per family and
@@ -329,7 +336,8 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
         top = max(folders)
         result["pairs_available"] = top
         result["pairs_by_loop_kind"] = pairs_by_kind(work)
-        labels = ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}"]
+        seeded = [f"{kind}-{top}s{seed}" for seed in size.seeds for kind in ("dpo", "sft")]
+        labels = ["base", *(f"dpo-{n}" for n in folders), f"sft-{top}", *seeded]
         write_settings(work, labels, size, base_url)
         # the largest arm first, with the ladder and the SFT-only arm beside it: the main
         # comparison; then the smaller DPO arms (how many pairs it takes)
@@ -349,8 +357,26 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
                     arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
                                        ("greedy",))  # fmt: skip
                 checkpoint()
+                for seed in size.seeds:
+                    arms |= _seeded(stages, work, folders[top], top, replace(size, seed=seed),
+                                    training)  # fmt: skip
+                    checkpoint()
     checkpoint()
     return result
+
+
+def _seeded(stages: Stages, work: Path, folder: str, top: int, size: Size,
+            training: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The largest DPO arm (with the ladder) and the SFT-only arm trained with `size.seed`."""
+    read: dict[str, Any] = {}
+    for kind, sft_only, plans_here in (("dpo", False, ("ladder",)), ("sft", True, ("greedy",))):
+        label = f"{kind}-{top}s{size.seed}"
+        training[label] = stages.run(f"train {label}", train, work, folder, label, size, top,
+                                     sft_only)  # fmt: skip
+        if kind == "dpo" or size.serve_sft:
+            read |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
+                               plans_here)  # fmt: skip
+    return read
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -362,6 +388,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--train-pages", type=int, default=None)
     parser.add_argument("--eval-pages", type=int, default=None)
     parser.add_argument("--pairs", type=int, nargs="+", default=None, help="DPO arms' pairs")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="more training seeds: the largest DPO and SFT-only arms")  # fmt: skip
     parser.add_argument(
         "--train-families",
         nargs="+",
@@ -379,12 +407,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--resume", action="store_true",
                         help="go on with a stopped run in --out (same options): finished "
                         "page-arms and trained models are kept")  # fmt: skip
+    parser.add_argument("--name", default="flywheel_arms",
+                        help="results file NAME.json; another name than the default keeps the "
+                        "per-page rows apart, in NAME_pages.json.gz")  # fmt: skip
     args = parser.parse_args(argv)
     size = SMOKE if args.smoke else FULL
     overrides = {
         "train_pages": args.train_pages,
         "eval_pages": args.eval_pages,
         "pairs": tuple(args.pairs) if args.pairs else None,
+        "seeds": tuple(args.seeds) if args.seeds else None,
         "train_families": tuple(args.train_families) if args.train_families else None,
     }
     size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
@@ -397,6 +429,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(f"Machine: {describe(result['machine'])}")
     print(arms_report.markdown(result["summary"]))
     official = result["weights_committed"] and not args.smoke and not args.base_only
-    where = write_results("flywheel_arms", result, None if official else args.out)
+    folder = None if official else args.out
+    if args.name != "flywheel_arms":  # a large run's rows: megabytes as indented JSON
+        pages_file = write_compressed(f"{args.name}_pages", {"arms": result.pop("arms")}, folder)
+        result["pages_file"] = pages_file.name
+    where = write_results(args.name, result, folder)
     print(f"Results written to {where}")
     return result

@@ -5,6 +5,7 @@ tokens per page; per family, the base's loop rate (which layouts make it loop, a
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from statistics import fmean
 from typing import Any
@@ -100,9 +101,49 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
             ),
         }  # fmt: skip
     summary["arms"] = rows
+    summary["over_seeds"] = over_seeds(arms)
     summary["base_by_family"] = by_family(base_pages)
     summary["pairs_curve"] = pairs_curve(rows)
     return summary
+
+
+def over_seeds(arms: dict[str, Any], draws: int = 4000) -> dict[str, Any]:
+    """Tuned arms trained with several seeds on the same pairs (`dpo-36.greedy`,
+    `dpo-36s1.greedy`, ...): the first-attempt loop rate pooled over seeds and pages, with a 95%
+    percentile interval from a two-level bootstrap (the seeds drawn with replacement, then each
+    drawn seed's pages), so that the spread between training runs widens it as the page sample
+    does; with three seeds the seed level is coarse, which the per-seed rates beside it show."""
+    import numpy as np
+
+    groups: dict[str, list[str]] = {}
+    for label in arms:
+        head, _, plan = label.partition(".")
+        if head.startswith(("dpo-", "sft-")):
+            groups.setdefault(f"{re.sub(r's[0-9]+$', '', head)}.{plan}", []).append(label)
+    rng = np.random.default_rng(0)
+    out = {}
+    for group, labels in sorted(groups.items()):
+        if len(labels) < 2:
+            continue
+        looped = [np.array([row["first"] is not None for row in arms[label]["pages"].values()])
+                  for label in labels]  # fmt: skip
+        means = np.empty(draws)
+        for draw in range(draws):
+            chosen = rng.integers(len(looped), size=len(looped))
+            means[draw] = np.mean([rng.choice(looped[i], looped[i].size).mean() for i in chosen])
+        pages = [row for label in labels for row in arms[label]["pages"].values()]
+        kinds = Counter(row["first"] for row in pages if row["first"])
+        out[group] = {
+            "seeds": labels,
+            "rate_by_seed": [round(float(x.mean()), 4) for x in looped],
+            "rate": round(float(np.mean([x.mean() for x in looped])), 4),
+            "ci95": [round(float(q), 4) for q in np.percentile(means, [2.5, 97.5])],
+            "by_kind": {kind: kinds.get(kind, 0) for kind in KINDS},
+            "page_readings": len(pages),
+            "cer": _mean([row["cer"] for row in pages]),
+            "tokens_per_page": round(fmean(row["tokens"] for row in pages), 1),
+        }
+    return out
 
 
 def pairs_curve(rows: dict[str, Any]) -> list[dict[str, Any]]:
@@ -183,6 +224,18 @@ def markdown(summary: dict[str, Any]) -> str:
         for point in summary["pairs_curve"]:
             change = "" if point["change"] is None else f"{point['change']:+.0%}"
             rows.append(f"| {point['pairs']} | {_cell(point)} | {change} |")
+    if summary.get("over_seeds"):
+        rows += ["", "| arm, over training seeds | seeds | 1st-attempt loop rate (95% CI, "
+                 "seeds and pages) | per seed | loops by kind | CER | tokens/page |",
+                 "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for group, pooled in summary["over_seeds"].items():
+            low, high = pooled["ci95"]
+            kinds_seen = ", ".join(f"{k} {n}" for k, n in pooled["by_kind"].items() if n) or "-"
+            rows.append(f"| {group} | {len(pooled['seeds'])} | {pooled['rate']:.3f} "
+                        f"({low:.3f}-{high:.3f}) | "
+                        f"{' / '.join(f'{r:.3f}' for r in pooled['rate_by_seed'])} | "
+                        f"{kinds_seen} | {_number(pooled['cer'])} | "
+                        f"{pooled['tokens_per_page']:.0f} |")  # fmt: skip
     rows.append(
         f"\n{summary['pages']} held-out pages ({summary['base_never_looped']} where the base's "
         "greedy attempt did not loop); intervals: 95% Wilson over pages; fixed / made: pages "

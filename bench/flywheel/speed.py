@@ -10,12 +10,15 @@ from /proc, so the figure holds on a loaded machine where wall time does not), t
 whether every first attempt's text is the same as the first configuration's (same model, same
 decoding: only the server's bookkeeping may change).
 
-- `committed`: the server as the arms bench started it (vLLM's CPU defaults: KV blocks of 128
-  tokens, one streamed chunk per token), 32 requests in flight;
+- `committed`: the server as the arms bench first started it (vLLM's CPU defaults: KV blocks
+  of 128 tokens, one streamed chunk per token, 128 sequences a step), 32 requests in flight;
 - `cached`: KV blocks of 32 tokens, so that a page read again (the next arm, a ladder rung)
   finds its whole image in the prefix cache and skips the vision encoder and the prefill
   (with 128-token blocks the uncached tail of every prompt still holds image tokens, and vLLM
-  runs the encoder again), and chunks of 16 tokens (`--stream-interval`).
+  runs the encoder again), and chunks of 16 tokens (`--stream-interval`);
+- `batched`: the arms bench's server now (`arms.SERVER_ARGS`): `cached` with 256 sequences
+  admitted to a decode step, and 256 pages in flight, so a step's fixed work is shared by
+  more sequences.
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ class Config:
 
 
 CONFIGS = {
-    "committed": Config((), arms.CONCURRENCY),
-    "cached": Config(arms.SERVER_ARGS, arms.CONCURRENCY),
+    "committed": Config((), 32),
+    "cached": Config(("--block-size", "32", "--stream-interval", "16"), 32),
+    "batched": Config(arms.SERVER_ARGS, arms.CONCURRENCY),
 }
 
 
