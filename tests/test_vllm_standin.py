@@ -295,7 +295,12 @@ def test_a_replay_hands_out_its_scripts_in_turn_and_lists_what_each_stream_got()
         text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
         assert text == "Hello page." and chunks[-1]["usage"]["completion_tokens"] == 3
         assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "stop"
-    assert len([c for c in third if c["choices"]]) == 1 + 2  # the role, then 2 tokens a chunk
+    # the role, the first token alone (as vLLM sends it), then 2 tokens a chunk
+    assert [c["choices"][0]["delta"].get("content") for c in third if c["choices"]] == [
+        "",
+        "Hello",
+        " page.",
+    ]
     assert [r["script"] for r in stats["requests"]] == [0, 1, 0]
     closed = stats["requests"][1]
     assert closed["finish"] == "client_closed" and 20 <= closed["tokens"] < 4000

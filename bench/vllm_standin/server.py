@@ -197,8 +197,9 @@ class StandInApi:
 
 
 class StreamSink:
-    """A streamed reply: the role chunk, one chunk per token (or per `stream_interval`
-    tokens), the finish chunk, the usage chunk when asked, `[DONE]` (`stream.ChunkEncoder`)."""
+    """A streamed reply: the role chunk, one chunk per token (with `stream_interval` N: the
+    first token alone, then N tokens a chunk), the finish chunk, the usage chunk when asked,
+    `[DONE]` (`stream.ChunkEncoder`)."""
 
     def __init__(
         self, conn: Connection, request: Request, model: str, body: dict[str, Any]
@@ -210,6 +211,7 @@ class StreamSink:
         self.encoder = ChunkEncoder(request.id, model, request.prompt_tokens, continuous)
         self.interval = max(1, int(body.get("stream_interval") or 1))
         self.pending = ""
+        self.flushed = 0  # tokens written in chunks so far
         conn.stream_event(self.encoder.role())
 
     def token(self, request: Request, piece: str | None, finish: str | None) -> None:
@@ -219,9 +221,9 @@ class StreamSink:
         # lagged, which vLLM's usage does not count before it writes them either
         count = request.delivered
         self.pending += piece or ""
-        if not finish and count % self.interval:
+        if not finish and self.flushed and count - self.flushed < self.interval:
             return
-        text, self.pending = self.pending, ""
+        text, self.pending, self.flushed = self.pending, "", count
         self.conn.stream_event(self.encoder.content(text, finish, count))
         if finish:
             if self.usage:
