@@ -8,6 +8,7 @@ from typing import Any
 
 from app.domain import AttemptStatus, DocumentStatus, PageStatus
 from app.report.cost import COST_ATTRIBUTION, AttemptCost, attempt_costs
+from app.report.fallback_worth import fallback_worth
 from app.report.inflation import INFLATION_METHOD, estimate_inflation, wall_seconds
 from app.report.pricing import Pricing
 from app.report.rows import CONFIRM, FALSE_ALARM, AttemptRow, JobRows, PageRow
@@ -71,6 +72,7 @@ def compute_report(
         loop_stops=loop_stops_with_tokens(rows.loop_stops, servers),
         slowest_pages=_slowest_pages(rows.pages, by_page, slowest),
         degenerate_pages=_degenerate_attempts(rows, tail_chars, listed),
+        fallback_worth=fallback_worth(rows.pages, by_page),
         cost_attribution=COST_ATTRIBUTION,
         inflation_method=INFLATION_METHOD,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from app.report.compute import JobReport
+from app.report.fallback_worth import WORTH_COLUMNS, WORTH_NOTE, worth_cells
 from app.report.format import MODEL_COLUMNS, model_cells, pct, ratio, seconds, usd
 from app.report.schema import Report
 from app.report.svg_charts import MAX_BARS, bar_chart_svg, box_plot_svg, timeline_svg
@@ -63,6 +64,7 @@ def render_html(job: JobReport) -> str:
         bar_chart_svg("chart-cost", "cost (USD)", [(k, v.cost_usd) for k, v in outcomes], usd),
         _per_model(r),
         _slowest(r),
+        _fallback_worth(r),
         _degenerate(r),
         "<h2>Method</h2>",
         f"<p>{escape(r.cost_attribution)}</p><p>{escape(r.inflation_method)}</p>",
@@ -183,6 +185,15 @@ def _slowest(r: Report) -> str:
     ]
     head = ["document", "page", "status", "attempts", "seconds", "final step"]
     return _table("Slowest pages", head, rows, {1, 3, 4})
+
+
+def _fallback_worth(r: Report) -> str:
+    if not r.fallback_worth:
+        return ""
+    rows = [list(worth_cells(w)) for w in r.fallback_worth]
+    title = "Pages read by an embedded reader, and what its text is worth"
+    table = _table(title, list(WORTH_COLUMNS), rows, {1, 2, 3, 4, 5, 6})
+    return f'{table}<p class="note">{escape(WORTH_NOTE)}</p>'
 
 
 def _degenerate(r: Report) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.table import Table
 
+from app.report.fallback_worth import WORTH_COLUMNS, WORTH_NOTE, worth_cells
 from app.report.fit import FittedTable
 from app.report.format import (
     MODEL_COLUMNS,
@@ -21,6 +22,7 @@ SLOWEST_SHOWN = 5
 # Columns a narrow terminal drops first (after empty ones), least useful first.
 MODEL_DROP_ORDER = ("endpoint", "seconds", "tokens", "model", "cost")
 SLOWEST_DROP_ORDER = ("final step", "status", "attempts")
+WORTH_DROP_ORDER = ("table rows", "CER, truth", "word F1, model's answer")
 
 
 def report_tables(report: Report) -> list[RenderableType]:
@@ -30,7 +32,19 @@ def report_tables(report: Report) -> list[RenderableType]:
         tables.append(FittedTable(_per_model(report), MODEL_DROP_ORDER))
     if report.slowest_pages:
         tables.append(FittedTable(_slowest(report), SLOWEST_DROP_ORDER))
+    if report.fallback_worth:
+        tables.append(FittedTable(_fallback_worth(report), WORTH_DROP_ORDER))
     return tables
+
+
+def _fallback_worth(r: Report) -> Table:
+    table = Table(title="Pages read by an embedded reader, and what its text is worth")
+    for column in WORTH_COLUMNS:
+        table.add_column(column, justify="left" if column == "reader" else "right")
+    for worth in r.fallback_worth:
+        table.add_row(*worth_cells(worth))
+    table.caption = WORTH_NOTE
+    return table
 
 
 def _figures(r: Report) -> Table:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.report.fallback_worth import FallbackWorth
+
 SCHEMA_VERSION = 1
 
 
@@ -136,6 +138,10 @@ class Report:
     loop_stops: dict[str, str] = field(default_factory=dict)
     slowest_pages: list[SlowPage] = field(default_factory=list)
     degenerate_pages: list[DegenerateAttempt] = field(default_factory=list)
+    # Per embedded reader (text layer, Tesseract, RapidOCR): the pages whose text it gave, how
+    # many a model looped on first, and what its text was worth where measured (a bench's
+    # figure with its source and date; the report cannot score a page itself).
+    fallback_worth: list[FallbackWorth] = field(default_factory=list)
     cost_attribution: str = ""
     inflation_method: str = ""
     schema_version: int = SCHEMA_VERSION
