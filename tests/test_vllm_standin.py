@@ -18,8 +18,9 @@ import httpx
 import pytest
 from PIL import Image
 
-from app.retry.plan import LoopStop, same_stop
-from bench.vllm_standin.answers import AnswerBook, Script
+from app.domain import AttemptStatus
+from app.retry.plan import LoopStop, PastAttempt, resume_prefix, same_stop
+from bench.vllm_standin.answers import AnswerBook, Script, continued, tokenize
 from bench.vllm_standin.pacing import FLOOR_MS, GpuPace
 from tests.distributed_support import ROOT, wait_until
 
@@ -76,6 +77,44 @@ def test_a_moving_loop_comes_back_elsewhere_and_a_once_loop_not_at_all() -> None
         assert None not in shapes and len(shapes) >= 2
         assert not same_stop(stop_at_loop(moving, key, 0.1), stop_at_loop(moving, key, 0.2))
         assert once.answer(key, 0.1).loop and once.answer(key, 0.2).loop is None
+
+
+def test_a_resumed_retry_goes_on_from_the_kept_text_as_each_kind_of_loop_does() -> None:
+    """A retry that keeps the first read's text up to its loop's line (Folio's own
+    resume_prefix) and continues at 0.2: a sticky loop comes back at the same place (Folio's
+    rule says so), a moving one on another unit elsewhere, a loop that went away reads on
+    healthily to its EOS; each generates what a full read at 0.2 writes past the kept text's
+    length."""
+    books = {
+        kind: AnswerBook(loop_rate=1.0, sticky_share=sticky, moving_share=moving)
+        for kind, sticky, moving in (("sticky", 1.0, 0.0), ("moving", 0.0, 1.0), ("once", 0, 0))
+    }
+    for kind, book in books.items():
+        for key in KEYS[:20]:
+            first = stop_at_loop(book, key, 0.1)
+            past = [past_cut(first)]
+            kept = resume_prefix(past)
+            assert kept and len(kept) <= first.onset
+            full = book.answer(key, 0.2)
+            rest = continued(full, kept)
+            assert rest.pieces == full.pieces[len(full.pieces) - len(rest.pieces) :]
+            skipped = full.pieces[: len(full.pieces) - len(rest.pieces)]
+            assert 0 <= len("".join(skipped)) - len(kept) < len(skipped[-1])  # within a piece
+            joined = kept + "".join(rest.pieces)
+            if kind == "once":
+                assert rest.loop is None and rest.eos and len(joined) >= len(kept)
+                continue
+            again = stop_at_loop(book, key, 0.2)  # where the full re-read loops
+            onset = max(len(kept), again.onset)
+            assert rest.loop == full.loop is not None
+            assert same_stop(first, LoopStop("cycle", onset, joined[: onset + 200])) == (
+                kind == "sticky"
+            )
+
+
+def past_cut(stop: LoopStop) -> PastAttempt:
+    """The first attempt as Folio keeps it: cut by a verdict at `stop`."""
+    return PastAttempt(0, AttemptStatus.DEGENERATE, 100, stop=stop)
 
 
 def test_shares_are_drawn_as_asked_and_a_retry_rereads_a_healthy_page_a_little_changed() -> None:
@@ -210,6 +249,10 @@ def test_a_continued_answer_goes_on_from_the_assistant_message_it_was_given(stan
     more = "".join(c["choices"][0]["delta"].get("content", "") for c in rest if c["choices"])
     assert 0 < len(more) < len(text) and text.endswith(more)
     assert abs(len(kept) + len(more) - len(text)) <= 8  # to within one piece
+    # the kept text is prefilled (in the prompt, as the tokens it was written in), not generated
+    prompt, generated = (rest[-1]["usage"][k] for k in ("prompt_tokens", "completion_tokens"))
+    assert prompt == whole[-1]["usage"]["prompt_tokens"] + len(tokenize(kept))
+    assert generated < whole[-1]["usage"]["completion_tokens"] - len(tokenize(kept)) + 8
 
 
 def test_repetition_detection_is_checked_and_stops_exact_repeats(standin: str) -> None:

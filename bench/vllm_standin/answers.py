@@ -193,10 +193,15 @@ class AnswerBook:
 
 
 def continued(answer: Answer, prefix: str) -> Answer:
-    """What is left of `answer` past a `prefix` the request's last assistant message already
-    holds (vLLM's `continue_final_message`): its pieces from as many characters on. A retry that
-    keeps a page's text up to a loop's onset so continues at that onset: a sticky loop loops
-    there again at once; a page whose loop does not come back goes on healthily."""
+    """What is left of `answer` (the page read at the request's temperature) past a `prefix`
+    the request's last assistant message already holds (vLLM's `continue_final_message`): its
+    pieces from as many characters on, so the joined answer is as long as a full read at that
+    temperature and only the rest is generated. A retry that keeps the first read's text up to
+    its loop's line so goes on from there: a sticky loop comes back at its place (or at once,
+    where the kept text reaches into it); a moving one comes back on another shape's unit, past
+    its own onset or the kept text's end, whichever is later; a loop that does not come back
+    reads on healthily to the page's end (the healthy page the floor and a full re-read write,
+    from the kept text's length on) and its EOS."""
     written = 0
     for n, piece in enumerate(answer.pieces):
         if written >= len(prefix):

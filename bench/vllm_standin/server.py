@@ -7,10 +7,12 @@ Requests are checked as vLLM 0.32 checks the fields Folio probes with: a bad
 `repetition_detection` is refused (400, naming it), a good one stops exact repeats (unless the
 mode's answers are scripted: the script alone says where an answer ends); unknown `vllm_xargs`
 are accepted and ignored (no Folio plugin here); there is no abort route (vLLM's default).
-`continue_final_message` with `add_generation_prompt` is refused as vLLM refuses it. What each
-request is answered is the mode's (`AnswerFor`): a page read (`page_answers`: by the page
-image, the temperature and, with `continue_final_message`, from as many characters on as the
-last assistant message holds), a replayed script, a scripted answer."""
+`continue_final_message` with `add_generation_prompt` is refused as vLLM refuses it; a turn it
+continues is part of the prompt (prefilled, counted in `prompt_tokens` as the answer's own
+tokens), not of the completion. What each request is answered is the mode's (`AnswerFor`): a
+page read (`page_answers`: by the page image, the temperature and, with
+`continue_final_message`, from as many characters on as the last assistant message holds), a
+replayed script, a scripted answer."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from PIL import Image
 
-from bench.vllm_standin.answers import Answer, AnswerBook, continued, image_key
+from bench.vllm_standin.answers import Answer, AnswerBook, continued, image_key, tokenize
 from bench.vllm_standin.engine import Engine, RepetitionRule, Request
 from bench.vllm_standin.http import Connection, HttpRequest
 from bench.vllm_standin.pacing import image_prompt_tokens
@@ -101,10 +103,13 @@ class StandInApi:
             )
         repetition = _repetition(body.get("repetition_detection"))
         answer = self.answer_for(body)
+        # a continued assistant turn is prefilled as the tokens it was written in
+        kept = _final_assistant_text(body["messages"]) if body.get("continue_final_message") else ""
         request = Request(
             id=f"chatcmpl-{uuid.uuid4().hex}",
             prompt_tokens=TEMPLATE_TOKENS
-            + text_chars // CHARS_PER_TOKEN
+            + (text_chars - len(kept)) // CHARS_PER_TOKEN
+            + len(tokenize(kept))
             + (image_prompt_tokens(width, height) if image_url else 0),
             vision_ms=self.engine.pace.vision_ms(width, height) if image_url else 0.0,
             answer=answer,
