@@ -15,10 +15,11 @@ from PIL import Image
 
 from app.domain import PageInput
 from app.engines.registry import EngineSet
+from app.pipeline.page_attempts import past_attempt, resumed_page
 from app.settings import Settings
 from bench.scale import stage_worker
 from bench.scale.deployment import Setup, arm_settings
-from bench.scale.run import ARMS, tax_arms
+from bench.scale.run import ARMS, RESUMING, tax_arms
 from bench.vllm_standin.scripted import ScriptedAnswer, serving
 from tests.distributed_support import ROOT
 
@@ -49,12 +50,51 @@ def test_each_arm_measures_the_stop_it_claims(key: str, monkeypatch: pytest.Monk
             engines.close()
     request = server.requests[-1]  # the page's (a probe may come first)
     assert ("repetition_detection" in request) == bool(server_stop)
+    resuming = [s.name for s in settings.plans["vlm"] if s.resume_after_loop]
+    assert resuming == (["t0.1", "t0.2", "t0.5", "fallback-model"] if key in RESUMING else [])
     if client_stop:  # Folio's detector called the loop and closed the stream
         assert result.aborted and result.completion_tokens is not None
         assert result.completion_tokens < CAP / 2 and request["finish"] == "client_closed"
     else:  # nothing of Folio's cut it: it ran to the cap
         assert not result.aborted and result.finish_reason == "length"
         assert result.completion_tokens == CAP and request["tokens"] == CAP
+
+
+def test_the_resuming_arm_continues_the_cut_attempts_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`folio_resume`'s settings, as its GPU workers read them: after the first rung is cut at
+    its loop, the next rung sends the text before the loop as the assistant's turn to continue
+    (vLLM's continue_final_message), and only the continuation is generated; the rest of
+    Folio's plan, and its stop, are the default's."""
+    (arm,) = tax_arms(0.1, ("folio_resume",), (1.0,))
+    (default,) = tax_arms(0.1, ("folio",), (1.0,))
+    with serving(lambda body: LOOP) as server:
+        for name in [n for n in os.environ if n.startswith("FOLIO_")]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("FOLIO_CONFIG", str(ROOT / "absent-folio.toml"))
+        plain = arm_settings(default, Setup(1, max_tokens=CAP), server.base_url)
+        resuming = arm_settings(arm, Setup(1, max_tokens=CAP), server.base_url)
+        for name, value in resuming.items():
+            monkeypatch.setenv(name, value)
+        settings = Settings()
+        first, retry = settings.plans["vlm"][:2]
+        engines = EngineSet(settings)
+        try:
+            page = PageInput(Image.new("RGB", (600, 800), "white"), "", False)
+            cut = engines.for_step(first).transcribe(page, first)
+            asked = resumed_page(page, [past_attempt(0, cut)], retry)
+            engines.for_step(retry).transcribe(asked, retry)
+        finally:
+            engines.close()
+    assert cut.aborted and asked.resume_from and len(asked.resume_from) > len(LOOP.text) / 2
+    assert (LOOP.text + LOOP.loop * 50).startswith(asked.resume_from)
+    first_request, request = server.requests[-2:]
+    assert "continue_final_message" not in first_request
+    assert request["continue_final_message"] is True and request["add_generation_prompt"] is False
+    assert {k: v for k, v in resuming.items() if k != "FOLIO_PLANS"} == plain
+    names = [s.name for s in settings.plans["vlm"]]
+    assert names == ["t0.1", "t0.2", "t0.5", "fallback-model", "textlayer", "tesseract"]
 
 
 def test_bench_scale_sets_no_private_name_and_no_name_of_folios() -> None:

@@ -22,6 +22,8 @@ import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from app.profiles import resolve_profile
+from app.settings import builtin_vlm_plan
 from bench.environment import run_folio
 from bench.orchestration.benchmark import process_cpu_s
 from tests.conftest import POSTGRES_URL, REDIS_URL
@@ -56,6 +58,8 @@ class Arm:
     client_detector: bool = True  # Folio's own loop detector in the worker
     # the endpoint's server_repetition_detection; None: Folio's default (off, since 2026-11-26)
     server_repetition: bool | str | None = None
+    # the built-in plan's VLM retries resume past the loop (`resume_after_loop`), not re-read
+    resume_after_loop: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,9 @@ def _admin(statement: str) -> None:
 
 def arm_settings(arm: Arm, setup: Setup, base_url: str) -> dict[str, str]:
     """The settings (FOLIO_ variables) that make a GPU worker `arm`'s pipeline, reading the
-    stand-in at `base_url`: its endpoint's stops and, for an arm without Folio's detector,
-    `detector_online` off (the server's stop alone; tests/test_bench_scale_arms.py)."""
+    stand-in at `base_url`: its endpoint's stops, for an arm without Folio's detector
+    `detector_online` off (the server's stop alone), for a resuming arm the built-in plans with
+    `resume_after_loop` on its VLM steps (tests/test_bench_scale_arms.py)."""
     endpoint: dict[str, Any] = {
         "base_url": base_url,
         "model": MODEL,
@@ -118,7 +123,18 @@ def arm_settings(arm: Arm, setup: Setup, base_url: str) -> dict[str, str]:
     found = {"FOLIO_VLM_ENDPOINTS": json.dumps({"primary": endpoint})}
     if not arm.client_detector:
         found["FOLIO_DETECTOR_ONLINE"] = "false"
+    if arm.resume_after_loop:
+        found["FOLIO_PLANS"] = json.dumps(resuming_plans())
     return found
+
+
+def resuming_plans() -> dict[str, list[dict[str, Any]]]:
+    """Folio's built-in plans for the bench's profile, its VLM steps resuming past a loop."""
+    vlm = builtin_vlm_plan(resolve_profile(PROFILE, MODEL))
+    steps = [s.model_copy(update={"resume_after_loop": s.engine == "vlm"}) for s in vlm]
+    simple = {name: [{"name": name, "engine": name}] for name in ("textlayer", "tesseract")}
+    auto = [*simple["textlayer"], *simple["tesseract"]]
+    return {"auto": auto, **simple, "vlm": [s.model_dump(exclude_none=True) for s in steps]}
 
 
 def standin_command(port: int, setup: Setup, loops: Loops) -> list[str]:

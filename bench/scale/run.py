@@ -70,8 +70,11 @@ ARMS: dict[str, tuple[str, bool, bool | None]] = {  # title, Folio's detector, t
     # a floor no stop cuts short: what the pages cost with nothing to stop and no stop on
     "bare_floor": ("no-loop floor, no stop at all", False, False),
     "folio_client": ("Folio's detector and close alone", True, False),
+    # Folio's default, its retries keeping the text before the loop and continuing it
+    "folio_resume": ("Folio's default, retries resume past the loop", True, None),
 }
 FLOORS = ("floor", "bare_floor")
+RESUMING = ("folio_resume",)  # arms whose VLM retries resume past the loop (resume_after_loop)
 
 
 def tax_arms(
@@ -94,7 +97,8 @@ def tax_arms(
         for share in (float(named),) if named else sticky_shares:
             loops = Loops(loop_rate, share, round(1 - share, 6))
             label = f"{title}, sticky share {share:g}"
-            arms.append(Arm(f"{name}@{share:g}", label, loops, detector, server))
+            resume = name in RESUMING
+            arms.append(Arm(f"{name}@{share:g}", label, loops, detector, server, resume))
     return arms
 
 
@@ -339,7 +343,8 @@ def parser() -> argparse.ArgumentParser:
         "--arms",
         default=",".join(DEFAULT_ARMS),
         help="Tax arms, comma-separated: floor, no_stop, server_rd, folio, bare_floor "
-        "(no loops, no stops), folio_client (Folio's detector, no repetition_detection); "
+        "(no loops, no stops), folio_client (Folio's detector, no repetition_detection), "
+        "folio_resume (Folio's default, its VLM retries resuming past the loop); "
         "an arm with loops runs at every --sticky-shares share, or at the one its name gives "
         "(no_stop@0.5); none: the scale run alone.",
     )
