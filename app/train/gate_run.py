@@ -7,15 +7,12 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from app.train.gate import Verdict, decide
 from app.train.gate_pages import gate_pages
 from app.train.gate_report import write_verdict
 from app.train.options import GateOptions
-
-if TYPE_CHECKING:
-    from app.train.run import TrainPlan
+from app.train.plan import TrainPlan
 
 
 def run_gate(

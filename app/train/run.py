@@ -11,7 +11,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,26 +22,15 @@ from app.train.gate_run import run_gate
 from app.train.layout import finish_layout
 from app.train.options import TrainOptions
 from app.train.pairs import (
-    Split,
     data_hashes,
     held_out_pages,
     load_pairs,
     pair_counts,
     split_held_out,
 )
+from app.train.plan import TrainPlan
 
 HELD_OUT_FILE = "held_out_pages.json"
-
-
-@dataclass(frozen=True)
-class TrainPlan:
-    """The checked input of a run: what will be trained on and what is held out."""
-
-    folders: list[Path]
-    base: Path
-    base_config: dict[str, Any]
-    out: Path
-    split: Split
 
 
 def prepare(
