@@ -9,6 +9,7 @@ import pytest
 from app.pdf import samples
 from app.pdf.layout import read_layout
 from app.textlayer import page_markdown
+from app.textlayer.model import Box, PageLayout, TextLine
 from tests.textlayer_pdfs import borderless_pdf
 
 INTRO = "Flow in March at the three gates, measured every morning by the lock keeper."
@@ -90,4 +91,55 @@ def test_amounts_split_between_a_currency_column_and_their_own_are_one_column() 
         "| --- | --- | --- |",
         "| Cost | $178 | $141 |",
         "| R&D | 3,423 | 2,532 |",
+    ]
+
+
+def _line(text: str, x: float, y: float, block: int) -> TextLine:
+    return TextLine(text, Box(x, y, x + 5.5 * len(text), y + 10), size=10, bold=False, block=block)
+
+
+def _page(lines: list[TextLine]) -> str:
+    return page_markdown(PageLayout(width=612, height=792, lines=lines))
+
+
+def test_a_table_whose_cells_are_blocks_of_their_own_is_a_table() -> None:
+    """MuPDF often cuts a borderless table into a block per cell or two (a clinic's schedule
+    in the shared corpus' pdftotext_two_column_issue): rows are read across the blocks."""
+    rows = [["Auxology", "Height", "Weight"], ["Bone", "Scoliosis", "DXA scan"]]
+    rows += [["Renal", "Ultrasound", "Urine culture"], ["Liver", "Liver function", "None"]]
+    lines = [
+        _line(cell, x, 100 + 14 * r, block=3 * r + c)
+        for r, row in enumerate(rows)
+        for c, (x, cell) in enumerate(zip((72, 200, 330), row, strict=True))
+    ]
+    assert _page(lines).splitlines() == [
+        "| Auxology | Height | Weight |",
+        "| --- | --- | --- |",
+        "| Bone | Scoliosis | DXA scan |",
+        "| Renal | Ultrasound | Urine culture |",
+        "| Liver | Liver function | None |",
+    ]
+
+
+def test_two_columns_of_an_index_each_one_block_are_not_a_table() -> None:
+    """Short lines side by side in two long blocks (an index's columns) stay lines."""
+    entries = [f"Entry {n}, {n * 7}" for n in range(12)]
+    lines = [_line(text, 72, 100 + 12 * n, block=0) for n, text in enumerate(entries)]
+    lines += [_line(text, 330, 100 + 12 * n, block=1) for n, text in enumerate(entries)]
+    assert "|" not in _page(lines)
+
+
+def test_a_header_over_the_values_with_an_empty_stub_heads_the_table() -> None:
+    rows = [["", "Childhood", "Adult"], ["Auxology", "Height", "Weight"]]
+    rows += [["Bone", "Scoliosis", "DXA scan"], ["Renal", "Ultrasound", "Urine culture"]]
+    lines = [
+        _line(cell, x, 100 + 14 * r, block=r)
+        for r, row in enumerate(rows)
+        for x, cell in zip((72, 200, 330), row, strict=True)
+        if cell
+    ]
+    assert _page(lines).splitlines()[:3] == [
+        "|  | Childhood | Adult |",
+        "| --- | --- | --- |",
+        "| Auxology | Height | Weight |",
     ]

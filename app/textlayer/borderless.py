@@ -2,10 +2,12 @@
 
 The table finder needs rulings; a layout of aligned short cells (a two- or three-column list
 of values, an infobox of label/value pairs) has none, and its rows would come out as one
-paragraph of run-on cells. Here a *cell row* is a text block holding two or more short lines
-side by side, wide gaps between them (a column gap, not a justified word space); a table is
+paragraph of run-on cells. Here a *cell row* is two or more short lines side by side on one
+baseline, wide gaps between them (a column gap, not a justified word space), in one text block
+or in small blocks (MuPDF often cuts such a table into a block per cell or two); a table is
 three or more rows in a row whose cells start (or, for numbers, end) at the same columns.
-A value that wraps (`Spouses: Æthelflæd / Wulfthryth`) is a row of its own, its label empty.
+A value that wraps (`Spouses: Æthelflæd / Wulfthryth`) is a row of its own, its label empty;
+a row above whose cells stand over all columns but the first is the table's header.
 
 What it must not take for a table: prose in two columns (long lines, no cell row), a justified
 line that a PDF stores word by word (gaps of about a space), a bulleted or numbered list (a
@@ -15,7 +17,8 @@ first column of bullets or enumerators).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 
 from app.textlayer.model import Box, TableGrid, TextLine
@@ -24,6 +27,7 @@ _MAX_CELL_CHARS = 40  # a cell is short: a label, a value, a number
 _MIN_GAP_EMS = 1.5  # between two cells of a row, in font sizes (a word space is ~0.3)
 _MIN_ROWS = 3  # rows with two or more cells a table needs
 _ROW_GAP_LINES = 2.5  # vertical gap between rows, in line heights, that still continues a table
+_CELL_BLOCK_LINES = 3  # lines of a block MuPDF cut from a table: a cell, wrapped at most twice
 _ENUMERATOR = re.compile(r"^(?:[•·▪‣◦\-–*]|\(?[0-9a-zA-Z]{1,3}[.)])$")
 
 Row = list[int]  # indexes of the lines of one row, left to right
@@ -37,8 +41,8 @@ def borderless_tables(lines: Sequence[TextLine], taken: set[int]) -> list[tuple[
     for start, row in enumerate(rows):
         if row[0] in used or not _is_cell_row(row, lines):
             continue
-        members = _grow(rows, start, lines, used)
-        table = _grid(members, lines)
+        members = _header_above(rows, start, lines, used) + _grow(rows, start, lines, used)
+        table = _grid(members, row, lines)
         if table is not None:
             tables.append((table, [i for member in members for i in member]))
             used.update(i for member in members for i in member)
@@ -46,25 +50,44 @@ def borderless_tables(lines: Sequence[TextLine], taken: set[int]) -> list[tuple[
 
 
 def _rows(lines: Sequence[TextLine], taken: set[int]) -> list[Row]:
-    """Lines of one block on one baseline (centres within half a line), top to bottom, each
-    row left to right."""
-    order = sorted(
-        (i for i, line in enumerate(lines) if i not in taken and not line.vertical),
-        key=lambda i: (lines[i].block, _centre(lines[i])),
-    )
+    """Lines on one baseline (centres within half a line), top to bottom, each row left to
+    right. Lines of one block share a row; lines of two blocks only where both blocks are
+    small (`_CELL_BLOCK_LINES`): MuPDF cuts a borderless table into blocks of a cell or two,
+    while the columns of prose or of an index are blocks of many lines each."""
+    kept = [i for i, line in enumerate(lines) if i not in taken and not line.vertical]
+    sizes = Counter(lines[i].block for i in kept)
     rows: list[Row] = []
-    for i in order:
-        last = rows[-1][-1] if rows else None
-        if (
-            last is not None
-            and lines[last].block == lines[i].block
-            and abs(_centre(lines[i]) - _centre(lines[last])) < lines[i].box.height / 2
-        ):
-            rows[-1].append(i)
-        else:
+    for i in sorted(kept, key=lambda i: _centre(lines[i])):
+        row = next(
+            (row for row in _near(rows, lines[i], lines) if _joins(i, row, lines, sizes)), None
+        )
+        if row is None:
             rows.append([i])
+        else:
+            row.append(i)
     rows = [sorted(row, key=lambda i: lines[i].box.x0) for row in rows]
     return sorted(rows, key=lambda row: min(lines[i].box.y0 for i in row))
+
+
+def _near(rows: list[Row], line: TextLine, lines: Sequence[TextLine]) -> Iterator[Row]:
+    """The rows begun within two line heights above `line`, latest first (rows are begun in
+    the order of their first line's centre, so the search stops at the first one further up)."""
+    for row in reversed(rows):
+        if _centre(lines[row[0]]) < _centre(line) - 2 * line.box.height:
+            return
+        yield row
+
+
+def _joins(i: int, row: Row, lines: Sequence[TextLine], sizes: Counter[int]) -> bool:
+    """Line `i` sits on the baseline of `row`, in its block or in small blocks only."""
+    line, last = lines[i], lines[row[-1]]
+    if abs(_centre(line) - _centre(last)) >= line.box.height / 2:
+        return False
+    small = sizes[line.block] <= _CELL_BLOCK_LINES
+    return all(
+        lines[j].block == line.block or (small and sizes[lines[j].block] <= _CELL_BLOCK_LINES)
+        for j in row
+    )
 
 
 def _centre(line: TextLine) -> float:
@@ -121,8 +144,24 @@ def _wraps_a_value(row: Row, head: Row, lines: Sequence[TextLine]) -> bool:
     return column is not None and column > 0
 
 
-def _grid(members: list[Row], lines: Sequence[TextLine]) -> TableGrid | None:
-    head = members[0]
+def _header_above(
+    rows: list[Row], start: int, lines: Sequence[TextLine], used: set[int]
+) -> list[Row]:
+    """The row just above the table's first when its cells stand over the table's columns
+    but leave the first (a header over the values, its stub cell empty): none otherwise."""
+    if start == 0:
+        return []
+    above, first = rows[start - 1], rows[start]
+    gap = min(lines[i].box.y0 for i in first) - max(lines[i].box.y1 for i in above)
+    if above[0] in used or gap > _ROW_GAP_LINES * lines[first[0]].box.height:
+        return []
+    if not _is_cell_row(above, lines) or len(above) >= len(first):
+        return []
+    columns = [_column(lines[i], first, lines) for i in above]
+    return [above] if None not in columns and 0 not in columns else []
+
+
+def _grid(members: list[Row], head: Row, lines: Sequence[TextLine]) -> TableGrid | None:
     full = [row for row in members if len(row) >= 2]
     if len(full) < _MIN_ROWS:
         return None
