@@ -146,9 +146,18 @@ def write_settings(work: Path, labels: Sequence[str], size: Size, base_url: str 
     config = pages.settings(f"sqlite:///{work / 'folio.db'}", endpoints, models)
     config["plans"] |= plans(labels[0], size.seed)  # beside the `flywheel` plan `folio run` uses
     config["profiles"][pages.PROFILE_ID]["request"]["max_tokens"] = size.max_tokens
-    config["vlm_concurrency"] = CONCURRENCY
+    in_flight(config, CONCURRENCY)
     (work / "folio.toml").write_text(pages.toml_text(config))
     (work / "ports.json").write_text(json.dumps(endpoints))
+
+
+def in_flight(config: dict[str, Any], pages_at_once: int) -> None:
+    """`pages_at_once` pages in flight, and as many requests let through to each endpoint
+    (an endpoint's `max_concurrency` is 64 unless set: it, not `vlm_concurrency`, bounds the
+    server's batch)."""
+    config["vlm_concurrency"] = pages_at_once
+    for endpoint in config["vlm_endpoints"].values():
+        endpoint["max_concurrency"] = pages_at_once
 
 
 def port_of(work: Path, label: str) -> int:

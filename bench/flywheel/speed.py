@@ -62,7 +62,7 @@ def write_config(work: Path, name: str, url: str, size: arms.Size, concurrency: 
     config = pages.settings(f"sqlite:///{database}", {"base": url}, {"base": SERVED_MODEL_NAME})
     config["plans"] |= arms.plans("base", size.seed)
     config["profiles"][pages.PROFILE_ID]["request"]["max_tokens"] = size.max_tokens
-    config["vlm_concurrency"] = concurrency
+    arms.in_flight(config, concurrency)
     (work / "folio.toml").write_text(pages.toml_text(config))
     return database
 
