@@ -143,3 +143,16 @@ def test_a_header_over_the_values_with_an_empty_stub_heads_the_table() -> None:
         "| --- | --- | --- |",
         "| Auxology | Height | Weight |",
     ]
+
+
+def test_justified_columns_whose_every_line_is_a_block_are_not_a_table() -> None:
+    """Two columns of prose, each line a block of its own and under 40 characters (Korean
+    sets about 25 to a line), flush at both edges: prose, not a table of one-line cells."""
+    lines = [
+        _line(
+            f"line {n:02d} of column {side} goes on and on"[:30], x, 100 + 14 * n, block=2 * n + c
+        )
+        for n in range(10)
+        for c, (x, side) in enumerate(((72, "A"), (330, "B")))
+    ]
+    assert "|" not in _page(lines)

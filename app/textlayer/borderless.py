@@ -9,9 +9,10 @@ three or more rows in a row whose cells start (or, for numbers, end) at the same
 A value that wraps (`Spouses: Æthelflæd / Wulfthryth`) is a row of its own, its label empty;
 a row above whose cells stand over all columns but the first is the table's header.
 
-What it must not take for a table: prose in two columns (long lines, no cell row), a justified
-line that a PDF stores word by word (gaps of about a space), a bulleted or numbered list (a
-first column of bullets or enumerators).
+What it must not take for a table: prose in two columns (long lines, no cell row; or,
+where each line is a block of its own, columns whose lines are wide and flush at both edges),
+a justified line that a PDF stores word by word (gaps of about a space), a bulleted or numbered
+list (a first column of bullets or enumerators).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ _MIN_GAP_EMS = 1.5  # between two cells of a row, in font sizes (a word space is
 _MIN_ROWS = 3  # rows with two or more cells a table needs
 _ROW_GAP_LINES = 2.5  # vertical gap between rows, in line heights, that still continues a table
 _CELL_BLOCK_LINES = 3  # lines of a block MuPDF cut from a table: a cell, wrapped at most twice
+_PROSE_EMS = 10  # a justified line at least this many font sizes wide is prose, not a cell
+_PROSE_SHARE = 0.6  # share of a column's lines flush at both edges that makes it prose
 _ENUMERATOR = re.compile(r"^(?:[•·▪‣◦\-–*]|\(?[0-9a-zA-Z]{1,3}[.)])$")
 
 Row = list[int]  # indexes of the lines of one row, left to right
@@ -175,9 +178,31 @@ def _grid(members: list[Row], head: Row, lines: Sequence[TextLine]) -> TableGrid
         return None  # a column of one repeated text: bullets, a rule of dashes
     if all(_ENUMERATOR.match(c) for c in columns[0] if c):
         return None  # a numbered or bulleted list
+    if any(_is_prose_column(members, head, j, lines) for j in range(len(head))):
+        return None
     box = _box([i for row in members for i in row], lines)
     bounds = [(lines[i].box.x0, lines[i].box.x1) for i in head]
     return TableGrid(box, cells, bounds)
+
+
+def _is_prose_column(members: list[Row], head: Row, j: int, lines: Sequence[TextLine]) -> bool:
+    """Most of column `j`'s lines wide and flush at both edges: a justified column of prose
+    (two columns of text whose every line is a block of its own), not cells, whose widths vary."""
+    column = [
+        lines[i] for row in members for i in row if (_column(lines[i], head, lines) or 0) == j
+    ]
+    if len(column) < _MIN_ROWS:
+        return False
+    right = max(line.box.x1 for line in column)
+    left = min(line.box.x0 for line in column)
+    flush = [
+        line
+        for line in column
+        if line.box.x1 >= right - line.size
+        and line.box.x0 <= left + line.size
+        and line.box.width >= _PROSE_EMS * line.size
+    ]
+    return len(flush) >= _PROSE_SHARE * len(column)
 
 
 def _box(indexes: Sequence[int], lines: Sequence[TextLine]) -> Box:
