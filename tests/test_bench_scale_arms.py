@@ -53,8 +53,11 @@ def test_each_arm_measures_the_stop_it_claims(key: str, monkeypatch: pytest.Monk
     resuming = [s.name for s in settings.plans["vlm"] if s.resume_after_loop]
     assert resuming == (["t0.1", "t0.2", "t0.5", "fallback-model"] if key in RESUMING else [])
     if client_stop:  # Folio's detector called the loop and closed the stream
+        # what the client read before its close: the scripted server writes without a pace,
+        # so on a loaded machine it may have written the cap into the socket before the close
+        # reaches it, and its own record of the request's end is no test of the client's stop
         assert result.aborted and result.completion_tokens is not None
-        assert result.completion_tokens < CAP / 2 and request["finish"] == "client_closed"
+        assert result.completion_tokens < CAP / 2
     else:  # nothing of Folio's cut it: it ran to the cap
         assert not result.aborted and result.finish_reason == "length"
         assert result.completion_tokens == CAP and request["tokens"] == CAP
