@@ -315,7 +315,7 @@ def test_a_replay_hands_out_its_scripts_in_turn_and_lists_what_each_stream_got()
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = [sys.executable, "-m", "bench.vllm_standin", "--mode", "replay"]
-    command += ["--port", str(port), "--step-ms", "1"]
+    command += ["--port", str(port), "--step-ms", "5"]
     scripts = [{"pieces": ["Hello", " page", "."]}, {"pieces": ["loop "] * 3000}]
     server = subprocess.Popen(
         command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -327,7 +327,8 @@ def test_a_replay_hands_out_its_scripts_in_turn_and_lists_what_each_stream_got()
     try:
         assert server.stdout.readline().strip() == "ready"
         first = stream(url, body(1, 0.0, max_tokens=100))
-        stream(url, body(1, 0.0, max_tokens=4000), close_after=20)  # left after 20 tokens
+        # left after 20 tokens: 20 s of steps before the cap, whatever the load
+        stream(url, body(1, 0.0, max_tokens=4000), close_after=20)
         third = stream(url, body(1, 0.0, max_tokens=100, stream_interval=2))
         stats = httpx.get(f"{url}/standin/stats").json()
         assert httpx.get(f"{url}/metrics").status_code == 404  # as before: Folio probes none
