@@ -327,7 +327,7 @@ def test_a_replay_hands_out_its_scripts_in_turn_and_lists_what_each_stream_got()
     try:
         assert server.stdout.readline().strip() == "ready"
         first = stream(url, body(1, 0.0, max_tokens=100))
-        # left after 20 tokens: 20 s of steps before the cap, whatever the load
+        # left after 20 tokens: 15 s of steps (3,000 pieces) before its end, whatever the load
         stream(url, body(1, 0.0, max_tokens=4000), close_after=20)
         third = stream(url, body(1, 0.0, max_tokens=100, stream_interval=2))
         stats = httpx.get(f"{url}/standin/stats").json()
