@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.pipeline.ingest_rows import UniqueNames
+
 # Looks an unfinished-looking PDF must hold still for (10 x watch_poll_s: 20 s by default),
 # against one for any other file: a copy that pauses mid-way is not taken half written.
 INCOMPLETE_LOOKS = 10
@@ -62,17 +64,8 @@ def _unfinished_pdf(path: Path) -> bool:
 
 def unique_names(files: list[Path]) -> list[str]:
     """Document names from file names, made unique (`a.pdf`, `a.PDF` -> `a`, `a-2`)."""
-    names: list[str] = []
-    taken: set[str] = set()
-    for path in files:
-        base = path.stem if path.suffix.lower() == ".pdf" else path.name
-        name, n = base, 1
-        while name.lower() in taken:
-            n += 1
-            name = f"{base}-{n}"
-        taken.add(name.lower())
-        names.append(name)
-    return names
+    names = UniqueNames()
+    return [names.take(path.stem if path.suffix.lower() == ".pdf" else path.name) for path in files]
 
 
 def claimed_name(name: str) -> str:
