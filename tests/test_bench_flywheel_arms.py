@@ -102,3 +102,58 @@ def test_every_probe_candidate_draws_a_page_the_server_can_read() -> None:
         assert (width + 1) // 2 * len(lines) < probe.WINDOW // 2, f"{name}: too many image tokens"
     glyphs = probe.atlas(*probe.LOOKS["serif"][:3])
     assert glyphs.shape == (len(data.CHARS), *data.CELL) and glyphs.max() > 0
+
+
+def test_the_guard_arm_is_taken_from_greedy_only_where_the_guard_could_not_act() -> None:
+    """Replays greedy answers token by token (the base's tokens are bytes) through the
+    plugin's own NgramGuard: wherever `guard_could_act` says no, the guard never bans the
+    token greedy chose, so the guard's answer is the greedy one; texts with a 30-byte run
+    twice are caught, the repeat found by the guard itself."""
+    from app.vllm_plugin.guard import NgramGuard
+    from bench.flywheel.arms import NGRAM, guard_could_act
+
+    rng = random.Random(7)
+    words = ["the", "module", "returns", "a", "list", "of", "values", "é", "|", "<td>"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 120))) for _ in range(300)]
+    texts += ["abc" * 40, "x" * 31, "Transfer Protocol " * 4, "line one\nline two\n" * 3]
+    could_act = 0
+    for text in texts:
+        guard = NgramGuard(NGRAM[0], NGRAM[1], [])  # no whitelist: the strictest guard
+        raw = text.encode()
+        banned_choice = False
+        for index, token in enumerate(raw):
+            if index:
+                banned_choice |= token in guard.banned_next()
+            guard.step([token], "")
+        if not guard_could_act(text):
+            assert not banned_choice, text
+        could_act += guard_could_act(text)
+        if banned_choice:
+            assert guard_could_act(text), text
+    assert could_act > 4  # the repeats above, and random texts long enough to repeat a run
+    assert guard_could_act("\ufffd lost bytes")
+
+
+def test_tuned_arms_on_a_subset_are_compared_with_the_base_on_those_pages_only() -> None:
+    """The base reads 8 pages, a tuned arm the first 4: its gate, its pairs-curve point and
+    the `base@4` rows see the base's loops on those 4 pages, not on the other 4."""
+    from bench.flywheel.arms import restricted
+
+    base = arm([None, None, None, None, "char_run", "char_run", "char_run", "char_run"],
+               [0.1] * 8)  # fmt: skip
+    base["pages"] = {n: {**row, "looped_any": row["first"] is not None}
+                     for n, row in base["pages"].items()}  # fmt: skip
+    first_four = sorted(n for n in base["pages"] if int(n[-4:]) < 4)
+    tuned = {"pages": {n: {**base["pages"][n], "first": "phrase"} for n in first_four},
+             "degeneration_rate_final": 1.0}  # fmt: skip
+    arms = {"base.greedy": base, **restricted({"base.greedy": base}, first_four, 4),
+            "dpo-5.greedy": tuned}  # fmt: skip
+    assert set(arms["base@4.greedy"]["pages"]) == set(first_four)
+    assert arms["base@4.greedy"]["degeneration_rate_final"] == 0.0
+    summary = arms_report.summarize(arms, {"dpo-5": {"pairs": 5}})
+    rows = summary["arms"]
+    assert rows["dpo-5.greedy"]["vs_base"]["fixed"] == 0
+    assert rows["dpo-5.greedy"]["vs_base"]["made"] == 4
+    assert rows["base@4.greedy"]["gate"] is None
+    assert rows["dpo-5.greedy"]["gate"]["decision"] == "keep base"
+    assert [p["loops"] for p in summary["pairs_curve"]] == [0, 4]  # the base on the 4 pages

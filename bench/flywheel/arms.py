@@ -16,9 +16,11 @@ pages where the base never looped, tokens generated per page, training cost.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import random
+import shutil
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -81,6 +83,10 @@ class Size:
     # further training seeds of the largest DPO arm (read with the ladder) and the SFT-only arm,
     # on the same pairs: `dpo-NsS`, `sft-NsS` (the run's `seed` trains `dpo-N` and `sft-N`)
     seeds: tuple[int, ...] = ()
+    # the tuned arms read the first N held-out pages (all families in turn; 0: every page),
+    # the base's arms all of them: the base's loops by kind need many more pages than a tuned
+    # arm's comparison with the base on the same pages
+    tuned_pages: int = 0
 
 
 # The committed run (bench/results/flywheel_arms.json): 252 held-out pages, 18 per family and
@@ -165,12 +171,14 @@ def port_of(work: Path, label: str) -> int:
     return int(url.rsplit(":", 1)[1].split("/")[0])
 
 
-def evaluate(work: Path, label: str, arms: Sequence[str]) -> dict[str, Any]:
-    """`folio eval` of the held-out pages: one job per plan of `arms` on endpoint `label`;
-    each arm's figures and per-page rows (from the attempt rows in the database)."""
-    out = work / "eval" / label
+def evaluate(work: Path, label: str, arms: Sequence[str], source: str = "pages/held_out",
+             out_name: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """`folio eval` of the held-out pages (or `source`, a subset of them): one job per plan of
+    `arms` on endpoint `label`; each arm's figures and per-page rows (from the attempt rows in
+    the database)."""
+    out = work / "eval" / (out_name or label)
     specs = [x for plan in arms for x in ("--arm", f"{label}.{plan}={plan}@{label}")]
-    folio(work, "eval", "pages/held_out", *specs, "--truth", "truth/held_out", "--out", str(out))
+    folio(work, "eval", source, *specs, "--truth", "truth/held_out", "--out", str(out))
     evaluation = json.loads((out / "eval.json").read_text())
     arms_ = {arm["label"]: per_page(work / "folio.db", arm) for arm in evaluation["arms"]}
     return greedy_of(arms_)
@@ -191,7 +199,10 @@ def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
                                          "first_status": status, "looped_any": False,
                                          "tokens": 0, "attempts": 0})  # fmt: skip
             if row["attempts"] == 0:
-                row |= {"first": kind, "first_tokens": tokens or 0, "first_output": output or ""}
+                said = output or ""
+                row |= {"first": kind, "first_tokens": tokens or 0, "first_output": said,
+                        "first_sha": hashlib.sha256(said.encode()).hexdigest()[:16],
+                        "guard_could_act": guard_could_act(said)}  # fmt: skip
             row["looped_any"] |= kind is not None
             row["tokens"] += tokens or 0
             row["attempts"] += 1
@@ -206,6 +217,91 @@ def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
         row["truth_trips_detector"] = run_online_detector(truth) is not None
     return {"job_id": arm["job_id"], "plan": arm["plan"], "pages": rows,
             "degeneration_rate_final": arm["degeneration_rate_final"]}  # fmt: skip
+
+
+def guard_could_act(text: str, n: int = NGRAM[0]) -> bool:
+    """Whether the n-gram guard could have changed a greedy answer: it bans only a token that
+    would complete an n-token run already in its window, so an answer with no n-token run
+    twice is the guard's answer too. The base's tokens are bytes (one a byte, no merges), so
+    runs are counted on the UTF-8 bytes; an answer with U+FFFD (bytes lost in decoding) is
+    counted as one the guard could change."""
+    if "\ufffd" in text:
+        return True
+    raw = text.encode()
+    seen = set()
+    for start in range(len(raw) - n + 1):
+        run = raw[start : start + n]
+        if run in seen:
+            return True
+        seen.add(run)
+    return False
+
+
+def subset(work: Path, name: str, stems: Sequence[str]) -> str:
+    """`pages/NAME/`: links to the held-out pages `stems` (same names, same truth)."""
+    folder = work / "pages" / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for stem in stems:
+        (folder / f"{stem}.pdf").symlink_to(work / "pages" / "held_out" / f"{stem}.pdf")
+    return f"pages/{name}"
+
+
+def tuned_stems(work: Path, size: Size) -> list[str]:
+    """The held-out pages the tuned arms read: the first `size.tuned_pages` by index."""
+    stems = sorted(p.stem for p in (work / "pages" / "held_out").glob("*.pdf"))
+    if not size.tuned_pages:
+        return stems
+    return [s for s in stems if int(s.rsplit("-", 1)[1]) < size.tuned_pages]
+
+
+def guard_arm(work: Path, greedy: dict[str, Any], check_share: float = 0.05,
+              check_max: int = 150) -> dict[str, Any]:  # fmt: skip
+    """The base's n-gram guard arm, read only where the guard could act (`guard_could_act`)
+    and taken from the greedy answer elsewhere, with a seeded sample of those pages read all
+    the same: `check` says how many of them came back as the greedy answer."""
+    rows = greedy["pages"]
+    could = sorted(n for n, row in rows.items()
+                   if row["guard_could_act"] or row["first_status"] != "ok")  # fmt: skip
+    skipped = sorted(set(rows) - set(could))
+    checked = random.Random(PAGE_SEED).sample(
+        skipped, min(check_max, round(check_share * len(skipped)))
+    )
+    read = evaluate(work, "base", ("ngram",), subset(work, "held_out_ngram", could + checked),
+                    "base-ngram")["base.ngram"]  # fmt: skip
+    taken = {n: {**rows[n], "from_greedy": True} for n in skipped if n not in checked}
+    pages_ = {**read["pages"], **taken}
+    same = sum(read["pages"][n]["first_sha"] == rows[n]["first_sha"] for n in checked)
+    final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
+    return {
+        "base.ngram": {
+            **read,
+            "pages": dict(sorted(pages_.items())),
+            "degeneration_rate_final": round(final, 4),
+            "reads": {
+                "read": len(could),
+                "taken_from_greedy": len(taken),
+                "check": {"read": len(checked), "same_as_greedy": same},
+            },
+        }
+    }
+
+
+def restricted(arms: dict[str, Any], stems: Sequence[str], count: int) -> dict[str, Any]:
+    """Each base arm on the tuned arms' pages only, as `base@N.PLAN`: the same pages."""
+    keep = set(stems)
+    out = {}
+    for label, arm in arms.items():
+        if label.startswith("base."):
+            pages_ = {n: row for n, row in arm["pages"].items() if n in keep}
+            final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
+            out[label.replace("base.", f"base@{count}.")] = {
+                **arm,
+                "pages": pages_,
+                "degeneration_rate_final": round(final, 4),
+            }
+    return out
 
 
 def greedy_of(arms: dict[str, Any]) -> dict[str, Any]:
@@ -287,13 +383,14 @@ def serve(model_dir: Path, label: str, port: int, log: Path) -> Any:
                                   *SERVER_ARGS]).start()  # fmt: skip
 
 
-def serve_and_evaluate(work: Path, label: str, arms: Sequence[str]) -> dict[str, Any]:
+def serve_and_evaluate(work: Path, label: str, arms: Sequence[str],
+                       source: str = "pages/held_out") -> dict[str, Any]:  # fmt: skip
     """The arms of the model `label` on its own server; each arm's tokens as that server
     counted them beside Folio's count (they come from this model, not another)."""
     server = serve(work / "models" / label, label, port_of(work, label), work / f"vllm-{label}.log")
     try:
         before = server.generation_tokens_total()
-        evaluated = evaluate(work, label, arms)
+        evaluated = evaluate(work, label, arms, source)
         generated = server.generation_tokens_total() - before
     finally:
         server.stop()
@@ -316,7 +413,15 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
         "serve base", serve, work / "models" / "base", "base", port_of(work, "base"),
         work / "vllm-base.log")  # fmt: skip
     try:
-        arms = stages.run("eval base arms", evaluate, work, "base", base_arms)
+        plain = [a for a in base_arms if a != "ngram" or "ladder" not in base_arms]
+        arms = stages.run("eval base arms", evaluate, work, "base", plain)
+        if "ngram" in base_arms and "ngram" not in plain:
+            arms |= stages.run("eval base n-gram guard", guard_arm, work, arms["base.greedy"])
+        stems = tuned_stems(work, size)
+        source = "pages/held_out"
+        if size.tuned_pages:
+            arms |= restricted(arms, stems, size.tuned_pages)
+            source = subset(work, "held_out_tuned", stems)
         if not base_only:
             stages.run("folio run (train pages)", folio, work, "run", "pages/train", "--out",
                        "run-train", ok=(0, 3))  # fmt: skip
@@ -356,7 +461,7 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
                                          size, count, False)  # fmt: skip
             plans_here = ("ladder",) if count == top else ("greedy",)
             arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
-                               plans_here)  # fmt: skip
+                               plans_here, source)  # fmt: skip
             checkpoint()
             if count == top:
                 label = f"sft-{top}"
@@ -364,18 +469,18 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
                                              size, top, True)  # fmt: skip
                 if size.serve_sft:
                     arms |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
-                                       ("greedy",))  # fmt: skip
+                                       ("greedy",), source)  # fmt: skip
                 checkpoint()
                 for seed in size.seeds:
                     arms |= _seeded(stages, work, folders[top], top, replace(size, seed=seed),
-                                    training)  # fmt: skip
+                                    training, source)  # fmt: skip
                     checkpoint()
     checkpoint()
     return result
 
 
 def _seeded(stages: Stages, work: Path, folder: str, top: int, size: Size,
-            training: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+            training: dict[str, Any], source: str) -> dict[str, Any]:  # fmt: skip
     """The largest DPO arm (with the ladder) and the SFT-only arm trained with `size.seed`."""
     read: dict[str, Any] = {}
     for kind, sft_only, plans_here in (("dpo", False, ("ladder",)), ("sft", True, ("greedy",))):
@@ -384,7 +489,7 @@ def _seeded(stages: Stages, work: Path, folder: str, top: int, size: Size,
                                      sft_only)  # fmt: skip
         if kind == "dpo" or size.serve_sft:
             read |= stages.run(f"serve + eval {label}", serve_and_evaluate, work, label,
-                               plans_here)  # fmt: skip
+                               plans_here, source)  # fmt: skip
     return read
 
 
@@ -405,6 +510,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         choices=list(families.FAMILIES),
         default=None,
         help="the training pages' families (default all)",
+    )
+    parser.add_argument(
+        "--tuned-pages",
+        type=int,
+        default=None,
+        help="the tuned arms read the first N held-out pages (default all)",
     )
     parser.add_argument("--base-only", action="store_true",
                         help="the base's arms only (the families probe): no training")  # fmt: skip
@@ -427,6 +538,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "pairs": tuple(args.pairs) if args.pairs else None,
         "seeds": tuple(args.seeds) if args.seeds else None,
         "train_families": tuple(args.train_families) if args.train_families else None,
+        "tuned_pages": args.tuned_pages,
     }
     size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
     result = run(size, args.out, args.weights, args.base_only, args.base_arms, args.base_url,

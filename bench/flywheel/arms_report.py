@@ -95,7 +95,8 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
             if pages else None,
             "training": {k: tuned[k] for k in ("pairs", "steps", "train_seconds") if k in tuned},
             "vs_base": paired(base_pages, pages) if base_pages else None,
-            "gate": gate(base_pages, pages) if _tuned_greedy(label, base_pages) else None,
+            "gate": gate({n: base_pages[n] for n in pages if n in base_pages}, pages)
+            if _tuned_greedy(label, base_pages) else None,
             "loops_by_family": dict(
                 sorted(Counter(row["family"] for row in pages.values() if row["first"]).items())
             ),
@@ -148,10 +149,11 @@ def over_seeds(arms: dict[str, Any], draws: int = 4000) -> dict[str, Any]:
 
 def pairs_curve(rows: dict[str, Any]) -> list[dict[str, Any]]:
     """First-attempt loops against the DPO arms' training pairs (0: the base), and the change
-    from the base."""
+    from the base (on the tuned arms' pages, `base@N.greedy`, where they read fewer)."""
     if BASE not in rows:
         return []
-    base = rows[BASE]["first_attempt"]
+    subset = [label for label in rows if label.startswith("base@") and label.endswith(".greedy")]
+    base = rows[subset[0] if subset else BASE]["first_attempt"]
     points = [{"pairs": 0, **base, "change": 0.0}]
     for label, row in rows.items():
         if label.startswith("dpo-") and label.endswith(".greedy"):

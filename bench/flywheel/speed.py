@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.environment import REPO, describe, machine_info, write_results
-from bench.flywheel import arms, pages
+from bench.flywheel import arms, floor, pages
 from bench.flywheel.model import COMMITTED, assemble
 from bench.flywheel.run import fresh_folder
 
@@ -188,13 +188,42 @@ def compare(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def floor_report() -> dict[str, Any]:
+    """The committed base's compute floor a generated token in plain torch, one thread, beside
+    the page-arm it implies: a page-arm generates 333 tokens on average (the arms bench's
+    held-out pages, `flywheel_speed.json`) at an average context of about 430 tokens (a page's
+    image and prompt, about 300, and half its text)."""
+    from tests.vllm_cpu.server import default_venv
+
+    tokens = 333
+    rows = [floor.per_token_floor(batch=batch, context=context, dtype=dtype)
+            for dtype in ("bfloat16", "float32") for batch in (64, 256)
+            for context in (430, 580)]  # fmt: skip
+    best = min(rows, key=lambda row: row["floor_us_per_token"] if row["context"] == 430 else 1e9)
+    report = {"rows": rows, "tokens_per_page_arm": tokens,
+              "floor_s_per_page_arm": round(best["floor_us_per_token"] * tokens / 1e6, 4),
+              "target_s_per_page_arm": 0.05,
+              "machine": machine_info(default_venv(), ("torch",))}  # fmt: skip
+    print(json.dumps(report["rows"], indent=1))
+    print(f"floor a page-arm: {report['floor_s_per_page_arm']} s (target 0.05 s)")
+    print(f"Results written to {write_results('flywheel_floor', report, None)}")
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench flywheel-speed", description=__doc__)
     parser.add_argument("--pages", type=int, default=48, help="held-out pages (families in turn)")
     parser.add_argument("--arms", nargs="+", choices=arms.BASE_ARMS, default=list(arms.BASE_ARMS))
     parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--out", type=Path, default=Path("/tmp/folio-flywheel-speed"))
+    parser.add_argument(
+        "--floor-only",
+        action="store_true",
+        help="only the model's compute floor a token (`floor.py`), no server",
+    )
     args = parser.parse_args(argv)
+    if args.floor_only:
+        return floor_report()
     size = replace(arms.FULL, eval_pages=args.pages, train_pages=0)
     fresh_folder(args.out)
     hashes = arms.make_pages(args.out, size)
