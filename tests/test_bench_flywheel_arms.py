@@ -4,6 +4,7 @@ on real vLLM CPU servers is in `test_flywheel_smoke.py`)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from bench.flywheel import arms_report, data, families
 
@@ -157,3 +158,20 @@ def test_tuned_arms_on_a_subset_are_compared_with_the_base_on_those_pages_only()
     assert rows["base@4.greedy"]["gate"] is None
     assert rows["dpo-5.greedy"]["gate"]["decision"] == "keep base"
     assert [p["loops"] for p in summary["pairs_curve"]] == [0, 4]  # the base on the 4 pages
+
+
+def test_a_stopped_run_resumes_with_its_own_size_and_refuses_another(tmp_path: Path) -> None:
+    """pages.json keeps the size as JSON (tuples become lists): the same options resume it."""
+    import json
+    from dataclasses import asdict, replace
+
+    import pytest
+
+    from bench.flywheel import arms
+
+    size = replace(arms.FULL, eval_pages=6000, tuned_pages=1200, seeds=(1, 2),
+                   base_subset_arms=("reppen",))  # fmt: skip
+    (tmp_path / "pages.json").write_text(json.dumps({"size": asdict(size), "hashes": {"a": 1}}))
+    assert arms._pages(tmp_path, size, resume=True) == {"a": 1}
+    with pytest.raises(SystemExit, match="another size"):
+        arms._pages(tmp_path, replace(size, tuned_pages=800), resume=True)

@@ -87,6 +87,8 @@ class Size:
     # the base's arms all of them: the base's loops by kind need many more pages than a tuned
     # arm's comparison with the base on the same pages
     tuned_pages: int = 0
+    # base arms read on the tuned arms' pages only (a remedy compared where the tuned arms are)
+    base_subset_arms: tuple[str, ...] = ()
 
 
 # The committed run (bench/results/flywheel_arms.json): 252 held-out pages, 18 per family and
@@ -339,7 +341,7 @@ def _pages(work: Path, size: Size, resume: bool) -> dict[str, Any]:
     record = work / "pages.json"
     if resume and record.is_file():
         kept = json.loads(record.read_text())
-        if kept["size"] != asdict(size):
+        if kept["size"] != json.loads(json.dumps(asdict(size))):  # tuples as JSON lists
             raise SystemExit(f"{work} holds a run of another size: resume it with its options")
         return dict(kept["hashes"])
     fresh_folder(work)
@@ -413,15 +415,19 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
         "serve base", serve, work / "models" / "base", "base", port_of(work, "base"),
         work / "vllm-base.log")  # fmt: skip
     try:
-        plain = [a for a in base_arms if a != "ngram" or "ladder" not in base_arms]
-        arms = stages.run("eval base arms", evaluate, work, "base", plain)
-        if "ngram" in base_arms and "ngram" not in plain:
-            arms |= stages.run("eval base n-gram guard", guard_arm, work, arms["base.greedy"])
         stems = tuned_stems(work, size)
-        source = "pages/held_out"
+        source = subset(work, "held_out_tuned", stems) if size.tuned_pages else "pages/held_out"
+        on_subset = [a for a in base_arms if a in size.base_subset_arms]
+        guarded = "ngram" in base_arms and "ladder" in base_arms and "ngram" not in on_subset
+        plain = [a for a in base_arms if a not in on_subset and (a != "ngram" or not guarded)]
+        arms = stages.run("eval base arms", evaluate, work, "base", plain)
+        if on_subset:
+            arms |= stages.run("eval base arms (tuned pages)", evaluate, work, "base", on_subset,
+                               source, "base-tuned")  # fmt: skip
+        if guarded:
+            arms |= stages.run("eval base n-gram guard", guard_arm, work, arms["base.greedy"])
         if size.tuned_pages:
             arms |= restricted(arms, stems, size.tuned_pages)
-            source = subset(work, "held_out_tuned", stems)
         if not base_only:
             stages.run("folio run (train pages)", folio, work, "run", "pages/train", "--out",
                        "run-train", ok=(0, 3))  # fmt: skip
@@ -517,6 +523,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         default=None,
         help="the tuned arms read the first N held-out pages (default all)",
     )
+    parser.add_argument("--base-subset-arms", nargs="+", choices=BASE_ARMS, default=None,
+                        help="base arms read on the --tuned-pages pages only")  # fmt: skip
     parser.add_argument("--base-only", action="store_true",
                         help="the base's arms only (the families probe): no training")  # fmt: skip
     parser.add_argument("--base-arms", nargs="+", choices=BASE_ARMS, default=list(BASE_ARMS),
@@ -539,6 +547,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "seeds": tuple(args.seeds) if args.seeds else None,
         "train_families": tuple(args.train_families) if args.train_families else None,
         "tuned_pages": args.tuned_pages,
+        "base_subset_arms": tuple(args.base_subset_arms) if args.base_subset_arms else None,
     }
     size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
     result = run(size, args.out, args.weights, args.base_only, args.base_arms, args.base_url,
