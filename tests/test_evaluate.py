@@ -207,6 +207,46 @@ def test_a_stopped_evaluation_resumes_where_it_stopped(
     assert sum(a.page_id == first.id for a in rows.attempts) == 1, "a finished page is kept"
 
 
+def test_a_resumed_evaluation_takes_back_the_pages_a_killed_run_held(
+    corpus: Path, tmp_path: Path, sqlite_url: str
+) -> None:
+    """A killed evaluation leaves the pages it had in flight leased to its dead process, the
+    lease minutes from expiring: the same evaluation again frees them, as `folio run` does,
+    and reads them, so every page of the arm ends terminal (before, the rerun left them to
+    the dead owner and reported the arm with those pages open)."""
+    import socket
+    import subprocess
+    import sys
+
+    from app.db import page_path
+    from app.db.models import Page
+    from app.evaluate.run import EvalRequest, evaluate
+
+    work = tmp_path / "eval"
+    settings = Settings(database_url=sqlite_url, concurrency=1)
+    db = Database(sqlite_url)
+    arms = [parse_arm("layer=textlayer")]
+    first = evaluate(settings, db, EvalRequest(corpus, arms, work), lambda a, n: None)
+    (arm,) = first.arms
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    owner = f"{socket.gethostname()}:{gone.stdout.strip()}"
+    with db.session() as session:  # the killed run's page in flight: running, leased, no answer
+        held = session.query(Page).filter(Page.job_id == arm.job_id).order_by(Page.id).first()
+        assert held is not None
+        held.status, held.text = "pending", None
+        session.flush()
+        claimed = page_path.claim(session.connection(), held.id, owner, lease_s=600)
+        assert isinstance(claimed, page_path.ClaimedPage)
+    told: list[tuple[str, int]] = []
+    again = evaluate(settings, db, EvalRequest(corpus, arms, work),
+                     lambda a, n: told.append((a.label, n)))  # fmt: skip
+    assert told == [("layer", 1)]
+    rows = load_job_rows(db, arm.job_id)
+    assert {p.status for p in rows.pages} <= {"succeeded", "fallback", "failed"}
+    assert again.arms[0].pages == 3
+
+
 def test_another_evaluation_into_the_same_folder_is_refused(
     corpus: Path, tmp_path: Path, sqlite_url: str
 ) -> None:

@@ -13,7 +13,7 @@ from app.evaluate.arms import Arm, settings_with_arms
 from app.evaluate.pages import PageSet, select_pages
 from app.evaluate.quality import find_truth, page_quality
 from app.evaluate.resume import EvalJobs, load_jobs, pages_left
-from app.jobs import JobRequest, create_job, run_job_locally
+from app.jobs import JobRequest, create_job, release_dead_leases, run_job_locally
 from app.jobs.results import JobResults, load_results
 from app.pipeline.local import PageCallback
 from app.report.build import build_report
@@ -122,6 +122,8 @@ def _job_and_pages(
     """The arm's job and the pages it has left: a remembered job's unfinished pages, or a
     new job (remembered before any page is read) and all of them."""
     known = jobs.job_of(arm)
+    if known:  # a killed run's pages in flight are leased to its dead process: free them
+        release_dead_leases(db, known)
     left = pages_left(db, known) if known else None
     if known and left is not None:
         return known, left
