@@ -55,7 +55,8 @@ def gate(base: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
             for name, row in sorted(pages.items())
         ]  # fmt: skip
 
-    verdict = decide(readings(base), readings(arm))
+    shared = base.keys() & arm.keys()  # a tuned arm may read a subset of the base's pages
+    verdict = decide(readings({n: base[n] for n in shared}), readings({n: arm[n] for n in shared}))
     return {"decision": verdict.decision, "reasons": list(verdict.reasons)}
 
 
@@ -95,8 +96,7 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
             if pages else None,
             "training": {k: tuned[k] for k in ("pairs", "steps", "train_seconds") if k in tuned},
             "vs_base": paired(base_pages, pages) if base_pages else None,
-            "gate": gate({n: base_pages[n] for n in pages if n in base_pages}, pages)
-            if _tuned_greedy(label, base_pages) else None,
+            "gate": gate(base_pages, pages) if _tuned_greedy(label, base_pages) else None,
             "loops_by_family": dict(
                 sorted(Counter(row["family"] for row in pages.values() if row["first"]).items())
             ),
