@@ -432,7 +432,10 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
             arms |= stages.run("eval base n-gram guard", guard_arm, work, arms["base.greedy"])
         if size.tuned_pages:
             arms |= restricted(arms, stems, size.tuned_pages)
-        if not base_only:
+        # a resumed run keeps its pairs: its training pages' job is done, and a second
+        # `folio run` would make a new job (read by whatever serves the base now)
+        exported = resume and _lines(work / "pairs" / "train.jsonl") > 0
+        if not base_only and not exported:
             stages.run("folio run (train pages)", folio, work, "run", "pages/train", "--out",
                        "run-train", ok=(0, 3))  # fmt: skip
             job = last_job(work / "folio.db")
@@ -452,8 +455,9 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
 
     checkpoint()
     if not base_only:
-        stages.run("folio export-dpo --truth", folio, work, "export-dpo", job, "--out", "pairs",
-                   "--truth", "truth/train")  # fmt: skip
+        if not exported:
+            stages.run("folio export-dpo --truth", folio, work, "export-dpo", job, "--out",
+                       "pairs", "--truth", "truth/train")  # fmt: skip
         folders = subsets(work, size.pairs, size.seed)
         if not folders or max(folders) == 0:
             raise SystemExit("the base looped on no training page: no pairs to train on")
@@ -487,6 +491,10 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
                     checkpoint()
     checkpoint()
     return result
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines()) if path.is_file() else 0
 
 
 def _seeded(stages: Stages, work: Path, folder: str, top: int, size: Size,
