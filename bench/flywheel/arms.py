@@ -272,12 +272,14 @@ def guard_arm(work: Path, greedy: dict[str, Any], check_share: float = 0.05,
     )
     read = evaluate(work, "base", ("ngram",), subset(work, "held_out_ngram", could + checked),
                     "base-ngram")["base.ngram"]  # fmt: skip
-    taken = {n: {**rows[n], "from_greedy": True} for n in skipped if n not in checked}
-    # a resumed run's greedy pages read since the guard's job was made are not in that job
-    unread = sorted(set(could) - set(read["pages"]))
-    pages_ = {**read["pages"], **taken}
-    same = sum(read["pages"][n]["first_sha"] == rows[n]["first_sha"]
-               for n in checked if n in read["pages"])  # fmt: skip
+    # What the guard's job read decides, not the draw above: a resumed run's greedy rows may
+    # have grown since that job was made (its pages stay what they were).
+    done = read["pages"]
+    checked = [n for n in skipped if n in done]
+    taken = {n: {**rows[n], "from_greedy": True} for n in skipped if n not in done}
+    unread = sorted(set(could) - set(done))
+    pages_ = {**done, **taken}
+    same = sum(done[n]["first_sha"] == rows[n]["first_sha"] for n in checked)
     final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
     return {
         "base.ngram": {
@@ -285,7 +287,7 @@ def guard_arm(work: Path, greedy: dict[str, Any], check_share: float = 0.05,
             "pages": dict(sorted(pages_.items())),
             "degeneration_rate_final": round(final, 4),
             "reads": {
-                "read": len(set(could) & set(read["pages"])),
+                "read": len(set(could) & set(done)),
                 "taken_from_greedy": len(taken),
                 "check": {"read": len(checked), "same_as_greedy": same},
                 "not_read": unread,
