@@ -272,28 +272,27 @@ def guard_arm(work: Path, greedy: dict[str, Any], check_share: float = 0.05,
     )
     read = evaluate(work, "base", ("ngram",), subset(work, "held_out_ngram", could + checked),
                     "base-ngram")["base.ngram"]  # fmt: skip
-    # What the guard's job read decides, not the draw above: a resumed run's greedy rows may
-    # have grown since that job was made (its pages stay what they were).
-    done = read["pages"]
+    return {"base.ngram": guard_rows(greedy, read)}
+
+
+def guard_rows(greedy: dict[str, Any], read: dict[str, Any]) -> dict[str, Any]:
+    """The guard arm from the pages its job read (`read`, rows without `from_greedy`) and the
+    greedy answer on every other page where the guard could not act. What the job read
+    decides, not the draw that made it: a resumed run's greedy rows may have grown since."""
+    rows = greedy["pages"]
+    done = {n: row for n, row in read["pages"].items() if not row.get("from_greedy")}
+    could = {n for n, row in rows.items() if row["guard_could_act"] or row["first_status"] != "ok"}
+    skipped = sorted(set(rows) - could)
     checked = [n for n in skipped if n in done]
     taken = {n: {**rows[n], "from_greedy": True} for n in skipped if n not in done}
-    unread = sorted(set(could) - set(done))
     pages_ = {**done, **taken}
     same = sum(done[n]["first_sha"] == rows[n]["first_sha"] for n in checked)
     final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
-    return {
-        "base.ngram": {
-            **read,
-            "pages": dict(sorted(pages_.items())),
-            "degeneration_rate_final": round(final, 4),
-            "reads": {
-                "read": len(set(could) & set(done)),
-                "taken_from_greedy": len(taken),
-                "check": {"read": len(checked), "same_as_greedy": same},
-                "not_read": unread,
-            },
-        }
-    }
+    reads = {"read": len(could & set(done)), "taken_from_greedy": len(taken),
+             "check": {"read": len(checked), "same_as_greedy": same},
+             "not_read": sorted(could - set(done))}  # fmt: skip
+    return {**read, "pages": dict(sorted(pages_.items())),
+            "degeneration_rate_final": round(final, 4), "reads": reads}  # fmt: skip
 
 
 def restricted(arms: dict[str, Any], stems: Sequence[str], count: int) -> dict[str, Any]:
@@ -495,6 +494,24 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
     return result
 
 
+def finish(work: Path, size: Size) -> dict[str, Any]:
+    """The results of a stopped run from the arms it finished (`partial.json`), the guard arm
+    and the `base@N` rows derived again from the rows read."""
+    _pages(work, size, resume=True)  # refuses another size
+    result: dict[str, Any] = json.loads((work / "partial.json").read_text())
+    base = {k: v for k, v in result["arms"].items() if k.startswith("base.")}
+    tuned = {k: v for k, v in result["arms"].items() if not k.startswith("base")}
+    guard = work / "eval" / "base-ngram" / "eval.json"
+    if guard.is_file() and "base.greedy" in base:  # the rows its job read, from the database
+        (read,) = json.loads(guard.read_text())["arms"]
+        base["base.ngram"] = guard_rows(base["base.greedy"], per_page(work / "folio.db", read))
+    subset_rows = restricted(base, tuned_stems(work, size), size.tuned_pages)
+    arms = base | (subset_rows if size.tuned_pages else {}) | tuned
+    result.update(arms=arms, finished_from="partial.json (stopped after its last arm)")
+    result["summary"] = arms_report.summarize(arms, result["training"])
+    return result
+
+
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines()) if path.is_file() else 0
 
@@ -539,6 +556,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--base-subset-arms", nargs="+", choices=BASE_ARMS, default=None,
                         help="base arms read on the --tuned-pages pages only")  # fmt: skip
+    parser.add_argument("--finish", action="store_true",
+                        help="write the results of a stopped run in --out (same options) from "
+                        "the arms it finished (its partial.json), reading nothing")  # fmt: skip
     parser.add_argument("--base-only", action="store_true",
                         help="the base's arms only (the families probe): no training")  # fmt: skip
     parser.add_argument("--base-arms", nargs="+", choices=BASE_ARMS, default=list(BASE_ARMS),
@@ -564,8 +584,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "base_subset_arms": tuple(args.base_subset_arms) if args.base_subset_arms else None,
     }
     size = Size(**{**asdict(size), **{k: v for k, v in overrides.items() if v is not None}})
-    result = run(size, args.out, args.weights, args.base_only, args.base_arms, args.base_url,
-                 args.resume)  # fmt: skip
+    if args.finish:
+        result = finish(args.out, size)
+    else:
+        result = run(size, args.out, args.weights, args.base_only, args.base_arms,
+                     args.base_url, args.resume)  # fmt: skip
     result["weights_committed"] = args.weights.resolve() == COMMITTED.resolve()
     from tests.vllm_cpu.server import default_venv
 
