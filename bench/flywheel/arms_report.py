@@ -156,7 +156,8 @@ def pairs_curve(rows: dict[str, Any]) -> list[dict[str, Any]]:
     base = rows[subset[0] if subset else BASE]["first_attempt"]
     points = [{"pairs": 0, **base, "change": 0.0}]
     for label, row in rows.items():
-        if label.startswith("dpo-") and label.endswith(".greedy"):
+        seeded = re.search(r"s[0-9]+\.greedy$", label)  # further seeds: `over_seeds`
+        if label.startswith("dpo-") and label.endswith(".greedy") and not seeded:
             first = row["first_attempt"]
             change = first["rate"] / base["rate"] - 1 if base["rate"] else None
             points.append({"pairs": row["training"].get("pairs"), **first,
