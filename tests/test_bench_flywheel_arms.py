@@ -111,7 +111,7 @@ def test_the_guard_arm_is_taken_from_greedy_only_where_the_guard_could_not_act()
     token greedy chose, so the guard's answer is the greedy one; texts with a 30-byte run
     twice are caught, the repeat found by the guard itself."""
     from app.vllm_plugin.guard import NgramGuard
-    from bench.flywheel.arms import NGRAM, guard_could_act
+    from bench.flywheel.reads import NGRAM, guard_could_act
 
     rng = random.Random(7)
     words = ["the", "module", "returns", "a", "list", "of", "values", "é", "|", "<td>"]
@@ -138,7 +138,7 @@ def test_the_guard_arm_is_taken_from_greedy_only_where_the_guard_could_not_act()
 def test_tuned_arms_on_a_subset_are_compared_with_the_base_on_those_pages_only() -> None:
     """The base reads 8 pages, a tuned arm the first 4: its gate, its pairs-curve point and
     the `base@4` rows see the base's loops on those 4 pages, not on the other 4."""
-    from bench.flywheel.arms import restricted
+    from bench.flywheel.reads import restricted
 
     base = arm([None, None, None, None, "char_run", "char_run", "char_run", "char_run"],
                [0.1] * 8)  # fmt: skip

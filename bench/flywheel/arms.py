@@ -16,12 +16,9 @@ pages where the base never looped, tokens generated per page, training cost.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import random
-import shutil
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -29,11 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from app.degeneration.offline import run_online_detector
-from app.evaluate import quality
 from bench.environment import describe, machine_info, write_compressed, write_results
 from bench.flywheel import arms_report, data, families, pages
 from bench.flywheel.model import COMMITTED, assemble
+from bench.flywheel.reads import (
+    NGRAM,
+    guard_rows,
+    restricted,
+    subset,
+    tuned_stems,
+)
+from bench.flywheel.rows import greedy_of, per_page
 from bench.flywheel.run import (
     Stages,
     beside,
@@ -45,7 +48,6 @@ from bench.flywheel.run import (
 
 PAGE_SEED = 4242
 REPETITION_PENALTY = 1.05  # Qwen2-VL's and Qwen2.5-VL's generation_config.json
-NGRAM = (30, 90)  # DeepSeek-OCR's NGramPerReqLogitsProcessor: ngram_size 30, window_size 90
 LADDER = (0.1, 0.2, 0.5)  # the default `vlm` plan's model rungs (olmOCR's ladder 0, 2, 4)
 BASE_ARMS = ("ladder", "reppen", "ngram")  # greedy is the ladder's first attempt (`greedy_of`)
 # The vLLM CPU server's cost a generated token falls as more sequences share a decode step
@@ -186,78 +188,6 @@ def evaluate(work: Path, label: str, arms: Sequence[str], source: str = "pages/h
     return greedy_of(arms_)
 
 
-def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
-    """One row per page: family, first attempt's loop kind, any loop, tokens, final CER."""
-    cer = {Path(s["document"]).stem: s["cer"] for s in arm["page_scores"]}
-    query = """SELECT d.name, a.output, a.verdict_kind, a.completion_tokens, a.status
-               FROM attempts a JOIN pages p ON p.id = a.page_id
-               JOIN documents d ON d.id = p.document_id
-               WHERE a.job_id = ? ORDER BY d.name, a.id"""
-    rows: dict[str, dict[str, Any]] = {}
-    with sqlite3.connect(database) as connection:
-        for name, output, kind, tokens, status in connection.execute(query, (arm["job_id"],)):
-            stem = Path(name).stem
-            row = rows.setdefault(stem, {"family": families.family_of(stem), "first": None,
-                                         "first_status": status, "looped_any": False,
-                                         "tokens": 0, "attempts": 0})  # fmt: skip
-            if row["attempts"] == 0:
-                said = output or ""
-                row |= {"first": kind, "first_tokens": tokens or 0, "first_output": said,
-                        "first_sha": hashlib.sha256(said.encode()).hexdigest()[:16],
-                        "guard_could_act": guard_could_act(said)}  # fmt: skip
-            row["looped_any"] |= kind is not None
-            row["tokens"] += tokens or 0
-            row["attempts"] += 1
-    for stem, row in rows.items():
-        row["cer"] = cer.get(stem)
-        truth = (database.parent / "truth" / "held_out" / f"{stem}.md").read_text()
-        # the first attempt alone, scored as `folio eval` scores a page (a failed one as empty)
-        said = row.pop("first_output", "") if row["first_status"] == "ok" else ""
-        row.pop("first_output", None)
-        row["first_cer"] = quality.cer(said, truth)
-        # a loop the detector would find in the truth itself is the detector's, not the model's
-        row["truth_trips_detector"] = run_online_detector(truth) is not None
-    return {"job_id": arm["job_id"], "plan": arm["plan"], "pages": rows,
-            "degeneration_rate_final": arm["degeneration_rate_final"]}  # fmt: skip
-
-
-def guard_could_act(text: str, n: int = NGRAM[0]) -> bool:
-    """Whether the n-gram guard could have changed a greedy answer: it bans only a token that
-    would complete an n-token run already in its window, so an answer with no n-token run
-    twice is the guard's answer too. The base's tokens are bytes (one a byte, no merges), so
-    runs are counted on the UTF-8 bytes; an answer with U+FFFD (bytes lost in decoding) is
-    counted as one the guard could change."""
-    if "\ufffd" in text:
-        return True
-    raw = text.encode()
-    seen = set()
-    for start in range(len(raw) - n + 1):
-        run = raw[start : start + n]
-        if run in seen:
-            return True
-        seen.add(run)
-    return False
-
-
-def subset(work: Path, name: str, stems: Sequence[str]) -> str:
-    """`pages/NAME/`: links to the held-out pages `stems` (same names, same truth)."""
-    folder = work / "pages" / name
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    for stem in stems:
-        (folder / f"{stem}.pdf").symlink_to(work / "pages" / "held_out" / f"{stem}.pdf")
-    return f"pages/{name}"
-
-
-def tuned_stems(work: Path, size: Size) -> list[str]:
-    """The held-out pages the tuned arms read: the first `size.tuned_pages` by index."""
-    stems = sorted(p.stem for p in (work / "pages" / "held_out").glob("*.pdf"))
-    if not size.tuned_pages:
-        return stems
-    return [s for s in stems if int(s.rsplit("-", 1)[1]) < size.tuned_pages]
-
-
 def guard_arm(work: Path, greedy: dict[str, Any], check_share: float = 0.05,
               check_max: int = 150) -> dict[str, Any]:  # fmt: skip
     """The base's n-gram guard arm, read only where the guard could act (`guard_could_act`)
@@ -273,57 +203,6 @@ def guard_arm(work: Path, greedy: dict[str, Any], check_share: float = 0.05,
     read = evaluate(work, "base", ("ngram",), subset(work, "held_out_ngram", could + checked),
                     "base-ngram")["base.ngram"]  # fmt: skip
     return {"base.ngram": guard_rows(greedy, read)}
-
-
-def guard_rows(greedy: dict[str, Any], read: dict[str, Any]) -> dict[str, Any]:
-    """The guard arm from the pages its job read (`read`, rows without `from_greedy`) and the
-    greedy answer on every other page where the guard could not act. What the job read
-    decides, not the draw that made it: a resumed run's greedy rows may have grown since."""
-    rows = greedy["pages"]
-    done = {n: row for n, row in read["pages"].items() if not row.get("from_greedy")}
-    could = {n for n, row in rows.items() if row["guard_could_act"] or row["first_status"] != "ok"}
-    skipped = sorted(set(rows) - could)
-    checked = [n for n in skipped if n in done]
-    taken = {n: {**rows[n], "from_greedy": True} for n in skipped if n not in done}
-    pages_ = {**done, **taken}
-    same = sum(done[n]["first_sha"] == rows[n]["first_sha"] for n in checked)
-    final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
-    reads = {"read": len(could & set(done)), "taken_from_greedy": len(taken),
-             "check": {"read": len(checked), "same_as_greedy": same},
-             "not_read": sorted(could - set(done))}  # fmt: skip
-    return {**read, "pages": dict(sorted(pages_.items())),
-            "degeneration_rate_final": round(final, 4), "reads": reads}  # fmt: skip
-
-
-def restricted(arms: dict[str, Any], stems: Sequence[str], count: int) -> dict[str, Any]:
-    """Each base arm on the tuned arms' pages only, as `base@N.PLAN`: the same pages."""
-    keep = set(stems)
-    out = {}
-    for label, arm in arms.items():
-        if label.startswith("base."):
-            pages_ = {n: row for n, row in arm["pages"].items() if n in keep}
-            final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
-            out[label.replace("base.", f"base@{count}.")] = {
-                **arm,
-                "pages": pages_,
-                "degeneration_rate_final": round(final, 4),
-            }
-    return out
-
-
-def greedy_of(arms: dict[str, Any]) -> dict[str, Any]:
-    """`X.greedy` from `X.ladder`: the ladder's first attempt is a greedy one, page by page."""
-    derived = {}
-    for label, arm in arms.items():
-        if label.endswith(".ladder"):
-            pages_ = {name: {**row, "cer": row["first_cer"], "tokens": row["first_tokens"],
-                             "attempts": 1, "looped_any": row["first"] is not None}
-                      for name, row in arm["pages"].items()}  # fmt: skip
-            final = sum(row["first"] is not None for row in pages_.values()) / max(1, len(pages_))
-            derived[label.replace(".ladder", ".greedy")] = {
-                "job_id": arm["job_id"], "plan": "greedy (the ladder's first attempt)",
-                "pages": pages_, "degeneration_rate_final": round(final, 4)}  # fmt: skip
-    return {**derived, **arms}
 
 
 def subsets(work: Path, counts: Sequence[int], seed: int) -> dict[int, str]:
@@ -420,7 +299,7 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
         "serve base", serve, work / "models" / "base", "base", port_of(work, "base"),
         work / "vllm-base.log")  # fmt: skip
     try:
-        stems = tuned_stems(work, size)
+        stems = tuned_stems(work, size.tuned_pages)
         source = subset(work, "held_out_tuned", stems) if size.tuned_pages else "pages/held_out"
         on_subset = [a for a in base_arms if a in size.base_subset_arms]
         guarded = "ngram" in base_arms and "ladder" in base_arms and "ngram" not in on_subset
@@ -505,7 +384,7 @@ def finish(work: Path, size: Size) -> dict[str, Any]:
     if guard.is_file() and "base.greedy" in base:  # the rows its job read, from the database
         (read,) = json.loads(guard.read_text())["arms"]
         base["base.ngram"] = guard_rows(base["base.greedy"], per_page(work / "folio.db", read))
-    subset_rows = restricted(base, tuned_stems(work, size), size.tuned_pages)
+    subset_rows = restricted(base, tuned_stems(work, size.tuned_pages), size.tuned_pages)
     arms = base | (subset_rows if size.tuned_pages else {}) | tuned
     result.update(arms=arms, finished_from="partial.json (stopped after its last arm)")
     result["summary"] = arms_report.summarize(arms, result["training"])

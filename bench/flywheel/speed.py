@@ -38,6 +38,7 @@ from typing import Any
 from bench.environment import REPO, describe, machine_info, write_results
 from bench.flywheel import arms, floor, pages
 from bench.flywheel.model import COMMITTED, assemble
+from bench.flywheel.rows import per_page
 from bench.flywheel.run import fresh_folder
 
 
@@ -125,7 +126,7 @@ def measure(work: Path, name: str, config: Config, size: arms.Size, plans: Seque
         after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime, 1
     )
     evaluation = json.loads((out / "eval.json").read_text())
-    rows = {arm["label"]: arms.per_page(database, arm) for arm in evaluation["arms"]}
+    rows = {arm["label"]: per_page(database, arm) for arm in evaluation["arms"]}
     page_arms = sum(len(arm["pages"]) for arm in rows.values())
     return {
         "server_args": list(config.server_args), "concurrency": config.concurrency,
