@@ -142,7 +142,8 @@ def test_tuned_arms_on_a_subset_are_compared_with_the_base_on_those_pages_only()
 
     base = arm([None, None, None, None, "char_run", "char_run", "char_run", "char_run"],
                [0.1] * 8)  # fmt: skip
-    base["pages"] = {n: {**row, "looped_any": row["first"] is not None}
+    base["pages"] = {n: {**row, "looped_any": row["first"] is not None,
+                         "final_loop": row["first"] is not None}
                      for n, row in base["pages"].items()}  # fmt: skip
     first_four = sorted(n for n in base["pages"] if int(n[-4:]) < 4)
     tuned = {"pages": {n: {**base["pages"][n], "first": "phrase"} for n in first_four},
@@ -151,6 +152,10 @@ def test_tuned_arms_on_a_subset_are_compared_with_the_base_on_those_pages_only()
             "dpo-5.greedy": tuned}  # fmt: skip
     assert set(arms["base@4.greedy"]["pages"]) == set(first_four)
     assert arms["base@4.greedy"]["degeneration_rate_final"] == 0.0
+    # a ladder's final rate counts the pages whose last attempt looped, not any attempt
+    cured = {n: {**row, "final_loop": False} for n, row in base["pages"].items()}
+    ladder = restricted({"base.ladder": {**base, "pages": cured}}, sorted(cured), 8)
+    assert ladder["base@8.ladder"]["degeneration_rate_final"] == 0.0
     summary = arms_report.summarize(arms, {"dpo-5": {"pairs": 5}})
     rows = summary["arms"]
     assert rows["dpo-5.greedy"]["vs_base"]["fixed"] == 0

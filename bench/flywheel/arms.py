@@ -32,6 +32,7 @@ from bench.flywheel.model import COMMITTED, assemble
 from bench.flywheel.reads import (
     NGRAM,
     guard_rows,
+    must_read,
     restricted,
     subset,
     tuned_stems,
@@ -194,8 +195,7 @@ def guard_arm(work: Path, greedy: dict[str, Any], check_share: float = 0.05,
     and taken from the greedy answer elsewhere, with a seeded sample of those pages read all
     the same: `check` says how many of them came back as the greedy answer."""
     rows = greedy["pages"]
-    could = sorted(n for n, row in rows.items()
-                   if row["guard_could_act"] or row["first_status"] != "ok")  # fmt: skip
+    could = sorted(n for n, row in rows.items() if must_read(row))
     skipped = sorted(set(rows) - set(could))
     checked = random.Random(PAGE_SEED).sample(
         skipped, min(check_max, round(check_share * len(skipped)))
@@ -374,19 +374,26 @@ def run(size: Size, work: Path, weights: Path, base_only: bool,
 
 
 def finish(work: Path, size: Size) -> dict[str, Any]:
-    """The results of a stopped run from the arms it finished (`partial.json`), the guard arm
-    and the `base@N` rows derived again from the rows read."""
+    """The results of a stopped run: the training record of `partial.json`, and every arm it
+    finished read again from its `folio eval` folder and attempt rows (the guard arm and the
+    `base@N` rows derived again)."""
     _pages(work, size, resume=True)  # refuses another size
     result: dict[str, Any] = json.loads((work / "partial.json").read_text())
-    base = {k: v for k, v in result["arms"].items() if k.startswith("base.")}
-    tuned = {k: v for k, v in result["arms"].items() if not k.startswith("base")}
-    guard = work / "eval" / "base-ngram" / "eval.json"
-    if guard.is_file() and "base.greedy" in base:  # the rows its job read, from the database
-        (read,) = json.loads(guard.read_text())["arms"]
-        base["base.ngram"] = guard_rows(base["base.greedy"], per_page(work / "folio.db", read))
-    subset_rows = restricted(base, tuned_stems(work, size.tuned_pages), size.tuned_pages)
-    arms = base | (subset_rows if size.tuned_pages else {}) | tuned
-    result.update(arms=arms, finished_from="partial.json (stopped after its last arm)")
+    read: dict[str, Any] = {}
+    for evaluation in sorted((work / "eval").glob("*/eval.json")):
+        for arm in json.loads(evaluation.read_text())["arms"]:
+            read[arm["label"]] = per_page(work / "folio.db", arm)
+    read = greedy_of(read)
+    base = {k: v for k, v in read.items() if k.startswith("base.")}
+    if "base.ngram" in base and "base.greedy" in base:
+        base["base.ngram"] = guard_rows(base["base.greedy"], base["base.ngram"])
+    if size.tuned_pages:
+        base |= restricted(base, tuned_stems(work, size.tuned_pages), size.tuned_pages)
+    # the server's own token count of a tuned arm is in partial.json only
+    tuned = {k: {**result["arms"].get(k, {}), **v} for k, v in read.items()
+             if not k.startswith("base.")}  # fmt: skip
+    arms = base | tuned
+    result.update(arms=arms, finished_from="partial.json's training, each arm's attempt rows")
     result["summary"] = arms_report.summarize(arms, result["training"])
     return result
 

@@ -108,6 +108,11 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def unseeded(head: str) -> str:
+    """A tuned model's label without its further training seed (`dpo-36s1` -> `dpo-36`)."""
+    return re.sub(r"s[0-9]+$", "", head)
+
+
 def over_seeds(arms: dict[str, Any], draws: int = 4000) -> dict[str, Any]:
     """Tuned arms trained with several seeds on the same pairs (`dpo-36.greedy`,
     `dpo-36s1.greedy`, ...): the first-attempt loop rate pooled over seeds and pages, with a 95%
@@ -120,7 +125,7 @@ def over_seeds(arms: dict[str, Any], draws: int = 4000) -> dict[str, Any]:
     for label in arms:
         head, _, plan = label.partition(".")
         if head.startswith(("dpo-", "sft-")):
-            groups.setdefault(f"{re.sub(r's[0-9]+$', '', head)}.{plan}", []).append(label)
+            groups.setdefault(f"{unseeded(head)}.{plan}", []).append(label)
     rng = np.random.default_rng(0)
     out = {}
     for group, labels in sorted(groups.items()):
@@ -156,7 +161,8 @@ def pairs_curve(rows: dict[str, Any]) -> list[dict[str, Any]]:
     base = rows[subset[0] if subset else BASE]["first_attempt"]
     points = [{"pairs": 0, **base, "change": 0.0}]
     for label, row in rows.items():
-        seeded = re.search(r"s[0-9]+\.greedy$", label)  # further seeds: `over_seeds`
+        head = label.partition(".")[0]
+        seeded = unseeded(head) != head  # further seeds: `over_seeds`
         if label.startswith("dpo-") and label.endswith(".greedy") and not seeded:
             first = row["first_attempt"]
             change = first["rate"] / base["rate"] - 1 if base["rate"] else None

@@ -41,6 +41,17 @@ def subset(work: Path, name: str, stems: Sequence[str]) -> str:
     return f"pages/{name}"
 
 
+def must_read(row: dict[str, Any]) -> bool:
+    """Whether the guard arm reads a page itself: the guard could act on its greedy answer,
+    or there is no greedy answer to take."""
+    return bool(row["guard_could_act"]) or row["first_status"] != "ok"
+
+
+def final_rate(pages: dict[str, Any]) -> float:
+    """The share of pages whose last attempt looped (one attempt: the first)."""
+    return round(sum(row["final_loop"] for row in pages.values()) / max(1, len(pages)), 4)
+
+
 def tuned_stems(work: Path, count: int) -> list[str]:
     """The held-out pages the tuned arms read: the first `count` by index (0: all)."""
     stems = sorted(p.stem for p in (work / "pages" / "held_out").glob("*.pdf"))
@@ -55,18 +66,17 @@ def guard_rows(greedy: dict[str, Any], read: dict[str, Any]) -> dict[str, Any]:
     decides, not the draw that made it: a resumed run's greedy rows may have grown since."""
     rows = greedy["pages"]
     done = {n: row for n, row in read["pages"].items() if not row.get("from_greedy")}
-    could = {n for n, row in rows.items() if row["guard_could_act"] or row["first_status"] != "ok"}
+    could = {n for n, row in rows.items() if must_read(row)}
     skipped = sorted(set(rows) - could)
     checked = [n for n in skipped if n in done]
     taken = {n: {**rows[n], "from_greedy": True} for n in skipped if n not in done}
     pages_ = {**done, **taken}
     same = sum(done[n]["first_sha"] == rows[n]["first_sha"] for n in checked)
-    final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
     reads = {"read": len(could & set(done)), "taken_from_greedy": len(taken),
              "check": {"read": len(checked), "same_as_greedy": same},
              "not_read": sorted(could - set(done))}  # fmt: skip
     return {**read, "pages": dict(sorted(pages_.items())),
-            "degeneration_rate_final": round(final, 4), "reads": reads}  # fmt: skip
+            "degeneration_rate_final": final_rate(pages_), "reads": reads}  # fmt: skip
 
 
 def restricted(arms: dict[str, Any], stems: Sequence[str], count: int) -> dict[str, Any]:
@@ -76,10 +86,9 @@ def restricted(arms: dict[str, Any], stems: Sequence[str], count: int) -> dict[s
     for label, arm in arms.items():
         if label.startswith("base."):
             pages_ = {n: row for n, row in arm["pages"].items() if n in keep}
-            final = sum(row["looped_any"] for row in pages_.values()) / max(1, len(pages_))
             out[label.replace("base.", f"base@{count}.")] = {
                 **arm,
                 "pages": pages_,
-                "degeneration_rate_final": round(final, 4),
+                "degeneration_rate_final": final_rate(pages_),
             }
     return out

@@ -12,7 +12,7 @@ from typing import Any
 from app.degeneration.offline import run_online_detector
 from app.evaluate import quality
 from bench.flywheel import families
-from bench.flywheel.reads import guard_could_act
+from bench.flywheel.reads import final_rate, guard_could_act
 
 
 def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +35,7 @@ def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
                         "first_sha": hashlib.sha256(said.encode()).hexdigest()[:16],
                         "guard_could_act": guard_could_act(said)}  # fmt: skip
             row["looped_any"] |= kind is not None
+            row["final_loop"] = kind is not None  # the last attempt's, once all are read
             row["tokens"] += tokens or 0
             row["attempts"] += 1
     for stem, row in rows.items():
@@ -56,10 +57,10 @@ def greedy_of(arms: dict[str, Any]) -> dict[str, Any]:
     for label, arm in arms.items():
         if label.endswith(".ladder"):
             pages_ = {name: {**row, "cer": row["first_cer"], "tokens": row["first_tokens"],
-                             "attempts": 1, "looped_any": row["first"] is not None}
+                             "attempts": 1, "looped_any": row["first"] is not None,
+                             "final_loop": row["first"] is not None}
                       for name, row in arm["pages"].items()}  # fmt: skip
-            final = sum(row["first"] is not None for row in pages_.values()) / max(1, len(pages_))
             derived[label.replace(".ladder", ".greedy")] = {
                 "job_id": arm["job_id"], "plan": "greedy (the ladder's first attempt)",
-                "pages": pages_, "degeneration_rate_final": round(final, 4)}  # fmt: skip
+                "pages": pages_, "degeneration_rate_final": final_rate(pages_)}  # fmt: skip
     return {**derived, **arms}
