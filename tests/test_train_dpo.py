@@ -189,3 +189,37 @@ def test_a_page_exported_by_two_jobs_is_held_out_or_trained_on_never_both(
     listed = held_out_pages(split.held_out)
     assert [len(entry["page_ids"]) for entry in listed] == [2, 2]
     assert split_held_out(load_pairs([first, second]), 0.2, seed=7) == split, "deterministic"
+
+
+def test_several_seeds_train_on_one_split_and_the_gate_keeps_one(tmp_path: Path) -> None:
+    """`--seeds 2`: two runs on the same held-out pages, the card lists both gate verdicts
+    and the kept seed is the one the rank puts first; nothing of the other run is left."""
+    train_extra_or_skip()
+    from app.train.seeds import rank
+
+    pairs = write_pairs_folder(tmp_path / "pairs", 10, healthy=3)
+    out = tmp_path / "tuned"
+    args = [str(pairs), "--base-model", str(TINY), "--out", str(out), "--device", "cpu"]
+    code, output = invoke(
+        *args, "--max-steps", "2", "--learning-rate", "5e-4", "--held-out", "0.2",
+        "--gate-max-tokens", "32", "--seeds", "2", "--seed", "7",
+    )  # fmt: skip
+    assert code == 0, output
+    card = json.loads((out / "training_card.json").read_text())
+    assert [row["seed"] for row in card["seeds"]] == [7, 8]
+    assert {row["pages"] for row in card["seeds"]} == {5}  # the same held-out pages
+    cards = [{"gate": {"decision": r["decision"], "tuned": r}} for r in card["seeds"]]
+    best = min(range(2), key=lambda i: rank(cards[i]))
+    assert card["chosen_seed"] == card["seeds"][best]["seed"]
+    assert card["dose"] == {"pairs": 8, "recommended": 300, "below": True}
+    assert "below the 300" in output
+    assert f"kept: seed {card['chosen_seed']}" in (out / "TRAINING_CARD.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs", "tuned"]
+
+
+def test_several_seeds_need_the_gate(tmp_path: Path) -> None:
+    train_extra_or_skip()
+    pairs = write_pairs_folder(tmp_path / "pairs", 10, healthy=3)
+    args = [str(pairs), "--base-model", str(TINY), "--out", str(tmp_path / "t")]
+    code, output = invoke(*args, "--seeds", "3", "--no-gate", "--device", "cpu")
+    assert code != 0 and "--seeds needs the promotion gate" in output

@@ -10,10 +10,12 @@ from rich.console import Console
 
 from app.cli import exit_codes
 from app.errors import MissingExtraError, TrainInputError
+from app.train.dose import dose_warning
 from app.train.gate import PROMOTE, GatePolicy
 from app.train.gate_report import VERDICT_MD
 from app.train.options import DEFAULT_LEARNING_RATE, GateOptions, TrainOptions
-from app.train.run import HELD_OUT_FILE, prepare, train_dpo
+from app.train.run import HELD_OUT_FILE, prepare
+from app.train.seeds import train_seeds
 
 console = Console(stderr=True)
 
@@ -67,6 +69,14 @@ def train_dpo_command(
     seed: Annotated[
         int, typer.Option(help="Seed for the split, the data order and the init.")
     ] = 42,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Train N runs (seeds --seed, +1, ...) on the same split; the gate keeps one.",
+        ),
+    ] = 1,
     device: Annotated[str, typer.Option(help="auto (CUDA when present), cpu or cuda.")] = "auto",
     gradient_checkpointing: Annotated[
         bool,
@@ -193,7 +203,10 @@ def train_dpo_command(
             f"Training on {len(plan.split.train)} pairs, holding out "
             f"{len(plan.split.held_out)} ({options.method}, lr {options.lr:g})"
         )
-        card = train_dpo(plan, options, notify=console.print)
+        warning = dose_warning(len(plan.split.train))
+        if warning:
+            console.print(f"[yellow]{warning}[/]", soft_wrap=True)
+        card = train_seeds(plan, options, seeds, notify=console.print)
     except TrainInputError as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         raise typer.Exit(exit_codes.NO_INPUT) from exc

@@ -88,8 +88,10 @@ def card_markdown(card: dict[str, Any]) -> str:
         f"- loss: {first.get('loss', float('nan')):.4f} -> {last.get('loss', float('nan')):.4f}; "
         f"reward margin: {first.get('rewards/margins', float('nan')):.4f} -> "
         f"{last.get('rewards/margins', float('nan')):.4f}",
+        *_dose_lines(card.get("dose")),
         *_memory_lines(card.get("memory") or {}),
         *_gate_lines(card.get("gate")),
+        *_seed_lines(card.get("seeds"), card.get("chosen_seed")),
         "",
         "Curves: training_curves.svg. Config and data hashes: training_card.json.",
         "",
@@ -103,6 +105,28 @@ def card_markdown(card: dict[str, Any]) -> str:
 
 def _inline(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def _dose_lines(dose: dict[str, Any] | None) -> list[str]:
+    if not dose:
+        return []
+    if not dose["below"]:
+        return [f"- dose: {dose['pairs']} pairs, at or above the {dose['recommended']} recommended"]
+    return [
+        f"- **dose: {dose['pairs']} pairs, below the {dose['recommended']} the flywheel bench's "
+        "dose curve needs**: at that dose the training seed moved the loop rate more than "
+        "training did (docs/training.md)"
+    ]
+
+
+def _seed_lines(seeds: list[dict[str, Any]] | None, chosen: int | None) -> list[str]:
+    if not seeds:
+        return []
+    runs = "; ".join(
+        f"seed {row['seed']}: {row['decision']}, {row['loops']} of {row['pages']} looped"
+        for row in seeds
+    )
+    return [f"- seeds trained: {runs}; kept: seed {chosen} (the gate's choice)"]
 
 
 def _memory_lines(memory: dict[str, Any]) -> list[str]:

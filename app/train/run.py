@@ -17,6 +17,7 @@ from typing import Any
 from app.errors import MissingExtraError, TrainInputError
 from app.train.base_model import read_base_config
 from app.train.card import write_card
+from app.train.dose import dose_note
 from app.train.gate_report import verdict_summary
 from app.train.gate_run import run_gate
 from app.train.layout import finish_layout
@@ -88,7 +89,7 @@ def train_dpo(
             verdict = run_gate(plan, options.gate, partial, device, notify)
             card["gate"] = verdict_summary(verdict)
         write_card(partial, card)
-        _move_into_place(partial, plan.out)
+        move_into_place(partial, plan.out)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -105,7 +106,7 @@ def _import_trainer() -> Any:
     return trainer
 
 
-def _move_into_place(partial: Path, out: Path) -> None:
+def move_into_place(partial: Path, out: Path) -> None:
     if out.exists():
         old = out.with_name(f"{out.name}.old-{os.getpid()}")
         out.rename(old)
@@ -140,6 +141,7 @@ def _card(
             "held_out_pages": len(held),
             **pair_counts(split.train),
         },
+        "dose": dose_note(len(split.train)),
         "steps": int(curves[-1]["step"]) if curves else 0,
         "train_seconds": round(seconds, 2),
         "curves": curves,

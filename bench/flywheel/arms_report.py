@@ -124,7 +124,7 @@ def over_seeds(arms: dict[str, Any], draws: int = 4000) -> dict[str, Any]:
     groups: dict[str, list[str]] = {}
     for label in arms:
         head, _, plan = label.partition(".")
-        if head.startswith(("dpo-", "sft-")):
+        if not head.startswith("base"):
             groups.setdefault(f"{unseeded(head)}.{plan}", []).append(label)
     rng = np.random.default_rng(0)
     out = {}

@@ -15,8 +15,9 @@ from bench.flywheel import families
 from bench.flywheel.reads import final_rate, guard_could_act
 
 
-def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
-    """One row per page: family, first attempt's loop kind, any loop, tokens, final CER."""
+def per_page(database: Path, arm: dict[str, Any], truth: str = "held_out") -> dict[str, Any]:
+    """One row per page: family, first attempt's loop kind, any loop, tokens, final CER
+    (the truth in `truth/TRUTH/` beside the database)."""
     cer = {Path(s["document"]).stem: s["cer"] for s in arm["page_scores"]}
     query = """SELECT d.name, a.output, a.verdict_kind, a.completion_tokens, a.status
                FROM attempts a JOIN pages p ON p.id = a.page_id
@@ -40,13 +41,13 @@ def per_page(database: Path, arm: dict[str, Any]) -> dict[str, Any]:
             row["attempts"] += 1
     for stem, row in rows.items():
         row["cer"] = cer.get(stem)
-        truth = (database.parent / "truth" / "held_out" / f"{stem}.md").read_text()
+        page_truth = (database.parent / "truth" / truth / f"{stem}.md").read_text()
         # the first attempt alone, scored as `folio eval` scores a page (a failed one as empty)
         said = row.pop("first_output", "") if row["first_status"] == "ok" else ""
         row.pop("first_output", None)
-        row["first_cer"] = quality.cer(said, truth)
+        row["first_cer"] = quality.cer(said, page_truth)
         # a loop the detector would find in the truth itself is the detector's, not the model's
-        row["truth_trips_detector"] = run_online_detector(truth) is not None
+        row["truth_trips_detector"] = run_online_detector(page_truth) is not None
     return {"job_id": arm["job_id"], "plan": arm["plan"], "pages": rows,
             "degeneration_rate_final": arm["degeneration_rate_final"]}  # fmt: skip
 
