@@ -45,9 +45,10 @@ BENCHES: dict[str, str] = {
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
 # tax-reestimate redoes its estimate from the attempts it kept; gpu needs a GPU machine;
 # flywheel and flywheel-arms train and serve several models (~30-45 min) and need the taught
-# weights, flywheel-dose dozens of them (hours); healthy-corpus rebuilds the committed corpus from git mirrors of its sources; scale
-# runs the whole deployment against GPU stand-ins (~15 min); scale-olmocr runs olmOCR's own
-# pipeline from its venv (bench/olmocr_pipeline_env.sh) beside it.
+# weights, flywheel-dose dozens of them (hours); healthy-corpus rebuilds the committed corpus
+# from git mirrors of its sources; scale runs the whole deployment against GPU stand-ins
+# (~15 min); scale-olmocr runs olmOCR's own pipeline from its venv
+# (bench/olmocr_pipeline_env.sh) beside it.
 NOT_IN_ALL = frozenset(
     {
         "tax-validate",
