@@ -14,6 +14,8 @@ from PIL import Image
 
 from app.errors import DocumentError, RenderError
 from app.pdf.layout import read_layout, read_tables
+from app.pdf.page_text import read_seen
+from app.pdf.text_bounds import TextCaps, TextLayerTooLarge
 from app.textlayer.model import PageLayout, TableGrid
 
 # MuPDF keeps global state and PyMuPDF is not thread-safe, even across documents: every call into
@@ -123,17 +125,23 @@ class PageOutline:
     pixels: tuple[int, int]
 
 
-def read_page(path: Path, number: int, dpi: int, max_side: int) -> PageOutline:
-    """Page `number` (1-based): its text layer and sizes. Rasterising costs more than the rest
-    of a page's CPU in Folio; a page a model reads is rasterised at the model's own size, so the
-    render at `dpi` waits for an engine that asks for it (`rasterize_fitted`)."""
+def read_page(
+    path: Path, number: int, dpi: int, max_side: int, caps: TextCaps | None = None
+) -> PageOutline:
+    """Page `number` (1-based): the text of its layer a reader sees (none for a page that is
+    mostly unseen text, a scan), and its sizes; `TextLayerTooLarge` past `caps`. Rasterising
+    costs more than the rest of a page's CPU in Folio; a page a model reads is rasterised at
+    the model's own size, so the render at `dpi` waits for an engine that asks for it
+    (`rasterize_fitted`)."""
     with _MUPDF_LOCK:
         try:
             page = _open(path).doc[number - 1]
             box = page.rect * _fitted_matrix(page, dpi, max_side)
             pixels = (box.irect.width, box.irect.height)
             size = (float(page.rect.width), float(page.rect.height))
-            return PageOutline(page.get_text(), size, pixels)
+            return PageOutline(read_seen(page, caps or TextCaps()).text, size, pixels)
+        except TextLayerTooLarge:
+            raise
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
 
