@@ -138,6 +138,7 @@ def test_hidden_text_never_becomes_the_pages_result(tmp_path: Path, sqlite_url: 
     out = tmp_path / "o"
     secret = (out / "secret.md").read_text()
     assert LINE in secret and "banana" not in secret
+    assert "banana" not in (out / "secret.json").read_text()  # nor among its words' places
     assert "Section 2" in (out / "plain.md").read_text()
     summary = json.loads((out / "summary.json").read_text())
     copies = next(d for d in summary["documents"] if d["name"] == "copies")

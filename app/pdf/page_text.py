@@ -36,3 +36,29 @@ def seen_in(page: pymupdf.Page, blocks: list[dict[str, Any]]) -> Seen:
     # The draw log is what says whether an image covers text: only a page with images asks.
     draws = page.get_bboxlog() if page.get_images() else []
     return seen_text(text_blocks, draws, tuple(page.rect))
+
+
+class SeenPlaces:
+    """Where a page's seen lines lie, to ask whether a word read by another of MuPDF's
+    readings ("words") is one of them: its centre inside a seen line's box."""
+
+    _CELL = 24.0  # points a side of the grid the lines are filed in
+
+    def __init__(self, seen: Seen) -> None:
+        self.cells: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
+        lines = [] if seen.is_scan else [ln for b in seen.blocks for ln in b["lines"]]
+        for line in lines:
+            x0, y0, x1, y1 = line["bbox"]
+            for column in range(int(x0 // self._CELL), int(x1 // self._CELL) + 1):
+                for row in range(int(y0 // self._CELL), int(y1 // self._CELL) + 1):
+                    self.cells.setdefault((column, row), []).append((x0, y0, x1, y1))
+
+    def holds(self, box: tuple[float, float, float, float]) -> bool:
+        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        near = self.cells.get((int(cx // self._CELL), int(cy // self._CELL)), ())
+        return any(x0 <= cx <= x1 and y0 <= cy <= y1 for x0, y0, x1, y1 in near)
+
+
+def seen_places(page: pymupdf.Page) -> SeenPlaces:
+    """The places of `page`'s seen lines (read after `read_seen` let the page through)."""
+    return SeenPlaces(seen_in(page, page.get_text("dict", flags=TEXT_FLAGS)["blocks"]))

@@ -14,7 +14,7 @@ from PIL import Image
 
 from app.errors import DocumentError, RenderError
 from app.pdf.layout import read_layout, read_tables
-from app.pdf.page_text import read_seen
+from app.pdf.page_text import read_seen, seen_places
 from app.pdf.text_bounds import TextCaps, TextLayerTooLarge
 from app.textlayer.model import PageLayout, TableGrid
 
@@ -153,7 +153,7 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             opened = _open(path)
             page = opened.doc[number - 1]
             image = _pixels(page, _fitted_matrix(page, dpi, max_side))
-            text = page.get_text()
+            text = read_seen(page, TextCaps()).text
             layout = _layout_or_none(opened, number) if text.strip() else None
             words = _words(page) if text.strip() else ()
             size = (float(page.rect.width), float(page.rect.height))
@@ -223,10 +223,14 @@ def read_page_words(path: Path, number: int) -> PageWords:
 
 
 def _words(page: pymupdf.Page) -> PageWords:
-    """The page's words in reading order, each with its line numbered across the page."""
+    """The page's words a reader sees, in reading order, each with its line numbered across
+    the page."""
     lines: dict[tuple[int, int], int] = {}
     words = []
+    places = seen_places(page)
     for x0, y0, x1, y1, word, block, line, _ in page.get_text("words", sort=True):
+        if not places.holds((x0, y0, x1, y1)):
+            continue
         number = lines.setdefault((block, line), len(lines))
         words.append((float(x0), float(y0), float(x1), float(y1), str(word), number))
     return tuple(words)
