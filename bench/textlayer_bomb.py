@@ -1,0 +1,170 @@
+"""The text-layer bomb (issue 62, defect 4): time and memory of reading one hostile page the
+way a worker reads it, on this tree and on another (the tree before the fix).
+
+Run `python -m bench textlayer-bomb [--before PATH] [--timeout S]`, under `nice`. Each page
+is read in a fresh process whose PYTHONPATH is the tree measured, in the worker's order:
+`read_page` (the page's text for its engines), then `judge_layer` (the text-layer step: the
+layout, the gate, the tables, the Markdown, the words). Each stage's time is printed as it
+ends, so a process killed at `--timeout` still says how far it got; its peak memory is the
+kernel's (`wait4`). The machine's load is stored with the figures: they are wall times on a
+shared machine, not a timing test (the tests count caps, never seconds).
+
+Pages (generated here, tests/hostile_pages.py):
+- `22 KB`: ~106,000 invisible overlapping lines, the review's bomb;
+- `87 KB`: four times as many;
+- `under the caps`: 19,000 visible lines of math-like text spread over the page, just under
+  the default line cap: the most a page can make Folio read, stage by stage (how long a
+  cancel or a time budget waits at most for the stage in hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.environment import REPO, describe, machine_info, write_results
+
+LINE = "Total due: 12.50 EUR"
+# The child: one page read as a worker reads it, each stage's end printed as JSON.
+CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from app.pdf.render import read_page
+from app.pipeline.text_layer import judge_layer
+from app.textlayer import GateConfig
+path = Path(sys.argv[1])
+def stage(name, run):
+    started = time.perf_counter()
+    try:
+        result = run()
+        error = None
+    except Exception as exc:
+        result, error = None, f"{type(exc).__name__}: {exc}"
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"stage": name, "s": round(time.perf_counter() - started, 2),
+                      "rss_kib": rss, "error": error}), flush=True)
+    return result
+outline = stage("read_page", lambda: read_page(path, 1, 200, 2400))
+if outline is not None and outline.text_layer.strip():
+    stage("judge_layer", lambda: judge_layer(path, 1, GateConfig(("eng",)), True))
+"""
+
+
+def pages(folder: Path) -> dict[str, Path]:
+    sys.path.insert(0, str(REPO))
+    from tests.hostile_pages import repeated_line_pdf
+
+    made = {
+        "22 KB": repeated_line_pdf(106_000, LINE),
+        "87 KB": repeated_line_pdf(424_000, LINE),
+        "under the caps": _spread_pdf(19_000),
+    }
+    paths = {}
+    for name, data in made.items():
+        paths[name] = folder / (name.replace(" ", "-") + ".pdf")
+        paths[name].write_bytes(data)
+    return paths
+
+
+def _spread_pdf(lines: int) -> bytes:
+    from tests.hostile_pages import _page_with_stream
+
+    one = b"1 0 0 1 %d %d Tm (x = y + 1.) Tj\n"
+    body = b"".join(one % (72 + (n % 7) * 70, 40 + (n // 7) % 700) for n in range(lines))
+    return _page_with_stream(b"BT /helv 11 Tf 0 Tr\n" + body + b"ET\n", "x = y + 1.")
+
+
+def read_in_child(tree: Path, pdf: Path, timeout_s: float, memory_gb: float) -> dict[str, Any]:
+    """One page read by a fresh process on `tree`: its stages, wall time, peak RSS."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    limit = int(memory_gb * 2**30)
+
+    def cap_memory() -> None:  # the machine is shared: a runaway read stops at the cap
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    started = time.perf_counter()
+    peak_kib, finished = 0, False
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(pdf)],
+        env=env,
+        cwd=tree,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=cap_memory,
+    ) as child:
+        while True:
+            try:
+                out, _ = child.communicate(timeout=0.5)
+                finished = child.returncode == 0
+                break
+            except subprocess.TimeoutExpired:
+                peak_kib = max(peak_kib, _high_water_kib(child.pid))
+                if time.perf_counter() - started > timeout_s:
+                    child.kill()
+                    out, _ = child.communicate()
+                    break
+    stages = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    peak_kib = max([peak_kib, *(stage["rss_kib"] for stage in stages)])
+    return {
+        "finished": finished,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "peak_rss_mib": round(peak_kib / 1024),
+        "stages": stages,
+        "exit": child.returncode,
+    }
+
+
+def _high_water_kib(pid: int) -> int:
+    """The process's peak resident memory so far (Linux's VmHWM), 0 where unreadable."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
+    return int(found[0]) if found else 0
+
+
+def _commit(tree: Path) -> str:
+    found = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return found.stdout.strip() or "?"
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m bench textlayer-bomb")
+    parser.add_argument("--before", type=Path, help="a checkout of the tree before the fix")
+    parser.add_argument("--timeout", type=float, default=90.0, help="seconds a page may take")
+    parser.add_argument("--memory-gb", type=float, default=4.0, help="address-space cap")
+    parser.add_argument("--quick", action="store_true", help="the 22 KB page only")
+    parser.add_argument("--no-write", action="store_true", help="print, do not store")
+    args = parser.parse_args(argv)
+    info = machine_info()
+    print(describe(info))
+    trees = {"after": REPO} | ({"before": args.before} if args.before else {})
+    report: dict[str, Any] = {"machine": info, "timeout_s": args.timeout, "trees": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        made = pages(Path(folder))
+        if args.quick:
+            made = {"22 KB": made["22 KB"]}
+        report["pages"] = {name: path.stat().st_size for name, path in made.items()}
+        for label, tree in trees.items():
+            runs = report["trees"][label] = {"commit": _commit(tree), "pages": {}}
+            for name, path in made.items():
+                run = read_in_child(tree, path, args.timeout, args.memory_gb)
+                runs["pages"][name] = run
+                print(label, runs["commit"], name, json.dumps(run), flush=True)
+    report["load_after"] = os.getloadavg()
+    if not args.no_write:
+        print(write_results("textlayer_bomb", report))
+    return report
