@@ -3,15 +3,15 @@ way a worker reads it, on this tree and on another (the tree before the fix).
 
 Run `python -m bench textlayer-bomb [--before PATH] [--timeout S]`, under `nice`. Each page
 is read in a fresh process whose PYTHONPATH is the tree measured, in the worker's order:
-`read_page` (the page's text for its engines), then `judge_layer` (the text-layer step: the
-layout, the gate, the tables, the Markdown, the words). Each stage's time is printed as it
-ends, so a process killed at `--timeout` still says how far it got; its peak memory is the
+`read_page` (the page's text for its engines), then the stages of `judge_layer` (the
+text-layer step: the layout, the gate, the tables, the Markdown, the words), between which a
+stopped page now stops. Each stage's time is printed as it ends, so a process killed at `--timeout` still says how far it got; its peak memory is the
 kernel's (`wait4`). The machine's load is stored with the figures: they are wall times on a
 shared machine, not a timing test (the tests count caps, never seconds).
 
 Pages (generated here, tests/hostile_pages.py):
 - `22 KB`: ~106,000 invisible overlapping lines, the review's bomb;
-- `87 KB`: four times as many;
+- `87 KB`: 500,000 such lines;
 - `under the caps`: 19,000 visible lines of math-like text spread over the page, just under
   the default line cap: the most a page can make Folio read, stage by stage (how long a
   cancel or a time budget waits at most for the stage in hand).
@@ -38,9 +38,9 @@ LINE = "Total due: 12.50 EUR"
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from app.pdf.render import read_page
-from app.pipeline.text_layer import judge_layer
-from app.textlayer import GateConfig
+from dataclasses import replace
+from app.pdf.render import read_page, read_page_layout, read_page_tables, read_page_words
+from app.textlayer import GateConfig, page_markdown, rejection
 path = Path(sys.argv[1])
 def stage(name, run):
     started = time.perf_counter()
@@ -54,8 +54,13 @@ def stage(name, run):
                       "rss_kib": rss, "error": error}), flush=True)
     return result
 outline = stage("read_page", lambda: read_page(path, 1, 200, 2400))
-if outline is not None and outline.text_layer.strip():
-    stage("judge_layer", lambda: judge_layer(path, 1, GateConfig(("eng",)), True))
+if outline is not None and outline.text_layer.strip():  # judge_layer's stages, one by one
+    layout = stage("layout", lambda: read_page_layout(path, 1))
+    if layout is not None:
+        stage("gate", lambda: rejection(layout, GateConfig(("eng",))))
+        tables = stage("tables", lambda: read_page_tables(path, 1))
+        stage("markdown", lambda: page_markdown(replace(layout, tables=tables or [])))
+    stage("words", lambda: read_page_words(path, 1))
 """
 
 
@@ -65,7 +70,7 @@ def pages(folder: Path) -> dict[str, Path]:
 
     made = {
         "22 KB": repeated_line_pdf(106_000, LINE),
-        "87 KB": repeated_line_pdf(424_000, LINE),
+        "87 KB": repeated_line_pdf(500_000, LINE),
         "under the caps": _spread_pdf(19_000),
     }
     paths = {}
