@@ -5,13 +5,15 @@ Run `python -m bench textlayer-bomb [--before PATH] [--timeout S]`, under `nice`
 is read in a fresh process whose PYTHONPATH is the tree measured, in the worker's order:
 `read_page` (the page's text for its engines), then the stages of `judge_layer` (the
 text-layer step: the layout, the gate, the tables, the Markdown, the words), between which a
-stopped page now stops. Each stage's time is printed as it ends, so a process killed at `--timeout` still says how far it got; its peak memory is the
-kernel's (`wait4`). The machine's load is stored with the figures: they are wall times on a
-shared machine, not a timing test (the tests count caps, never seconds).
+stopped page now stops. Each stage's time is printed as it ends, so a process killed at
+`--timeout` still says how far it got; its peak memory is the kernel's high-water mark
+(VmHWM, read while it runs, and its own at each stage's end). The machine's load is stored
+with the figures: they are wall times on a shared machine, not a timing test (the tests
+count caps, never seconds).
 
 Pages (generated here, tests/hostile_pages.py):
-- `22 KB`: ~106,000 invisible overlapping lines, the review's bomb;
-- `87 KB`: 500,000 such lines;
+- `22 KB`: 106,000 invisible overlapping lines, the review's bomb (19 KB as written here);
+- `87 KB`: 500,000 such lines (about 87 KB);
 - `under the caps`: 19,000 visible lines of math-like text spread over the page, just under
   the default line cap: the most a page can make Folio read, stage by stage (how long a
   cancel or a time budget waits at most for the stage in hand).
