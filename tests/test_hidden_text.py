@@ -100,6 +100,12 @@ def test_text_no_reader_sees_is_not_the_pages_text(tmp_path: Path, pdf: bytes) -
     assert "banana" not in page.text_layer
 
 
+def test_text_over_a_full_page_background_image_is_kept(tmp_path: Path) -> None:
+    """A slide or a certificate: the image is painted first and the text over it is seen."""
+    page = read(tmp_path, secret_pdf(mode=0, image=PAGE, image_first=True))
+    assert "banana" in page.text_layer and LINE in page.text_layer and page.text_layer_usable
+
+
 def test_small_print_a_reader_sees_is_kept(tmp_path: Path) -> None:
     """3 pt beside an 11 pt body: the smallest print on the shared corpus' pages."""
     page = read(tmp_path, secret_pdf(mode=0, size=3))
