@@ -17,6 +17,9 @@ Pages (generated here, tests/hostile_pages.py):
 - `under the caps`: 19,000 visible lines of math-like text spread over the page, just under
   the default line cap: the most a page can make Folio read, stage by stage (how long a
   cancel or a time budget waits at most for the stage in hand).
+
+And the price on every page: `read_page` over the shared corpus' pages (CPU seconds), as the
+text a reader sees costs more to read than MuPDF's plain text.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.environment import REPO, describe, machine_info, write_results
+from bench.environment import REPO, describe, machine_info, shared_dir, write_results
 
 LINE = "Total due: 12.50 EUR"
 # The child: one page read as a worker reads it, each stage's end printed as JSON.
@@ -45,7 +48,7 @@ from app.pdf.render import read_page, read_page_layout, read_page_tables, read_p
 from app.textlayer import GateConfig, page_markdown, rejection
 path = Path(sys.argv[1])
 def stage(name, run):
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         result = run()
         error = None
@@ -53,6 +56,7 @@ def stage(name, run):
         result, error = None, f"{type(exc).__name__}: {exc}"
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"stage": name, "s": round(time.perf_counter() - started, 2),
+                      "cpu_s": round(time.process_time() - cpu, 2),
                       "rss_kib": rss, "error": error}), flush=True)
     return result
 outline = stage("read_page", lambda: read_page(path, 1, 200, 2400))
@@ -64,6 +68,44 @@ if outline is not None and outline.text_layer.strip():  # judge_layer's stages, 
         stage("markdown", lambda: page_markdown(replace(layout, tables=tables or [])))
     stage("words", lambda: read_page_words(path, 1))
 """
+
+
+# The price on every page: `read_page` on each page of the shared corpus, CPU seconds in all.
+CORPUS = """
+import glob, json, sys, time
+from pathlib import Path
+from app.pdf.render import read_page
+paths = sorted(glob.glob(sys.argv[1] + "/**/*.pdf", recursive=True))
+import pymupdf
+pages, cpu = 0, 0.0
+for path in paths:
+    count = pymupdf.open(path).page_count
+    started = time.process_time()
+    for number in range(1, count + 1):
+        read_page(Path(path), number, 200, 2400)
+    cpu += time.process_time() - started
+    pages += count
+print(json.dumps({"pages": pages, "cpu_s": round(cpu, 2)}))
+"""
+
+
+def corpus_cost(tree: Path) -> dict[str, Any] | None:
+    """CPU seconds `read_page` takes over the shared corpus' pages on `tree` (None without it)."""
+    corpus = shared_dir() / "corpus"
+    if not corpus.is_dir():
+        return None
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    found = subprocess.run(
+        [sys.executable, "-c", CORPUS, str(corpus)],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    cost: dict[str, Any] = json.loads(found.stdout.splitlines()[-1])
+    cost["ms_per_page"] = round(1000 * cost["cpu_s"] / max(1, cost["pages"]), 1)
+    return cost
 
 
 def pages(folder: Path) -> dict[str, Path]:
@@ -167,6 +209,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         report["pages"] = {name: path.stat().st_size for name, path in made.items()}
         for label, tree in trees.items():
             runs = report["trees"][label] = {"commit": _commit(tree), "pages": {}}
+            if not args.quick:
+                runs["corpus"] = corpus_cost(tree)
+                print(label, "corpus", json.dumps(runs["corpus"]), flush=True)
             for name, path in made.items():
                 run = read_in_child(tree, path, args.timeout, args.memory_gb)
                 runs["pages"][name] = run
