@@ -141,7 +141,7 @@ def read_in_child(tree: Path, pdf: Path, timeout_s: float, memory_gb: float) -> 
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     started = time.perf_counter()
-    peak_kib, finished = 0, False
+    peak_kib, cpu_s, finished = 0, 0.0, False
     with subprocess.Popen(
         [sys.executable, "-c", CHILD, str(pdf)],
         env=env,
@@ -158,6 +158,7 @@ def read_in_child(tree: Path, pdf: Path, timeout_s: float, memory_gb: float) -> 
                 break
             except subprocess.TimeoutExpired:
                 peak_kib = max(peak_kib, _high_water_kib(child.pid))
+                cpu_s = max(cpu_s, _cpu_s(child.pid))
                 if time.perf_counter() - started > timeout_s:
                     child.kill()
                     out, _ = child.communicate()
@@ -168,9 +169,20 @@ def read_in_child(tree: Path, pdf: Path, timeout_s: float, memory_gb: float) -> 
         "finished": finished,
         "wall_s": round(time.perf_counter() - started, 1),
         "peak_rss_mib": round(peak_kib / 1024),
+        # CPU the process had used when last looked at (a killed one's, at its end)
+        "cpu_s_seen": round(cpu_s, 1),
         "stages": stages,
         "exit": child.returncode,
     }
+
+
+def _cpu_s(pid: int) -> float:
+    """The process's CPU seconds so far (user and system, /proc/PID/stat), 0 where unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _high_water_kib(pid: int) -> int:
