@@ -41,6 +41,7 @@ MIN_SEEN_SHARE = 0.5
 _MIN_COVER_SHARE = 0.01
 _MAX_COVERS = 32  # the largest images asked; a page of hundreds of tiles is asked of these
 _GRID = 32  # cells a side of the grid that says where text was painted after an image
+_CELLS = (_GRID + 1) ** 2  # the page's edge is a cell of its own
 _TEXT_DRAWS = ("fill-text", "stroke-text", "clip-text", "clip-stroke-text", "ignore-text")
 
 Rect = tuple[float, float, float, float]
@@ -145,9 +146,10 @@ class _Covers:
     """The images large enough to hide text, each with where text was painted after it.
 
     The draw log gives painting order; a span is hidden when it lies wholly in an image and
-    no text was painted at its centre after that image. "There" is a cell of a coarse grid over the
-    page: a cell any later text touches counts as painted over (text is kept, never lost, on
-    the grid's account), and the cost stays one pass over the log, however long."""
+    no text was painted at its centre after that image. "There" is a cell of a coarse grid
+    over the page: a cell any later text touches counts as painted over (text is kept, never
+    lost, on the grid's account). The log is walked once, from its end, marking the cells
+    text was painted in so far (until every cell is marked): a long log costs one pass."""
 
     def __init__(self, draws: Sequence[tuple[str, Rect]], page: Rect) -> None:
         self.page = page
@@ -157,21 +159,22 @@ class _Covers:
             for index, (kind, rect) in enumerate(draws)
             if kind == "fill-image" and _area(rect) >= _MIN_COVER_SHARE * area
         ]
-        images = sorted(images, key=lambda item: -_area(item[1]))[:_MAX_COVERS]
-        self.images = [(rect, self._painted_after(index, draws)) for index, rect in images]
+        chosen = dict(sorted(images, key=lambda item: -_area(item[1]))[:_MAX_COVERS])
+        painted: set[tuple[int, int]] = set()
+        after: dict[int, frozenset[tuple[int, int]]] = {}
+        for index in range(len(draws) - 1, -1, -1):
+            kind, rect = draws[index]
+            if index in chosen:
+                after[index] = frozenset(painted)
+            elif kind in _TEXT_DRAWS and kind != "ignore-text" and len(painted) < _CELLS:
+                (c0, r0), (c1, r1) = self._cell(rect[0], rect[1]), self._cell(rect[2], rect[3])
+                painted.update((c, r) for c in range(c0, c1 + 1) for r in range(r0, r1 + 1))
+        self.images = [(rect, after[index]) for index, rect in chosen.items()]
 
     def hide(self, box: Rect) -> bool:
         centre = ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
         cell = self._cell(*centre)
         return any(_contains(rect, box) and cell not in later for rect, later in self.images)
-
-    def _painted_after(self, index: int, draws: Sequence[tuple[str, Rect]]) -> set[tuple[int, int]]:
-        cells: set[tuple[int, int]] = set()
-        for kind, rect in draws[index + 1 :]:
-            if kind in _TEXT_DRAWS and kind != "ignore-text":
-                (c0, r0), (c1, r1) = self._cell(rect[0], rect[1]), self._cell(rect[2], rect[3])
-                cells.update((c, r) for c in range(c0, c1 + 1) for r in range(r0, r1 + 1))
-        return cells
 
     def _cell(self, x: float, y: float) -> tuple[int, int]:
         x0, y0, x1, y1 = self.page
