@@ -11,7 +11,9 @@ COPY migrations ./migrations
 # The s3 extra: workers and the API read documents from, and write results to, a bucket.
 RUN pip install ".[s3]"
 
-RUN useradd --create-home folio
-USER folio
+# A fixed, numeric non-root user: Kubernetes' runAsNonRoot checks the image's user by number
+# (deploy/k8s runs the pods as 10001).
+RUN useradd --create-home --uid 10001 folio
+USER 10001:10001
 ENTRYPOINT ["folio"]
 CMD ["--help"]

@@ -40,6 +40,7 @@ BENCHES: dict[str, str] = {
     "flywheel-speed": "bench.flywheel.speed",
     "scale": "bench.scale.run",
     "scale-olmocr": "bench.scale.olmocr_pipeline",
+    "textlayer-bomb": "bench.textlayer_bomb",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
@@ -48,7 +49,8 @@ BENCHES: dict[str, str] = {
 # weights, flywheel-dose dozens of them (hours); healthy-corpus rebuilds the committed corpus
 # from git mirrors of its sources; scale runs the whole deployment against GPU stand-ins
 # (~15 min); scale-olmocr runs olmOCR's own pipeline from its venv
-# (bench/olmocr_pipeline_env.sh) beside it.
+# (bench/olmocr_pipeline_env.sh) beside it; textlayer-bomb is for a before/after pair of trees
+# (`--before`).
 NOT_IN_ALL = frozenset(
     {
         "tax-validate",
@@ -60,6 +62,7 @@ NOT_IN_ALL = frozenset(
         "healthy-corpus",
         "scale",
         "scale-olmocr",
+        "textlayer-bomb",
     }
 )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 
 from app.pdf.samples import born_digital_pdf, page_text
+from tests.hostile_pages import repeated_line_pdf, text_bomb_pdf
 
 
 def good_pdf(pages: int, seed: int = 0) -> bytes:
@@ -119,5 +120,10 @@ def corpus() -> tuple[dict[str, bytes], dict[str, bytes]]:
     bad["x" * 240 + ".pdf"] = b""
     bad["pdf-in-name-only.pdf.txt.pdf"] = b"%PDF- but nothing after"
     bad["zeros.pdf"] = b"%PDF-1.4\n" + b"\0" * 4096
+    # Pages that fail alone (issue 62): a text layer of 100,000 invisible overlapping lines,
+    # and a layer that is 5,000 hidden copies of its one visible line (read as a scan: no
+    # text layer to fall back on).
+    bad["text-bomb.pdf"] = text_bomb_pdf()
+    bad["hidden-copies.pdf"] = repeated_line_pdf(5_000, "Total due: 12.50 EUR")
     assert len(good) + len(bad) >= 30
     return good, bad

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import shlex
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,11 @@ def test_the_kustomization_renders_every_role(rendered: list[dict[str, Any]]) ->
         ("Deployment", "folio-gpu"),
         ("Deployment", "folio-worker-cpu"),
         ("Job", "folio-migrate"),
+        ("NetworkPolicy", "folio-api"),
+        ("NetworkPolicy", "folio-default-deny"),
+        ("NetworkPolicy", "folio-dns"),
+        ("NetworkPolicy", "folio-migrate"),
+        ("NetworkPolicy", "folio-workers"),
         ("ScaledObject", "folio-gpu"),
         ("ScaledObject", "folio-worker-cpu"),
         ("Service", "folio-api"),
@@ -82,7 +88,7 @@ def test_every_kubernetes_object_validates_strictly(
             continue
         kubernetes_validate.validate(obj, version, strict=True)
         checked += 1
-    assert checked == 6
+    assert checked == 11
 
 
 def test_the_kubernetes_validation_refuses_a_misspelt_field(
@@ -272,3 +278,122 @@ def test_every_worker_serves_its_metrics_on_the_port_folio_uses(
         assert container["ports"] == [{"name": "folio-metrics", "containerPort": port}]
         args = container["args"]
         assert "--pool" not in args or args[args.index("--pool") + 1] == "threads"
+
+
+# The hardening a standard check asks of every workload (the Pod Security Standards'
+# "restricted" profile, and what kube-linter and checkov add to it: a read-only root, no
+# service-account token, pinned images, network policies). Issue 62.
+WORKLOADS = ("folio-api", "folio-worker-cpu", "folio-gpu", "folio-migrate")
+
+
+def pod_of(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    kind = "Job" if name == "folio-migrate" else "Deployment"
+    spec: dict[str, Any] = find(objects, kind, name)["spec"]["template"]["spec"]
+    return spec
+
+
+def containers_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_every_pod_runs_restricted(rendered: list[dict[str, Any]], name: str) -> None:
+    spec = pod_of(rendered, name)
+    assert spec["automountServiceAccountToken"] is False
+    pod_context = spec["securityContext"]
+    assert pod_context["runAsNonRoot"] is True and pod_context["runAsUser"] != 0
+    assert pod_context["seccompProfile"] == {"type": "RuntimeDefault"}
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    assert all(set(v) == {"name", "emptyDir"} for v in volumes.values())  # nothing of the node's
+    for container in containers_of(spec):
+        context = container["securityContext"]
+        assert context["allowPrivilegeEscalation"] is False, container["name"]
+        assert context["readOnlyRootFilesystem"] is True, container["name"]
+        assert context["capabilities"] == {"drop": ["ALL"]}, container["name"]
+        assert "privileged" not in context and "runAsUser" not in context
+        mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+        assert "/tmp" in mounts, container["name"]  # what is writable is an emptyDir
+        assert set(mounts.values()) <= set(volumes)
+
+
+def test_the_folio_image_runs_as_the_pods_user() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "useradd --create-home --uid 10001 folio" in dockerfile
+    assert "USER 10001:10001" in dockerfile
+
+
+def test_every_image_is_pinned_and_folios_is_this_release(rendered: list[dict[str, Any]]) -> None:
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    images = {
+        container["image"]
+        for name in WORKLOADS
+        for container in containers_of(pod_of(rendered, name))
+    }
+    assert images == {f"folio:{version}", "vllm/vllm-openai:v0.32.0"}
+    assert not [i for i in images if i.endswith(":latest") or ":" not in i]
+
+
+def policies(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == "NetworkPolicy"]
+
+
+def selects(policy: dict[str, Any], labels: dict[str, str]) -> bool:
+    selector = policy["spec"]["podSelector"]
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    return all(labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", []))
+
+
+def allowed_ports(objects: list[dict[str, Any]], name: str, direction: str) -> set[int]:
+    """The TCP ports the policies open to `name`'s pods, `ingress` or `egress`."""
+    labels = find_workload(objects, name)["spec"]["template"]["metadata"]["labels"]
+    return {
+        port["port"]
+        for policy in policies(objects)
+        if selects(policy, labels)
+        for rule in policy["spec"].get(direction, [])
+        for port in rule.get("ports", [])
+        if port["protocol"] == "TCP"
+    }
+
+
+def find_workload(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return find(objects, "Job" if name == "folio-migrate" else "Deployment", name)
+
+
+def test_the_network_is_denied_but_for_what_each_component_needs(
+    rendered: list[dict[str, Any]],
+) -> None:
+    deny = find(rendered, "NetworkPolicy", "folio-default-deny")["spec"]
+    assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    ingress = {name: allowed_ports(rendered, name, "ingress") for name in WORKLOADS}
+    egress = {name: allowed_ports(rendered, name, "egress") for name in WORKLOADS}
+    assert ingress == {
+        "folio-api": {8080},
+        "folio-worker-cpu": {9464},
+        "folio-gpu": {9464},  # never vLLM's 8000: its worker asks it on localhost
+        "folio-migrate": set(),
+    }
+    assert egress["folio-migrate"] == {53, 5432}
+    for name in ("folio-api", "folio-worker-cpu", "folio-gpu"):
+        assert egress[name] == {53, 80, 443, 5432, 6379}, name
+    for policy in policies(rendered):  # the web, but never the cloud's metadata service
+        for rule in policy["spec"].get("egress", []):
+            for peer in rule.get("to", []):
+                assert "169.254.0.0/16" in peer["ipBlock"]["except"]
+
+
+def test_vllm_takes_an_api_key_from_a_secret_and_folio_sends_it(
+    rendered: list[dict[str, Any]], deployed_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = pod(rendered, "folio-gpu")
+    vllm, probe = spec["initContainers"]
+    worker = spec["containers"][0]
+    key = {"secretKeyRef": {"name": "folio-vllm", "key": "api-key"}}  # not optional
+    assert {"name": "VLLM_API_KEY", "valueFrom": key} in vllm["env"]
+    for container in (probe, worker):
+        sent = {"name": "FOLIO_VLM_ENDPOINTS__PRIMARY__API_KEY", "valueFrom": key}
+        assert sent in container["env"], container["name"]
+    assert deployed_settings.vlm_endpoints["primary"].api_key is None  # without the Secret
+    monkeypatch.setenv("FOLIO_VLM_ENDPOINTS__PRIMARY__API_KEY", "from-the-secret")
+    assert Settings().vlm_endpoints["primary"].api_key == "from-the-secret"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pymupdf
 
+from app.pdf.page_text import seen_in
 from app.textlayer.equations import has_math_signs
 from app.textlayer.model import Box, Glyph, PageLayout, TableGrid, TextLine
 from app.textlayer.words import has_run_together_words
@@ -48,7 +49,7 @@ def read_layout(
 
 
 def _lines(page: pymupdf.Page) -> list[TextLine]:
-    lines = _read_lines(page.get_text("dict", flags=_TEXT_FLAGS)["blocks"])
+    lines = _read_lines(_seen_blocks(page, page.get_text("dict", flags=_TEXT_FLAGS)["blocks"]))
     spaced = any(has_run_together_words(line.text) for line in lines)
     formulas = any(has_math_signs(line.text) for line in lines)
     arabic = any(_LAM in line.text for line in lines)
@@ -64,8 +65,14 @@ def _lines(page: pymupdf.Page) -> list[TextLine]:
                     chars = _ligatures_in_order(span["chars"]) if arabic else span["chars"]
                     text = "".join(char["c"] for char in chars)
                     span["text"] = _spaced(chars, span["size"]) if spaced else text
-        lines = _read_lines(blocks, glyphs=formulas)
+        lines = _read_lines(_seen_blocks(page, blocks), glyphs=formulas)
     return lines
+
+
+def _seen_blocks(page: pymupdf.Page, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocks' lines a reader sees (none on a page that is mostly unseen: a scan)."""
+    seen = seen_in(page, blocks)
+    return [] if seen.is_scan else seen.blocks
 
 
 def _ligatures_in_order(chars: list[dict[str, Any]]) -> list[dict[str, Any]]:

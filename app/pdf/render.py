@@ -14,6 +14,8 @@ from PIL import Image
 
 from app.errors import DocumentError, RenderError
 from app.pdf.layout import read_layout, read_tables
+from app.pdf.page_text import read_seen, seen_places
+from app.pdf.text_bounds import TextCaps, TextLayerTooLarge
 from app.textlayer.model import PageLayout, TableGrid
 
 # MuPDF keeps global state and PyMuPDF is not thread-safe, even across documents: every call into
@@ -123,17 +125,23 @@ class PageOutline:
     pixels: tuple[int, int]
 
 
-def read_page(path: Path, number: int, dpi: int, max_side: int) -> PageOutline:
-    """Page `number` (1-based): its text layer and sizes. Rasterising costs more than the rest
-    of a page's CPU in Folio; a page a model reads is rasterised at the model's own size, so the
-    render at `dpi` waits for an engine that asks for it (`rasterize_fitted`)."""
+def read_page(
+    path: Path, number: int, dpi: int, max_side: int, caps: TextCaps | None = None
+) -> PageOutline:
+    """Page `number` (1-based): the text of its layer a reader sees (none for a page that is
+    mostly unseen text, a scan), and its sizes; `TextLayerTooLarge` past `caps`. Rasterising
+    costs more than the rest of a page's CPU in Folio; a page a model reads is rasterised at
+    the model's own size, so the render at `dpi` waits for an engine that asks for it
+    (`rasterize_fitted`)."""
     with _MUPDF_LOCK:
         try:
             page = _open(path).doc[number - 1]
             box = page.rect * _fitted_matrix(page, dpi, max_side)
             pixels = (box.irect.width, box.irect.height)
             size = (float(page.rect.width), float(page.rect.height))
-            return PageOutline(page.get_text(), size, pixels)
+            return PageOutline(read_seen(page, caps or TextCaps()).text, size, pixels)
+        except TextLayerTooLarge:
+            raise
         except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
             raise RenderError(f"page {number} failed to render: {exc}") from exc
 
@@ -145,7 +153,7 @@ def render_page(path: Path, number: int, dpi: int, max_side: int) -> RenderedPag
             opened = _open(path)
             page = opened.doc[number - 1]
             image = _pixels(page, _fitted_matrix(page, dpi, max_side))
-            text = page.get_text()
+            text = read_seen(page, TextCaps()).text
             layout = _layout_or_none(opened, number) if text.strip() else None
             words = _words(page) if text.strip() else ()
             size = (float(page.rect.width), float(page.rect.height))
@@ -215,10 +223,14 @@ def read_page_words(path: Path, number: int) -> PageWords:
 
 
 def _words(page: pymupdf.Page) -> PageWords:
-    """The page's words in reading order, each with its line numbered across the page."""
+    """The page's words a reader sees, in reading order, each with its line numbered across
+    the page."""
     lines: dict[tuple[int, int], int] = {}
     words = []
+    places = seen_places(page)
     for x0, y0, x1, y1, word, block, line, _ in page.get_text("words", sort=True):
+        if not places.holds((x0, y0, x1, y1)):
+            continue
         number = lines.setdefault((block, line), len(lines))
         words.append((float(x0), float(y0), float(x1), float(y1), str(word), number))
     return tuple(words)

@@ -32,7 +32,8 @@ from app.retry.plan import (
 )
 from app.settings import PlanStep
 
-LayerJudge = Callable[[], LayerVerdict]  # the text-layer gate's judgement, taken when needed
+# The text-layer gate's judgement, taken when needed; it asks the page's stop between stages.
+LayerJudge = Callable[[Callable[[], bool]], LayerVerdict]
 # How many copies of a repeated unit the page's own text holds (None: not known).
 UnitCount = Callable[[str, PageInput], int | None]
 
@@ -97,7 +98,7 @@ def judged_layer(page: PageInput, judge: LayerJudge) -> PageInput:
     """The page with the gate's judgement of its text layer (a layer that cannot be read
     again is refused, so the plan moves on)."""
     try:
-        layer = judge()
+        layer = judge(page.should_stop)
     except RenderError as exc:
         layer = LayerVerdict(rejection=f"unreadable: {exc}")
     return replace(

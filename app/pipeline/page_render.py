@@ -11,6 +11,7 @@ from pathlib import Path
 from app.db.page_path import PageWork, RenderFacts
 from app.domain import PageInput
 from app.pdf.render import read_page
+from app.pdf.text_bounds import TextCaps
 from app.pdf.textlayer import text_layer_is_usable
 from app.pipeline.page_attempts import LayerJudge, page_input
 from app.pipeline.text_layer import judge_layer
@@ -39,6 +40,9 @@ class PageRenderer:
         # Where pages' documents are read: local paths as they are, stored ones via a copy.
         self.documents = documents
         self.gate = GateConfig(languages_for(settings.tesseract_lang))
+        self.caps = TextCaps(
+            settings.textlayer_max_chars, settings.textlayer_max_lines, settings.textlayer_max_spans
+        )
 
     def render(self, work: PageWork) -> RenderedPage:
         """The page read (its text layer and sizes) and how to rasterise it when an engine
@@ -50,7 +54,7 @@ class PageRenderer:
         dpi = int(work.options.get("dpi") or self.settings.dpi)
         path = self._local_copy(work)
         max_side = self.settings.max_image_side
-        outline = read_page(path, work.number, dpi, max_side)
+        outline = read_page(path, work.number, dpi, max_side, self.caps)
         usable = text_layer_is_usable(outline.text_layer, self.settings.textlayer_min_chars)
         judge = None
         if usable:

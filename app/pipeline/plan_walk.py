@@ -1,5 +1,6 @@
 """Walking a page's retry plan: each attempt the policy chooses (app/retry/plan.py), run on
-its engine, until one is accepted, the plan runs out or the job is cancelled."""
+its engine, until one is accepted, the plan runs out, the job is cancelled or the page runs
+past its time budget."""
 
 from __future__ import annotations
 
@@ -21,15 +22,12 @@ from app.pipeline.page_attempts import (
     past_attempt,
     resumed_page,
 )
+from app.pipeline.page_stop import stopped_close
 from app.pipeline.page_transactions import Attempt, Closing
 from app.profiles.judge import ROTATED, rotation_after
 from app.report.metrics import FolioMetrics
 from app.retry.plan import Limits, PageFacts, PastAttempt, false_alarms, is_accepted, next_attempt
 from app.settings import PlanStep, Settings
-
-CANCELLED = PageClose(
-    PageStatus.FAILED, failure_category="cancelled", error="the job was cancelled"
-)
 
 # Records an attempt that a later step follows, as soon as it ends.
 AttemptRecorder = Callable[[PageWork, Attempt], None]
@@ -69,10 +67,12 @@ class PlanWalker:
         attempt: Attempt | None = None
         while choice is not None:
             if page.should_stop():
-                return Closing(work, replace(CANCELLED, rendered=facts))
+                return Closing(work, replace(stopped_close(page.should_stop), rendered=facts))
             index, step = choice.index, plan[choice.index]
             if step.engine == "textlayer" and judge is not None:
                 page, judge = judged_layer(page, judge), None
+                if page.should_stop():  # stopped while the gate read the layer
+                    return Closing(work, replace(stopped_close(page.should_stop), rendered=facts))
             asked = confirming_page(page, past, self.page_holds) if choice.confirming else page
             asked = resumed_page(asked, past, step)
             result = self._attempt(asked, step, choice.confirming)
@@ -90,8 +90,8 @@ class PlanWalker:
             if choice is not None:  # a later step follows: this attempt is recorded now
                 self.record(work, attempt)
                 attempt = None
-        if page.should_stop():  # the cancel stopped the last attempt: not the engine's failure
-            return Closing(work, replace(CANCELLED, rendered=facts), attempt)
+        if page.should_stop():  # a stop ended the last attempt: not the engine's failure
+            return Closing(work, replace(stopped_close(page.should_stop), rendered=facts), attempt)
         category, error = failure_of(past)
         outcome = PageClose(PageStatus.FAILED, failure_category=category, error=error)
         return Closing(work, replace(outcome, rendered=facts), attempt)

@@ -7,6 +7,7 @@ the walk through its retry plan (`plan_walk.py`)."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -19,6 +20,7 @@ from app.pipeline.cancel import CancelWatch
 from app.pipeline.leases import LeaseKeeper, LeaseOptions
 from app.pipeline.page_attempts import UnitCount, copies_in_page, copies_unknown
 from app.pipeline.page_render import PageRenderer
+from app.pipeline.page_stop import PageStop
 from app.pipeline.page_transactions import Closing, PageOutcome, PageTransactions
 from app.pipeline.plan_walk import PlanWalker
 from app.report.metrics import FolioMetrics
@@ -188,6 +190,7 @@ class PageProcessor:
     def _work(self, claimed: ClaimedPage) -> Closing:
         """Process a claimed page up to its terminal outcome, which is returned, not written."""
         work = claimed.work
+        started = time.monotonic()  # the page's time budget counts from here
         past: list[PastAttempt] = []
         if claimed.attempts:  # a redelivered page: its earlier attempts count
             past, answered = self.transactions.history(work, self.settings.plan(work.plan_name))
@@ -196,7 +199,7 @@ class PageProcessor:
         try:
             rendered = self.renderer.render(work)
         except RenderError as exc:
-            failed = PageClose(PageStatus.FAILED, failure_category="render", error=str(exc))
+            failed = PageClose(PageStatus.FAILED, failure_category=exc.category, error=str(exc))
             return Closing(work, failed)
         except ObjectRefused as exc:  # missing, denied, changed since it was listed, too big
             failed = PageClose(PageStatus.FAILED, failure_category=exc.category, error=exc.reason)
@@ -204,7 +207,9 @@ class PageProcessor:
         endpoints = {s.endpoint for s in self.settings.plan(work.plan_name) if s.endpoint}
         if self.sampler:
             self.sampler.before_page(work.job_id, endpoints)
-        page = replace(rendered.page, should_stop=self.cancels.watch(work.job_id))
+        budget = self.settings.page_time_budget_s
+        stop = PageStop(self.cancels.watch(work.job_id), budget, started=started)
+        page = replace(rendered.page, should_stop=stop)
         try:
             return self.walker.walk(work, page, rendered.facts, past, rendered.judge)
         finally:

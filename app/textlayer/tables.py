@@ -58,11 +58,14 @@ def _rows_above(table: TableGrid, lines: Sequence[TextLine], taken: set[int]) ->
         and box.y0 - line.box.y1 < 4 * line.box.height * MAX_HEADER_ROWS
     ]
     rows: list[list[int]] = []
+    top = 0.0  # the open row's highest top, kept as lines join it (one pass, not n^2)
     for i in sorted(candidates, key=lambda i: -lines[i].box.y1):
-        if rows and lines[i].box.y1 > min(lines[j].box.y0 for j in rows[-1]) + 1:
+        if rows and lines[i].box.y1 > top + 1:
             rows[-1].append(i)
+            top = min(top, lines[i].box.y0)
         else:
             rows.append([i])
+            top = lines[i].box.y0
     return rows
 
 
