@@ -69,18 +69,35 @@ def test_a_loop_on_a_line_the_page_holds_once_is_cut_where_it_was() -> None:
 @pytest.mark.parametrize("margin", [0, DEFAULT_MARGIN, 5])
 def test_a_loop_on_a_unit_the_page_holds_is_cut_soon_after_the_pages_count(margin: int) -> None:
     """Grounding never clears a loop: it is cut within the margin plus the detector's own
-    latency (it counts the unit afresh from each overrule) past the page's count."""
+    latency (it counts the unit afresh from each overrule) past the page's count. The page
+    here holds the looping row word for word 30 times (a form's blank rows)."""
     row = ROWS[5]
-    grounded = GroundedDetector(None, LAYER, margin)
+    layer = LAYER + "\n" + "\n".join([row.replace("|", " ").strip()] * 29)
+    grounded = GroundedDetector(None, layer, margin)
     verdict, fed = stream(grounded, looping(row, 400))
 
     assert verdict is not None
     standing = grounded.standing
     assert standing is not None and standing.page_copies == 30
-    # rows of the ledger's shape in the output: its first five, then the copies
-    rows = 5 + (fed - len(looping(row, 0))) // (len(row) + 1)
+    # copies of the row in the output: those the stream was fed
+    rows = (fed - len(looping(row, 0))) // (len(row) + 1)
     latency = DetectorConfig().min_repeats + 2  # copies the fresh detector needs, and a spare
     assert 30 + margin < rows <= 30 + margin + latency
+
+
+def test_an_exact_loop_is_counted_exactly_on_the_page() -> None:
+    """Like with like (issue 65): the ledger's rows share their shape 30 times, but the row a
+    model writes again word for word, numbers included, is on the page once; the exact
+    verdict counts it with its numbers on both sides, so the loop is cut at its first
+    verdict, not after the 30 rows of its shape."""
+    row = ROWS[5]
+    _, at_alone = stream(LoopDetector(), looping(row, 400))
+    grounded = GroundedDetector(None, LAYER)
+    verdict, at = stream(grounded, looping(row, 400))
+
+    assert verdict is not None and at <= at_alone + 4 * (len(row) + 1)
+    assert grounded.standing is not None and grounded.standing.measure == "exact"
+    assert grounded.standing.page_copies == 1
 
 
 def test_units_the_page_cannot_hold_keep_their_verdict() -> None:
@@ -123,3 +140,49 @@ def test_the_plugins_loop_stop_asks_the_page_it_is_sent() -> None:
 def test_bad_grounding_args_are_refused(value: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         behaviours_for({LOOP_STOP_ARG: 1, **value})
+
+
+SITES = ["northern", "southern", "eastern", "western", "central"]
+DRIFTING = (
+    "Storage log\n\n"
+    + "\n".join(
+        f"- The samples from the {s} site were stored at four degrees overnight." for s in SITES
+    )
+    + "\n\nSigned by the lab manager.\n"
+)
+
+
+def test_copies_that_differ_by_a_word_are_counted_by_the_detectors_rule() -> None:
+    """Like with like (issue 65): five lines that differ in one word are five near copies on
+    the page as in the answer, though the page holds each line word for word once; the
+    page's line breaks (a text layer wraps where it likes) do not matter."""
+    alone, _ = stream(LoopDetector(), DRIFTING)
+    wrapped = " ".join(DRIFTING.split())  # one line: the copies are stretches of tokens
+    grounded = GroundedDetector(None, wrapped)
+    verdict, _ = stream(grounded, DRIFTING)
+
+    assert alone is not None and alone.near
+    assert verdict is None
+    (asked,) = grounded.overruled
+    assert asked.measure == "near" and asked.page_copies == 5 >= asked.output_copies
+
+
+def test_copies_that_differ_by_a_word_past_the_pages_count_are_cut() -> None:
+    words = [a + b for a in "bcdfg" for b in ("ar", "el", "on", "ut", "is", "ow", "ey", "ax")]
+    looping = "Storage log\n\n" + "\n".join(
+        f"- The samples from the {w} site were stored at four degrees overnight." for w in words
+    )
+    grounded = GroundedDetector(None, DRIFTING)
+    verdict, fed = stream(grounded, looping)
+
+    assert verdict is not None and grounded.standing is not None
+    assert grounded.standing.page_copies == 5
+    written = looping[:fed].count("\n- ")
+    assert written <= 5 + DEFAULT_MARGIN + DetectorConfig().min_repeats + 2
+
+
+def test_the_plugins_loop_stop_counts_near_copies_alike() -> None:
+    (stop,) = behaviours_for({LOOP_STOP_ARG: 1, PAGE_TEXT_ARG: DRIFTING, MARGIN_ARG: 2})
+    assert not any(stop.step([1], DRIFTING[i : i + 4]).end for i in range(0, len(DRIFTING), 4))
+    (alone,) = behaviours_for({LOOP_STOP_ARG: 1})
+    assert any(alone.step([1], DRIFTING[i : i + 4]).end for i in range(0, len(DRIFTING), 4))
