@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
+from app.degeneration.grounded import GroundedDetector
 from app.degeneration.grounding import (
     DEFAULT_MARGIN,
-    GroundedDetector,
     PageText,
     grounding_tokens,
     unit_readings,

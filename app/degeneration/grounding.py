@@ -1,12 +1,14 @@
-"""A loop verdict checked against the page's own text (issue 50).
+"""A loop verdict checked against the page's own text (issues 50 and 65).
 
-A verdict claims that the output repeats a unit more often than the page does. Where the page
-has a text layer, `PageText` counts how often the verdict's unit occurs in it, both read the
-same way (`grounding_tokens`: NFKC, lower case, markup and punctuation dropped, every number one
-`0` as the detector's shape view masks it, each CJK character one token), counted on token
-boundaries. A unit the page holds at least as often as the output does is not a loop yet:
-`GroundedDetector` lets the stream go on and raises that unit's bar to the page's count plus
-`margin` copies; past it, the verdict stands. Grounding never clears a loop: one the page
+A verdict claims that the output repeats a unit more often than the page does. `PageText`
+counts how often the verdict's unit occurs in the page's text (its text layer, or what a read
+at the verdict found on a scan), both read the same way (`grounding_tokens`: NFKC, lower case,
+markup and punctuation dropped, each CJK character one token), and both counted by the measure
+that made the verdict (`ground`): an exact repeat with its numbers, copies whose numbers differ
+with every number one `0`, copies that differ by a word by the detector's near-copy rule
+(`near_copies`). A unit the page holds at least as often as the output does is not a loop yet:
+the stream goes on (`grounded.GroundedDetector`) and that unit's bar rises to the page's count
+plus `margin` copies; past it, the verdict stands. Grounding never clears a loop: one the page
 overruled is cut at most `margin` copies past the page's count, plus the detector's own
 latency (it counts the unit afresh from the overrule: `min_repeats` copies and a few
 characters). A unit that cannot be read on the page (rules, fill, numbers only) keeps its
@@ -20,11 +22,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from app.degeneration.config import DetectorConfig, LoopVerdict
 from app.degeneration.near_copies import near_copies, spaced
-from app.degeneration.online import LoopDetector
 
 # Copies past the page's own count a unit may run to once the page overruled a verdict on it.
 # Why 2: a page's text layer and a model's reading of it disagree by a copy or two where a
@@ -229,82 +230,3 @@ def line_bag(
 def bag_copies(joined: str, bag: dict[tuple[str, ...], int]) -> int:
     """Copies of a line bag a token string holds: its scarcest line's count over its share."""
     return min(joined.count(_joined(line)) // times for line, times in bag.items())
-
-
-class GroundedDetector:
-    """A `LoopDetector` whose verdicts the page's own text may overrule (see the module)."""
-
-    def __init__(
-        self, config: DetectorConfig | None, page_text: str, margin: int = DEFAULT_MARGIN
-    ) -> None:
-        self._config = config or DetectorConfig()
-        self._page = PageText(page_text)
-        self._margin = margin
-        self._inner = LoopDetector(self._config)
-        self._base = 0  # raw offset at which the inner detector started
-        self._pieces: list[str] = []
-        self._length = 0
-        self._verdict: LoopVerdict | None = None
-        self._allowed: dict[str, int] = {}  # unit key -> copies the output may hold
-        self._seen: dict[str, int] = {}  # unit key -> copies the inner detectors counted
-        self.asked: list[Grounding] = []  # every verdict the page was asked about, in order
-
-    @property
-    def config(self) -> DetectorConfig:
-        return self._config
-
-    @property
-    def verdict(self) -> LoopVerdict | None:
-        return self._verdict
-
-    @property
-    def text_length(self) -> int:
-        return self._length
-
-    @property
-    def overruled(self) -> list[Grounding]:
-        return [g for g in self.asked if g.overruled]
-
-    @property
-    def standing(self) -> Grounding | None:
-        """What the page held of the verdict that stood, where it was asked."""
-        last = self.asked[-1] if self.asked else None
-        return last if last is not None and not last.overruled and self._verdict else None
-
-    def feed(self, chunk: str) -> LoopVerdict | None:
-        if self._verdict is not None:
-            return self._verdict
-        self._pieces.append(chunk)
-        self._length += len(chunk)
-        found = self._inner.feed(chunk)
-        if found is not None:
-            self._judge(found)
-        return self._verdict
-
-    def finish(self) -> LoopVerdict | None:
-        if self._verdict is None:
-            found = self._inner.finish()
-            if found is not None:
-                self._judge(found)
-        return self._verdict
-
-    def _judge(self, found: LoopVerdict) -> None:
-        verdict = replace(found, onset=found.onset + self._base)
-        output = "".join(self._pieces)
-        self._pieces = [output]
-        asked = ground(verdict, output, self._page, self._config.fuzzy_min_chars)
-        if asked is None:
-            self._verdict = verdict
-            return
-        key = asked.unit
-        seen = self._seen.get(key, 0) + int(found.repeats)
-        self._seen[key] = seen
-        copies = max(asked.output_copies, seen)
-        if copies <= self._allowed.get(key, asked.page_copies):
-            self._allowed[key] = asked.page_copies + self._margin
-            self.asked.append(replace(asked, output_copies=copies, overruled=True))
-            self._inner = LoopDetector(self._config)  # the unit is counted afresh from here
-            self._base = self._length
-            return
-        self.asked.append(replace(asked, output_copies=copies))
-        self._verdict = verdict

@@ -26,10 +26,19 @@ from app.degeneration import DetectorConfig, LoopDetector
 from app.domain import CLOSE_PROBE_TOKENS, EngineResult, PageInput
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
+from app.engines.verdict_read import ScanReads, VerdictRead
 from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
 from app.engines.vlm_confirm import Tolerance, TolerantDetector
 from app.engines.vlm_doctor import warn_missing_processors
-from app.engines.vlm_grounding import grounded_factory, grounding_params, grounding_xargs
+from app.engines.vlm_grounding import (
+    grounded_factory,
+    grounding_params,
+    grounding_xargs,
+    grounds,
+    holding,
+    settle_hold,
+    with_read,
+)
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_judge import VlmJudge
 from app.engines.vlm_resume import kept_text, resumed_body
@@ -108,10 +117,13 @@ class VlmEngine:
         detector_factory: Callable[[], LoopDetecting] = _default_detector,
         profile: Profile | None = None,
         grounding_margin: int | None = None,
+        scan_reads: ScanReads | None = None,
     ) -> None:
         self.endpoint_name = endpoint_name
         # Copies past the page's own count a unit may run to (None: verdicts not grounded).
         self.grounding_margin = grounding_margin
+        # Where a page without a text layer is read at its first verdict (None: it is not).
+        self.scan_reads = scan_reads
         self.endpoint = endpoint
         self.profile = profile or resolve_profile(endpoint.profile, endpoint.model)
         self.detector_factory = detector_factory
@@ -248,7 +260,8 @@ class VlmEngine:
         body = await asyncio.to_thread(self.request_body, page, step, used)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
-        detector = self._detector_for(page, step, confirming)
+        read = self._read_for(page, step, confirming)
+        detector = self._detector_for(page, step, confirming, read, used.plugin)
         kept = kept_text(page, self.endpoint.openai_fields_only)
         async with slots:
             while True:
@@ -262,6 +275,7 @@ class VlmEngine:
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
+        outcome.grounding = await with_read(outcome.grounding, read)  # the slot is free
         close = self._close.params()
         loop_stop = step.loop_stop and confirming is None
         result = self._judge.result(
@@ -280,16 +294,34 @@ class VlmEngine:
             }
         return result
 
-    def _detector_for(
+    def _read_for(
         self, page: PageInput, step: PlanStep, confirming: Tolerance | None
+    ) -> VerdictRead | None:
+        """The page's read at its first verdict, where it has no text to ask yet."""
+        if self.scan_reads is None or not step.loop_stop or confirming is not None:
+            return None
+        if self.grounding_margin is None or grounds(page, self.grounding_margin):
+            return None
+        return self.scan_reads.for_page(page)
+
+    def _detector_for(
+        self,
+        page: PageInput,
+        step: PlanStep,
+        confirming: Tolerance | None,
+        read: VerdictRead | None = None,
+        plugin: bool = False,
     ) -> Callable[[], LoopDetecting]:
         """The stream's detector: none with the loop stop off; on a confirming attempt, one
         that lets the confirmed unit run up to its bound."""
         if not step.loop_stop:
             return NoLoopStop
-        # Each verdict asked of the page's own text first, where it has one.
+        # Each verdict asked of the page's own text first, where it has one, or of its read
+        # at the verdict, held while the page is read where the client's stop is the stop
+        # (the plugin ends the request at its verdict: there the verdict cuts).
+        hold = 0 if plugin or self.scan_reads is None else self.scan_reads.hold_chars
         grounded = grounded_factory(
-            self.detector_factory, self._detector_config, page, self.grounding_margin
+            self.detector_factory, self._detector_config, page, self.grounding_margin, read, hold
         )
         if confirming is not None:
             return lambda: TolerantDetector(grounded, confirming)
@@ -339,6 +371,9 @@ class VlmEngine:
         finally:
             self._open_streams -= 1
             await response.close()  # at a verdict or a cancel: vLLM sees the client leave
+        if outcome.verdict is None and holding(detector):  # the answer ended during a hold
+            await asyncio.to_thread(settle_hold, detector)
+            check_end(outcome, detector)
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
         outcome.grounding = grounding_params(detector)

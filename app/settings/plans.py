@@ -170,6 +170,28 @@ class PlanFields(BaseModel):
         description="Copies of a unit past the page's own count that a grounded stream may "
         "write before its verdict stands.",
     )
+    detector_grounding_read: bool = Field(
+        default=True,
+        description="Where a page has no usable text layer (a scan), read it at its first loop "
+        "verdict with Tesseract in `tesseract_lang` (and RapidOCR where the [scan] extra is "
+        "installed), on a worker thread, and ask that reading as grounding asks a text layer. "
+        "Where Folio's client-side detector is the stop, the verdict waits for the read while "
+        "the stream goes on, up to `detector_grounding_read_hold_chars`; where the engine "
+        "plugin ends the request, the verdict cuts and the page's later attempts ask the "
+        "reading, in the client and the plugin alike (docs/loop-stop.md, Grounding).",
+    )
+    detector_grounding_read_hold_chars: int = Field(
+        default=384,
+        ge=0,
+        description="Characters a stream may run on past a verdict while its page is read; "
+        "past them the verdict stands unasked (about 110 tokens, 1.7 s of an H100's decode "
+        "step at batch 256, past the slowest Tesseract read measured).",
+    )
+    detector_grounding_read_workers: int = Field(
+        default=1,
+        ge=1,
+        description="Threads of a worker that read pages at their verdicts (one Tesseract each).",
+    )
     detector_online: bool = Field(
         default=True,
         description="Folio's own loop detector reads every VLM stream and its verdict stops "

@@ -39,9 +39,9 @@ from rich.console import Console
 from rich.table import Table
 
 from app.degeneration import LoopDetector, LoopVerdict
+from app.degeneration.grounded import GroundedDetector
 from app.degeneration.grounding import (
     DEFAULT_MARGIN,
-    GroundedDetector,
     PageText,
     ground,
     grounding_tokens,
