@@ -47,8 +47,8 @@ class Outcome(StrEnum):
 CLOSE_PROBE_TOKENS = "loop_stop_close_tokens"
 # An attempt's params key: loop verdicts the page's own text overruled (grounding).
 GROUNDING_OVERRULED = "grounding_overruled"
-# ... and the CPU seconds a read of the page at a verdict took (a scan, issue 65).
-VERDICT_READ_CPU_S = "verdict_read_cpu_s"
+# ... and the CPU milliseconds a read of the page at a verdict took (a scan, issue 65).
+VERDICT_READ_CPU_MS = "verdict_read_cpu_ms"
 RETRYABLE_CATEGORIES = frozenset({"transport", "internal", "busy", "cancelled", "broker"})
 
 

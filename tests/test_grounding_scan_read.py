@@ -22,8 +22,11 @@ from app.db.engine import Database
 from app.db.models import Attempt
 from app.degeneration import LoopDetector
 from app.degeneration.grounded import GroundedDetector
-from app.domain import VERDICT_READ_CPU_S
+from app.domain import VERDICT_READ_CPU_MS
 from app.pdf import samples
+from app.report.build import build_report
+from app.settings import Settings, VlmEndpoint
+from app.train.dpo import ExportOptions, export_preferences
 from app.vllm_plugin.behaviours import PAGE_TEXT_ARG
 from bench.vllm_standin.scripted import ScriptedAnswer, StandIn, serving
 
@@ -154,24 +157,38 @@ def test_a_scan_read_at_its_verdict_keeps_the_answer_of_a_page_read_right(
     assert grounding["overruled"] and grounding["read_wait"]["missed"] is False
     read = grounding["read"]
     assert "eastern site were stored" in read["text"] and read["model"].startswith("tesseract")
-    assert attempt.params[VERDICT_READ_CPU_S] == read["cpu_s"] > 0
+    assert attempt.params[VERDICT_READ_CPU_MS] == round(1000 * read["cpu_s"]) > 0
     kept = (tmp_path / "out" / "storage-log.md").read_text(encoding="utf-8")
     assert all(f"the {s} site" in kept for s in SITES)
+    report = build_report(Database(db_url), Settings(database_url=db_url), job_id).report
+    assert report.verdict_reads == 1 and report.verdict_read_cpu_s == round(read["cpu_s"], 3)
+    assert report.verdicts_overruled == len(grounding["overruled"])
 
 
 def test_a_loop_on_a_scan_is_cut_and_later_attempts_ask_the_same_read(
     db_url: str, tmp_path: Path
 ) -> None:
     """With the engine plugin as the stop, the verdict cuts at once (the plugin cannot wait
-    for a read) and the read goes on; the retry sends the plugin the read's text."""
-    with serving(lambda body: ScriptedAnswer(LOOPING)) as stand_in:
+    for a read) and the read goes on; the retry sends the plugin the read's text, reads the
+    page right, and export-dpo keeps the read beside the pair."""
+    answers = iter([LOOPING])
+    short = PAGE.split("\n- The samples from the southern")[0] + "\n"  # the retry's answer
+
+    with serving(lambda body: ScriptedAnswer(next(answers, short))) as stand_in:
         job_id = folio_run(db_url, stand_in, scan_folder(tmp_path), tmp_path / "out", True)
 
     first, *later = attempts(db_url, job_id)
-    assert first.status == "degenerate" and later
+    assert first.status == "degenerate" and [a.status for a in later] == ["ok"]
     assert first.params["grounding"]["read_wait"]["waited_chars"] == 0  # cut at the verdict
     read = first.params["grounding"]["read"]["text"]
     assert "site were stored" in read
     retry = stand_in.requests[1]["vllm_xargs"]
     assert retry[PAGE_TEXT_ARG] == read
-    assert not any("read" in a.params.get("grounding", {}) for a in later)
+    assert "read" not in later[0].params.get("grounding", {}), "not read again"
+    endpoint = VlmEndpoint(base_url=stand_in.base_url, model="some-ocr-model")
+    settings = Settings(database_url=db_url, vlm_endpoints={"primary": endpoint})
+    out = tmp_path / "dpo"
+    summary = export_preferences(settings, Database(db_url), [job_id], out, ExportOptions())
+    assert summary.pairs == 1, summary.skipped
+    (pair,) = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
+    assert pair["metadata"]["page_read"]["text"] == read

@@ -18,7 +18,7 @@ from typing import Any
 
 from app.degeneration import DetectorConfig
 from app.degeneration.grounded import GroundedDetector
-from app.domain import GROUNDING_OVERRULED, VERDICT_READ_CPU_S, PageInput
+from app.domain import GROUNDING_OVERRULED, VERDICT_READ_CPU_MS, PageInput
 from app.engines.verdict_read import VerdictRead
 from app.engines.vlm_stream import LoopDetecting
 from app.vllm_plugin.behaviours import MARGIN_ARG, PAGE_TEXT_ARG
@@ -112,4 +112,4 @@ async def with_read(params: dict[str, Any], read: VerdictRead | None) -> dict[st
     if record is None:
         return params
     found = dict(params.get("grounding") or {}) | {"read": record}
-    return params | {"grounding": found, VERDICT_READ_CPU_S: record["cpu_s"]}
+    return params | {"grounding": found, VERDICT_READ_CPU_MS: round(1000 * record["cpu_s"])}
