@@ -125,6 +125,8 @@ def folio_run(db_url: str, stand_in: StandIn, source: Path, out: Path, plugin: b
         "FOLIO_ENGINE": "vlm",
         "FOLIO_VLM_ENDPOINTS": json.dumps({"primary": endpoint}),
         "FOLIO_CONCURRENCY": "1",
+        # a loaded 2-core machine reads a page slowly: the test waits for it, whatever it takes
+        "FOLIO_DETECTOR_GROUNDING_READ_WAIT_S": "3600",
     }
     result = runner.invoke(app, ["run", str(source), "--out", str(out)], env=env)
     assert result.exit_code == 0, result.output

@@ -3,16 +3,16 @@
 A verdict claims that the output repeats a unit more often than the page does. `PageText`
 counts how often the verdict's unit occurs in the page's text (its text layer, or what a read
 at the verdict found on a scan), both read the same way (`grounding_tokens`: NFKC, lower case,
-markup and punctuation dropped, each CJK character one token), and both counted by the measure
-that made the verdict (`ground`): an exact repeat with its numbers, copies whose numbers differ
-with every number one `0`, copies that differ by a word by the detector's near-copy rule
-(`near_copies`). A unit the page holds at least as often as the output does is not a loop yet:
-the stream goes on (`grounded.GroundedDetector`) and that unit's bar rises to the page's count
-plus `margin` copies; past it, the verdict stands. Grounding never clears a loop: one the page
-overruled is cut at most `margin` copies past the page's count, plus the detector's own
-latency (it counts the unit afresh from the overrule: `min_repeats` copies and a few
-characters). A unit that cannot be read on the page (rules, fill, numbers only) keeps its
-verdict: the page is asked only about words it could hold.
+markup and punctuation dropped, every number one `0`, each CJK character one token), and both
+counted by the measure that made the verdict (`ground`): copies that differ by a word by the
+detector's near-copy rule (`near_copies`), other copies as the shape view reads them. A unit
+the page holds at least as often as the output does is not a loop yet: the stream goes on
+(`grounded.GroundedDetector`) and that unit's bar rises to the page's count plus `margin`
+copies; past it, the verdict stands. Grounding never clears a loop: one the page overruled is
+cut at most `margin` copies past the page's count, plus the detector's own latency (it counts
+the unit afresh from the overrule: `min_repeats` copies and a few characters). A unit that
+cannot be read on the page (rules, fill, numbers only) keeps its verdict: the page is asked
+only about words it could hold.
 
 Pure, like the detector: it also runs inside vLLM's engine (the plugin's loop stop).
 """
@@ -53,21 +53,15 @@ _BOUNDARY_AFTER = frozenset(" \t\r\n>|")
 _BOUNDARY_AT = frozenset("<|")
 
 
-def grounding_tokens(text: str, numbers: bool = False) -> list[str]:
+def grounding_tokens(text: str) -> list[str]:
     """`text` as the tokens grounding compares: words, numbers as `0` (as the detector's shape
-    view reads them; with `numbers`, as their digits, as its exact view keeps them), CJK
-    characters."""
+    view reads them), CJK characters."""
     text = unicodedata.normalize("NFKC", text).lower()
     text = _HYPHEN_BREAK.sub(r"\1\2", text)
     text = _TAG.sub(" ", text)
-    text = _NUMBER.sub(_digits if numbers else " 0 ", text)
+    text = _NUMBER.sub(" 0 ", text)
     text = _CJK.sub(r" \1 ", text)
     return _NOT_WORD.sub(" ", text).split()
-
-
-def _digits(number: re.Match[str]) -> str:
-    """A number's digits, one token: `1,234.50` and `1.234,50` read alike."""
-    return " " + "".join(ch for ch in number.group() if ch.isdigit()) + " "
 
 
 def _joined(tokens: list[str] | tuple[str, ...]) -> str:
@@ -78,20 +72,19 @@ def _groundable(tokens: tuple[str, ...]) -> bool:
     return sum(len(t) for t in tokens if not t.isdigit()) >= MIN_LETTERS
 
 
-def unit_readings(unit: str, whole: bool = True, numbers: bool = False) -> list[tuple[str, ...]]:
+def unit_readings(unit: str, whole: bool = True) -> list[tuple[str, ...]]:
     """The unit's token sequences to look for: a periodic unit (`whole`) may start anywhere in
     its copy, mid-word included, so each rotation that starts on a word or a cell is read; a
-    unit cut short (longer than the verdict's excerpt) only as it is. `numbers`: read as the
-    exact view reads them (`grounding_tokens`)."""
+    unit cut short (longer than the verdict's excerpt) only as it is."""
     if not whole:
-        readings = [tuple(grounding_tokens(unit, numbers))]
+        readings = [tuple(grounding_tokens(unit))]
     else:
         starts = [
             i
             for i in range(len(unit))
             if unit[i] in _BOUNDARY_AT or (i and unit[i - 1] in _BOUNDARY_AFTER)
         ] or range(len(unit))
-        readings = [tuple(grounding_tokens(unit[i:] + unit[:i], numbers)) for i in starts]
+        readings = [tuple(grounding_tokens(unit[i:] + unit[:i])) for i in starts]
     found = dict.fromkeys(r for r in readings if r and _groundable(r))
     return list(found)
 
@@ -103,27 +96,19 @@ def canonical(tokens: tuple[str, ...]) -> str:
 
 
 class PageText:
-    """The page's own text, read once per measure (at its first question) and asked how often
-    a unit occurs in it."""
+    """The page's own text, read once (at its first question) and asked how often a unit
+    occurs in it."""
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._joined: dict[bool, str] = {}
+        self._joined: str | None = None
         self._spaced: str | None = None
 
     @property
-    def text(self) -> str:
-        return self._text
-
-    @property
     def joined(self) -> str:
-        return self.joined_as(numbers=False)
-
-    def joined_as(self, numbers: bool) -> str:
-        """The page's tokens, numbers masked or (`numbers`) kept, joined for counting."""
-        if numbers not in self._joined:
-            self._joined[numbers] = _joined(grounding_tokens(self._text, numbers))
-        return self._joined[numbers]
+        if self._joined is None:
+            self._joined = _joined(grounding_tokens(self._text))
+        return self._joined
 
     @property
     def spaced(self) -> str:
@@ -132,11 +117,11 @@ class PageText:
             self._spaced = spaced(grounding_tokens(self._text))
         return self._spaced
 
-    def copies(self, tokens: tuple[str, ...], numbers: bool = False) -> int:
-        return self.joined_as(numbers).count(_joined(tokens))
+    def copies(self, tokens: tuple[str, ...]) -> int:
+        return self.joined.count(_joined(tokens))
 
-    def bag_copies(self, bag: dict[tuple[str, ...], int], numbers: bool = False) -> int:
-        return bag_copies(self.joined_as(numbers), bag)
+    def bag_copies(self, bag: dict[tuple[str, ...], int]) -> int:
+        return bag_copies(self.joined, bag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,44 +133,42 @@ class Grounding:
     output_copies: int
     overruled: bool  # the page held it as often: the stream went on
     at: int  # raw characters of output when it was asked
-    measure: str = "shape"  # how both sides were counted: exact, shape or near (`ground`)
+    measure: str = "shape"  # how both sides were counted: shape or near (`ground`)
 
 
 def ground(
     verdict: LoopVerdict, output: str, page: PageText, min_chars: int = FUZZY_MIN_CHARS
 ) -> Grounding | None:
     """The page's count of the verdict's unit, and the output's, both by the measure that made
-    the verdict (issue 65): an exact repeat's copies with their numbers (`exact`), copies
-    whose numbers differ with numbers masked (`shape`), copies that differ by a word by the
-    detector's near-copy rule, line by line (`near`, `near_ground`; `min_chars` its
-    `fuzzy_min_chars`). None where the unit holds no words the page could hold (rules, fill,
-    numbers, markup). The unit is read as a sequence of words, and a unit of several lines
-    also line by line (`line_bag`), whichever the page holds more often."""
+    the verdict (issue 65): copies that differ by a word by the detector's near-copy rule, line
+    by line (`near`, `near_ground`; `min_chars` its `fuzzy_min_chars`); other copies, exact or
+    differing in their numbers, with every number one `0` on both sides (`shape`: counting an
+    exact repeat's numbers too was measured, and only added false alarms where a page's text
+    writes its numbers otherwise, an OCR misread digit, `2/1` spaced as `2 / 1`). None where
+    the unit holds no words the page could hold (rules, fill, numbers, markup). The unit is
+    read as a sequence of words, and a unit of several lines also line by line (`line_bag`),
+    whichever the page holds more often."""
     if verdict.near and 1 < verdict.period <= MAX_PERIOD:
         found = near_ground(verdict, output, page, min_chars)
         if found is not None:
             return found
-    numbers = not verdict.drift
-    whole = verdict.period <= len(verdict.unit)
-    readings = unit_readings(verdict.unit, whole, numbers)
+    readings = unit_readings(verdict.unit, whole=verdict.period <= len(verdict.unit))
     bag = None
     if 1 < verdict.period <= MAX_PERIOD:  # the copies as written (some views keep a digest)
         first = output[verdict.onset : verdict.onset + verdict.period]
-        last = output[-verdict.period :]
-        readings += unit_readings(first, numbers=numbers) + unit_readings(last, numbers=numbers)
-        bag = line_bag(output, verdict.onset, verdict.period, numbers)
+        readings += unit_readings(first) + unit_readings(output[-verdict.period :])
+        bag = line_bag(output, verdict.onset, verdict.period)
     if not readings and not bag:
         return None
-    written = _joined(grounding_tokens(output, numbers))
+    written = _joined(grounding_tokens(output))
     page_copies, key, output_copies = -1, "", 0
     if readings:
-        page_copies, tokens = max((page.copies(r, numbers), r) for r in readings)
+        page_copies, tokens = max((page.copies(r), r) for r in readings)
         key, output_copies = canonical(tokens), written.count(_joined(tokens))
-    if bag and (held := page.bag_copies(bag, numbers)) > page_copies:
+    if bag and (held := page.bag_copies(bag)) > page_copies:
         page_copies, key = held, "\n".join(sorted(_SEP.join(line) for line in bag))
         output_copies = bag_copies(written, bag)
-    measure = "exact" if numbers else "shape"
-    return Grounding(f"{measure}:{key}", page_copies, output_copies, False, len(output), measure)
+    return Grounding(key, page_copies, output_copies, False, len(output))
 
 
 def near_ground(
@@ -194,7 +177,7 @@ def near_ground(
     """A verdict on copies that differ by a word, counted by the detector's rule on both
     sides: each whole line of the first copy, as often as the page (and the output) holds
     stretches that are copies of it (`near_copies`); the scarcest line over its share."""
-    lines = copy_lines(output, verdict.onset, verdict.period, numbers=False)
+    lines = copy_lines(output, verdict.onset, verdict.period)
     bag = Counter(line for line in lines if _groundable(line))
     if not bag:
         return None
@@ -205,24 +188,22 @@ def near_ground(
     return Grounding(key, held, wrote, False, len(output), "near")
 
 
-def copy_lines(output: str, onset: int, period: int, numbers: bool) -> list[tuple[str, ...]]:
+def copy_lines(output: str, onset: int, period: int) -> list[tuple[str, ...]]:
     """The tokens of each whole line of the copy at `onset` (blank lines left out)."""
     start = output.find("\n", onset - 1) + 1 if onset and output[onset - 1] != "\n" else onset
     end = output.rfind("\n", start, onset + period + 1)
     if end <= start:
         return []
-    lines = [tuple(grounding_tokens(line, numbers)) for line in output[start:end].split("\n")]
+    lines = [tuple(grounding_tokens(line)) for line in output[start:end].split("\n")]
     return [line for line in lines if line]
 
 
-def line_bag(
-    output: str, onset: int, period: int, numbers: bool = False
-) -> dict[tuple[str, ...], int] | None:
+def line_bag(output: str, onset: int, period: int) -> dict[tuple[str, ...], int] | None:
     """The whole lines of the copy at `onset`, each with how often it comes in the copy: a
     page's text layer may give a table's lines in another order than a model writes them (a
     column's cells one after another, a header after its rows), so a copy of two or more lines
     is also asked of the page line by line. None for a copy of fewer than two whole lines."""
-    lines = copy_lines(output, onset, period, numbers)
+    lines = copy_lines(output, onset, period)
     bag = Counter(line for line in lines if _groundable(line))
     return dict(bag) if len(lines) >= 2 and bag else None
 

@@ -67,6 +67,7 @@ class EngineSet:
                 settings.tessdata_dir,
                 settings.detector_grounding_read_hold_chars,
                 settings.detector_grounding_read_workers,
+                settings.detector_grounding_read_wait_s,
             )
         return self._reads
 

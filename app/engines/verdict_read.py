@@ -39,10 +39,16 @@ class ScanReads:
     """The worker threads that read scans at their verdicts, and the reader they share."""
 
     def __init__(
-        self, lang: str, tessdata_dir: str | None, hold_chars: int, workers: int = 1
+        self,
+        lang: str,
+        tessdata_dir: str | None,
+        hold_chars: int,
+        workers: int = 1,
+        wait_s: float = 30.0,
     ) -> None:
         self.lang, self.tessdata_dir = lang, tessdata_dir
         self.hold_chars = hold_chars  # characters a stream runs on while its page is read
+        self.wait_s = wait_s  # seconds an attempt waits for a read still running at its end
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="folio-verdict-read"
         )
@@ -73,7 +79,8 @@ class ScanReads:
         return ReadDone(text, model, time.thread_time() - cpu, time.perf_counter() - wall, error)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        # A read under way finishes first: its Tesseract API is ended below.
+        self._pool.shutdown(wait=True, cancel_futures=True)
         with self._lock:
             if self._reader is not None:
                 self._reader.close()
@@ -99,10 +106,10 @@ class VerdictRead:
         done = self._done()
         return None if done is None else done.text
 
-    def wait(self, timeout: float) -> None:
-        """Block (a worker thread, not the event loop) until the read is done, or `timeout`."""
+    def wait(self) -> None:
+        """Block (a worker thread, not the event loop) until the read is done, or its wait."""
         if self._future is not None:
-            concurrent.futures.wait([self._future], timeout)
+            concurrent.futures.wait([self._future], self._reads.wait_s)
 
     def record(self) -> dict[str, Any] | None:
         """What the attempt keeps of the read (None: not asked for, or still running)."""

@@ -275,7 +275,8 @@ class VlmEngine:
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
-        outcome.grounding = await with_read(outcome.grounding, read)  # the slot is free
+        # The read the verdict asked for, waited for once the slot is free (not on a cancel).
+        outcome.grounding = await with_read(outcome.grounding, None if outcome.cancelled else read)
         close = self._close.params()
         loop_stop = step.loop_stop and confirming is None
         result = self._judge.result(

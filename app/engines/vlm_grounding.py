@@ -23,11 +23,6 @@ from app.engines.verdict_read import VerdictRead
 from app.engines.vlm_stream import LoopDetecting
 from app.vllm_plugin.behaviours import MARGIN_ARG, PAGE_TEXT_ARG
 
-# Seconds an attempt waits, off the event loop and after its stream, for a read still running:
-# a Tesseract read takes 0.85-1.97 CPU-s (bench detector-grounding); RapidOCR's second reading
-# 5-10 times that on a poor page.
-READ_WAIT_S = 30.0
-
 
 def page_text(page: PageInput) -> str:
     """The text a page's verdicts are asked of ("" where there is none yet)."""
@@ -99,7 +94,7 @@ def holding(detector: LoopDetecting) -> bool:
 def settle_hold(detector: LoopDetecting) -> None:
     """The answer ended while a verdict waited for the read: wait for it (a worker thread)."""
     if isinstance(detector, GroundedDetector) and isinstance(detector.page_read, VerdictRead):
-        detector.page_read.wait(READ_WAIT_S)
+        detector.page_read.wait()
 
 
 async def with_read(params: dict[str, Any], read: VerdictRead | None) -> dict[str, Any]:
@@ -107,7 +102,7 @@ async def with_read(params: dict[str, Any], read: VerdictRead | None) -> dict[st
     for on a worker thread (never on the event loop), after the stream released its slot."""
     if read is None or not read.started:
         return params
-    await asyncio.to_thread(read.wait, READ_WAIT_S)
+    await asyncio.to_thread(read.wait)
     record = read.record()
     if record is None:
         return params

@@ -192,6 +192,13 @@ class PlanFields(BaseModel):
         ge=1,
         description="Threads of a worker that read pages at their verdicts (one Tesseract each).",
     )
+    detector_grounding_read_wait_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds an attempt waits at its end, off the event loop, for its page's "
+        "read still running (a Tesseract read takes about 1 CPU-second, RapidOCR's second "
+        "reading 5-10 times that); past them the read is left unrecorded.",
+    )
     detector_online: bool = Field(
         default=True,
         description="Folio's own loop detector reads every VLM stream and its verdict stops "

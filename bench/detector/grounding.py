@@ -109,6 +109,9 @@ def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
         if isinstance(page, TimedRead) and page.found is not None:
             read = {k: v for k, v in page.found.items() if k != "text"}
             read |= {"waited_chars": detector.read_waited, "missed": detector.read_missed}
+            # The page's next attempt asks the read's text (cut and confirmed): kept there?
+            again = stream(GroundedDetector(None, page.found["text"], margin), text)
+            read["retry"] = _row(again, text)
     return {
         "source": pair["source"],
         "producer": pair["producer"],
@@ -162,6 +165,7 @@ def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     alone = sum(1 for r in rows if r["alone"])
     grounded = sum(1 for r in rows if r["grounded"])
+    after_retry = sum(1 for r in rows if r["grounded"] and (r["scan_read"] or {}).get("retry", 1))
     usable = [r for r in rows if r["usable"]]
     return {
         "harvest": all(r["source"].startswith("harvest: ") for r in rows),
@@ -171,6 +175,10 @@ def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "grounded": grounded,
         "alone_per_1000": round(1000 * alone / n, 2) if n else None,
         "grounded_per_1000": round(1000 * grounded / n, 2) if n else None,
+        # ... where a scan's verdict the hold let stand is asked again by the page's next
+        # attempt, which has the read's text: the answer kept at one more attempt's cost
+        "after_retry": after_retry,
+        "after_retry_per_1000": round(1000 * after_retry / n, 2) if n else None,
         "alone_per_1000_with_layer": _per_1000(sum(1 for r in usable if r["alone"]), usable),
         "grounded_per_1000_with_layer": _per_1000(sum(1 for r in usable if r["grounded"]), usable),
         "overruled_verdicts": sum(1 for r in rows for a in r["asked"] if a[2]),

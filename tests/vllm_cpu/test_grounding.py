@@ -91,11 +91,7 @@ def test_a_row_written_past_what_the_page_holds_is_cut_on_the_server(
 
     assert result.status is AttemptStatus.DEGENERATE, result
     assert result.stop_mechanism == "engine_plugin", result
-    # Counted as the exact verdict counts it (issue 65): the row, numbers and all, is on the
-    # page once (its shape twelve times: that verdict was overruled first).
-    standing = result.params["grounding"]["verdict"]
-    assert (standing["page"], standing["measure"]) == (1, "exact") and standing["output"] > 1
-    assert result.params["grounding"]["overruled"][0]["page"] == len(ROWS), result.params
+    assert result.params["grounding"]["verdict"]["page"] == len(ROWS), result.params
     assert result.completion_tokens is not None and result.completion_tokens < CAP
 
 
