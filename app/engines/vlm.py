@@ -34,9 +34,9 @@ from app.engines.vlm_grounding import (
     grounded_factory,
     grounding_params,
     grounding_xargs,
-    grounds,
-    holding,
+    hold_chars,
     settle_hold,
+    verdict_read,
     with_read,
 )
 from app.engines.vlm_image import encode_image, model_image
@@ -260,7 +260,8 @@ class VlmEngine:
         body = await asyncio.to_thread(self.request_body, page, step, used)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
-        read = self._read_for(page, step, confirming)
+        asks = step.loop_stop and confirming is None
+        read = verdict_read(self.scan_reads, page, self.grounding_margin) if asks else None
         detector = self._detector_for(page, step, confirming, read, used.plugin)
         kept = kept_text(page, self.endpoint.openai_fields_only)
         async with slots:
@@ -295,16 +296,6 @@ class VlmEngine:
             }
         return result
 
-    def _read_for(
-        self, page: PageInput, step: PlanStep, confirming: Tolerance | None
-    ) -> VerdictRead | None:
-        """The page's read at its first verdict, where it has no text to ask yet."""
-        if self.scan_reads is None or not step.loop_stop or confirming is not None:
-            return None
-        if self.grounding_margin is None or grounds(page, self.grounding_margin):
-            return None
-        return self.scan_reads.for_page(page)
-
     def _detector_for(
         self,
         page: PageInput,
@@ -317,10 +308,8 @@ class VlmEngine:
         that lets the confirmed unit run up to its bound."""
         if not step.loop_stop:
             return NoLoopStop
-        # Each verdict asked of the page's own text first, where it has one, or of its read
-        # at the verdict, held while the page is read where the client's stop is the stop
-        # (the plugin ends the request at its verdict: there the verdict cuts).
-        hold = 0 if plugin or self.scan_reads is None else self.scan_reads.hold_chars
+        # Each verdict asked of the page's own text first, or of its read at the verdict.
+        hold = hold_chars(self.scan_reads, plugin)
         grounded = grounded_factory(
             self.detector_factory, self._detector_config, page, self.grounding_margin, read, hold
         )
@@ -372,9 +361,7 @@ class VlmEngine:
         finally:
             self._open_streams -= 1
             await response.close()  # at a verdict or a cancel: vLLM sees the client leave
-        if outcome.verdict is None and holding(detector):  # the answer ended during a hold
-            await asyncio.to_thread(settle_hold, detector)
-            check_end(outcome, detector)
+        await settle_hold(outcome, detector)  # the answer ended while a verdict waited
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
         outcome.grounding = grounding_params(detector)

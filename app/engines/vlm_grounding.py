@@ -19,8 +19,8 @@ from typing import Any
 from app.degeneration import DetectorConfig
 from app.degeneration.grounded import GroundedDetector
 from app.domain import GROUNDING_OVERRULED, VERDICT_READ_CPU_MS, PageInput
-from app.engines.verdict_read import VerdictRead
-from app.engines.vlm_stream import LoopDetecting
+from app.engines.verdict_read import ScanReads, VerdictRead
+from app.engines.vlm_stream import LoopDetecting, StreamOutcome, check_end
 from app.vllm_plugin.behaviours import MARGIN_ARG, PAGE_TEXT_ARG
 
 
@@ -86,15 +86,29 @@ def grounding_params(detector: LoopDetecting) -> dict[str, Any]:
     return {"grounding": found, **counted} if found else {}
 
 
-def holding(detector: LoopDetecting) -> bool:
-    """Whether the stream's detector holds a verdict for the page's read."""
-    return isinstance(detector, GroundedDetector) and detector.holding
+def verdict_read(
+    reads: ScanReads | None, page: PageInput, margin: int | None
+) -> VerdictRead | None:
+    """The page's read at its first verdict, where it has no text to ask yet."""
+    if reads is None or margin is None or grounds(page, margin):
+        return None
+    return reads.for_page(page)
 
 
-def settle_hold(detector: LoopDetecting) -> None:
-    """The answer ended while a verdict waited for the read: wait for it (a worker thread)."""
-    if isinstance(detector, GroundedDetector) and isinstance(detector.page_read, VerdictRead):
-        detector.page_read.wait()
+def hold_chars(reads: ScanReads | None, plugin: bool) -> int:
+    """Characters a verdict waits for the read while the stream goes on: none where the
+    engine plugin ends the request at its own verdict (there the verdict cuts)."""
+    return 0 if plugin or reads is None else reads.hold_chars
+
+
+async def settle_hold(outcome: StreamOutcome, detector: LoopDetecting) -> None:
+    """The answer ended while a verdict waited for the read: wait for it (a worker thread),
+    then judge the verdict by it."""
+    if outcome.verdict is not None or not isinstance(detector, GroundedDetector):
+        return
+    if detector.holding and isinstance(detector.page_read, VerdictRead):
+        await asyncio.to_thread(detector.page_read.wait)
+        check_end(outcome, detector)
 
 
 async def with_read(params: dict[str, Any], read: VerdictRead | None) -> dict[str, Any]:

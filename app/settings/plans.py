@@ -160,9 +160,11 @@ class PlanFields(BaseModel):
     detector_grounding: bool = Field(
         default=True,
         description="Ask the page before a loop verdict cuts a stream: where the page has a "
-        "usable text layer, a unit the page itself holds as often as the output does is not a "
-        "loop, and the stream goes on up to the page's count plus `detector_grounding_margin` "
-        "copies (docs/loop-stop.md, Grounding). The engine plugin asks the same page.",
+        "usable text layer (or a scan's reading, `detector_grounding_read`), a unit the page "
+        "itself holds as often as the output does, counted by the measure that made the "
+        "verdict, is not a loop, and the stream goes on up to the page's count plus "
+        "`detector_grounding_margin` copies (docs/loop-stop.md, Grounding). The engine plugin "
+        "asks the same page.",
     )
     detector_grounding_margin: int = Field(
         default=2,
