@@ -47,6 +47,8 @@ class Outcome(StrEnum):
 CLOSE_PROBE_TOKENS = "loop_stop_close_tokens"
 # An attempt's params key: loop verdicts the page's own text overruled (grounding).
 GROUNDING_OVERRULED = "grounding_overruled"
+# ... and the CPU milliseconds a read of the page at a verdict took (a scan, issue 65).
+VERDICT_READ_CPU_MS = "verdict_read_cpu_ms"
 RETRYABLE_CATEGORIES = frozenset({"transport", "internal", "busy", "cancelled", "broker"})
 
 
@@ -151,6 +153,9 @@ class PageInput:
     # Set on a retry that resumes past a loop: the text before the loop, which the model
     # continues (the answer is this plus what it writes).
     resume_from: str | None = None
+    # A scan's text as an earlier attempt's read at its verdict found it (grounding asks it
+    # where the page has no usable text layer; `app.engines.verdict_read`).
+    page_read: str | None = None
 
     @property
     def image(self) -> Image.Image:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
+from app.degeneration.grounded import GroundedDetector
 from app.degeneration.grounding import (
     DEFAULT_MARGIN,
-    GroundedDetector,
     PageText,
     grounding_tokens,
     unit_readings,
@@ -69,7 +69,8 @@ def test_a_loop_on_a_line_the_page_holds_once_is_cut_where_it_was() -> None:
 @pytest.mark.parametrize("margin", [0, DEFAULT_MARGIN, 5])
 def test_a_loop_on_a_unit_the_page_holds_is_cut_soon_after_the_pages_count(margin: int) -> None:
     """Grounding never clears a loop: it is cut within the margin plus the detector's own
-    latency (it counts the unit afresh from each overrule) past the page's count."""
+    latency (it counts the unit afresh from each overrule) past the page's count. An exact
+    repeat is counted with its numbers masked on both sides (`ground` says why)."""
     row = ROWS[5]
     grounded = GroundedDetector(None, LAYER, margin)
     verdict, fed = stream(grounded, looping(row, 400))
@@ -123,3 +124,49 @@ def test_the_plugins_loop_stop_asks_the_page_it_is_sent() -> None:
 def test_bad_grounding_args_are_refused(value: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         behaviours_for({LOOP_STOP_ARG: 1, **value})
+
+
+SITES = ["northern", "southern", "eastern", "western", "central"]
+DRIFTING = (
+    "Storage log\n\n"
+    + "\n".join(
+        f"- The samples from the {s} site were stored at four degrees overnight." for s in SITES
+    )
+    + "\n\nSigned by the lab manager.\n"
+)
+
+
+def test_copies_that_differ_by_a_word_are_counted_by_the_detectors_rule() -> None:
+    """Like with like (issue 65): five lines that differ in one word are five near copies on
+    the page as in the answer, though the page holds each line word for word once; the
+    page's line breaks (a text layer wraps where it likes) do not matter."""
+    alone, _ = stream(LoopDetector(), DRIFTING)
+    wrapped = " ".join(DRIFTING.split())  # one line: the copies are stretches of tokens
+    grounded = GroundedDetector(None, wrapped)
+    verdict, _ = stream(grounded, DRIFTING)
+
+    assert alone is not None and alone.near
+    assert verdict is None
+    (asked,) = grounded.overruled
+    assert asked.measure == "near" and asked.page_copies == 5 >= asked.output_copies
+
+
+def test_copies_that_differ_by_a_word_past_the_pages_count_are_cut() -> None:
+    words = [a + b for a in "bcdfg" for b in ("ar", "el", "on", "ut", "is", "ow", "ey", "ax")]
+    looping = "Storage log\n\n" + "\n".join(
+        f"- The samples from the {w} site were stored at four degrees overnight." for w in words
+    )
+    grounded = GroundedDetector(None, DRIFTING)
+    verdict, fed = stream(grounded, looping)
+
+    assert verdict is not None and grounded.standing is not None
+    assert grounded.standing.page_copies == 5
+    written = looping[:fed].count("\n- ")
+    assert written <= 5 + DEFAULT_MARGIN + DetectorConfig().min_repeats + 2
+
+
+def test_the_plugins_loop_stop_counts_near_copies_alike() -> None:
+    (stop,) = behaviours_for({LOOP_STOP_ARG: 1, PAGE_TEXT_ARG: DRIFTING, MARGIN_ARG: 2})
+    assert not any(stop.step([1], DRIFTING[i : i + 4]).end for i in range(0, len(DRIFTING), 4))
+    (alone,) = behaviours_for({LOOP_STOP_ARG: 1})
+    assert any(alone.step([1], DRIFTING[i : i + 4]).end for i in range(0, len(DRIFTING), 4))

@@ -17,6 +17,7 @@ from app.db.page_path import PageWork
 from app.domain import (
     CLOSE_PROBE_TOKENS,
     GROUNDING_OVERRULED,
+    VERDICT_READ_CPU_MS,
     AttemptRole,
     AttemptStatus,
     EngineResult,
@@ -31,7 +32,11 @@ _RESULT_COLUMNS = tuple(
     if column.name in {f.name for f in fields(EngineResult)}
 )
 # Facts an attempt keeps in its params, read as integer columns: the name -> the params key.
-PARAM_COLUMNS = {"probe_tokens": CLOSE_PROBE_TOKENS, "overruled": GROUNDING_OVERRULED}
+PARAM_COLUMNS = {
+    "probe_tokens": CLOSE_PROBE_TOKENS,
+    "overruled": GROUNDING_OVERRULED,
+    "read_cpu_ms": VERDICT_READ_CPU_MS,
+}
 
 
 def attempt_row(

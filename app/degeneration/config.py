@@ -177,3 +177,6 @@ class LoopVerdict:
     covered: int  # characters from the onset to the detection point
     unit: str  # one copy of the repeating unit (raw, truncated to 200 characters)
     drift: bool = False  # copies differ (digits or spelling), not an exact repeat
+    # ... by a word besides numbers (the line and structure trackers' near-copy rule); grounding
+    # counts such copies on the page by that rule (`near_copies`)
+    near: bool = False

@@ -1,16 +1,18 @@
-"""A loop verdict checked against the page's own text (issue 50).
+"""A loop verdict checked against the page's own text (issues 50 and 65).
 
-A verdict claims that the output repeats a unit more often than the page does. Where the page
-has a text layer, `PageText` counts how often the verdict's unit occurs in it, both read the
-same way (`grounding_tokens`: NFKC, lower case, markup and punctuation dropped, every number one
-`0` as the detector's shape view masks it, each CJK character one token), counted on token
-boundaries. A unit the page holds at least as often as the output does is not a loop yet:
-`GroundedDetector` lets the stream go on and raises that unit's bar to the page's count plus
-`margin` copies; past it, the verdict stands. Grounding never clears a loop: one the page
-overruled is cut at most `margin` copies past the page's count, plus the detector's own
-latency (it counts the unit afresh from the overrule: `min_repeats` copies and a few
-characters). A unit that cannot be read on the page (rules, fill, numbers only) keeps its
-verdict: the page is asked only about words it could hold.
+A verdict claims that the output repeats a unit more often than the page does. `PageText`
+counts how often the verdict's unit occurs in the page's text (its text layer, or what a read
+at the verdict found on a scan), both read the same way (`grounding_tokens`: NFKC, lower case,
+markup and punctuation dropped, every number one `0`, each CJK character one token), and both
+counted by the measure that made the verdict (`ground`): copies that differ by a word by the
+detector's near-copy rule (`near_copies`), other copies as the shape view reads them. A unit
+the page holds at least as often as the output does is not a loop yet: the stream goes on
+(`grounded.GroundedDetector`) and that unit's bar rises to the page's count plus `margin`
+copies; past it, the verdict stands. Grounding never clears a loop: one the page overruled is
+cut at most `margin` copies past the page's count, plus the detector's own latency (it counts
+the unit afresh from the overrule: `min_repeats` copies and a few characters). A unit that
+cannot be read on the page (rules, fill, numbers only) keeps its verdict: the page is asked
+only about words it could hold.
 
 Pure, like the detector: it also runs inside vLLM's engine (the plugin's loop stop).
 """
@@ -20,10 +22,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from app.degeneration.config import DetectorConfig, LoopVerdict
-from app.degeneration.online import LoopDetector
+from app.degeneration.near_copies import near_copies, spaced
 
 # Copies past the page's own count a unit may run to once the page overruled a verdict on it.
 # Why 2: a page's text layer and a model's reading of it disagree by a copy or two where a
@@ -36,6 +38,8 @@ DEFAULT_MARGIN = 2
 MIN_LETTERS = 2
 # Copies longer than this are asked about by the verdict's excerpt only.
 MAX_PERIOD = 2048
+# The detector's `fuzzy_min_chars`: lines shorter than this are near copies only when equal.
+FUZZY_MIN_CHARS = DetectorConfig().fuzzy_min_chars
 
 _SEP = "\x1f"  # tokens are joined by two of these, so consecutive copies both count
 _TAG = re.compile(r"<[^<>]{0,200}>")
@@ -50,7 +54,8 @@ _BOUNDARY_AT = frozenset("<|")
 
 
 def grounding_tokens(text: str) -> list[str]:
-    """`text` as the tokens grounding compares: words, numbers as `0`, CJK characters."""
+    """`text` as the tokens grounding compares: words, numbers as `0` (as the detector's shape
+    view reads them), CJK characters."""
     text = unicodedata.normalize("NFKC", text).lower()
     text = _HYPHEN_BREAK.sub(r"\1\2", text)
     text = _TAG.sub(" ", text)
@@ -97,12 +102,20 @@ class PageText:
     def __init__(self, text: str) -> None:
         self._text = text
         self._joined: str | None = None
+        self._spaced: str | None = None
 
     @property
     def joined(self) -> str:
         if self._joined is None:
             self._joined = _joined(grounding_tokens(self._text))
         return self._joined
+
+    @property
+    def spaced(self) -> str:
+        """The page's tokens as `near_copies` reads them."""
+        if self._spaced is None:
+            self._spaced = spaced(grounding_tokens(self._text))
+        return self._spaced
 
     def copies(self, tokens: tuple[str, ...]) -> int:
         return self.joined.count(_joined(tokens))
@@ -120,13 +133,25 @@ class Grounding:
     output_copies: int
     overruled: bool  # the page held it as often: the stream went on
     at: int  # raw characters of output when it was asked
+    measure: str = "shape"  # how both sides were counted: shape or near (`ground`)
 
 
-def ground(verdict: LoopVerdict, output: str, page: PageText) -> Grounding | None:
-    """The page's count of the verdict's unit, and the output's; None where the unit holds no
-    words the page could hold (rules, fill, numbers, markup). The unit is read as a sequence
-    of words, and a unit of several lines also line by line (`line_bag`), whichever the page
-    holds more often."""
+def ground(
+    verdict: LoopVerdict, output: str, page: PageText, min_chars: int = FUZZY_MIN_CHARS
+) -> Grounding | None:
+    """The page's count of the verdict's unit, and the output's, both by the measure that made
+    the verdict (issue 65): copies that differ by a word by the detector's near-copy rule, line
+    by line (`near`, `near_ground`; `min_chars` its `fuzzy_min_chars`); other copies, exact or
+    differing in their numbers, with every number one `0` on both sides (`shape`: counting an
+    exact repeat's numbers too was measured, and only added false alarms where a page's text
+    writes its numbers otherwise, an OCR misread digit, `2/1` spaced as `2 / 1`). None where
+    the unit holds no words the page could hold (rules, fill, numbers, markup). The unit is
+    read as a sequence of words, and a unit of several lines also line by line (`line_bag`),
+    whichever the page holds more often."""
+    if verdict.near and 1 < verdict.period <= MAX_PERIOD:
+        found = near_ground(verdict, output, page, min_chars)
+        if found is not None:
+            return found
     readings = unit_readings(verdict.unit, whole=verdict.period <= len(verdict.unit))
     bag = None
     if 1 < verdict.period <= MAX_PERIOD:  # the copies as written (some views keep a digest)
@@ -146,17 +171,39 @@ def ground(verdict: LoopVerdict, output: str, page: PageText) -> Grounding | Non
     return Grounding(key, page_copies, output_copies, False, len(output))
 
 
+def near_ground(
+    verdict: LoopVerdict, output: str, page: PageText, min_chars: int
+) -> Grounding | None:
+    """A verdict on copies that differ by a word, counted by the detector's rule on both
+    sides: each whole line of the first copy, as often as the page (and the output) holds
+    stretches that are copies of it (`near_copies`); the scarcest line over its share."""
+    lines = copy_lines(output, verdict.onset, verdict.period)
+    bag = Counter(line for line in lines if _groundable(line))
+    if not bag:
+        return None
+    written = spaced(grounding_tokens(output))
+    held = min(near_copies(page.spaced, line, min_chars) // n for line, n in bag.items())
+    wrote = min(near_copies(written, line, min_chars) // n for line, n in bag.items())
+    key = "near:" + "\n".join(sorted(_SEP.join(line) for line in bag))
+    return Grounding(key, held, wrote, False, len(output), "near")
+
+
+def copy_lines(output: str, onset: int, period: int) -> list[tuple[str, ...]]:
+    """The tokens of each whole line of the copy at `onset` (blank lines left out)."""
+    start = output.find("\n", onset - 1) + 1 if onset and output[onset - 1] != "\n" else onset
+    end = output.rfind("\n", start, onset + period + 1)
+    if end <= start:
+        return []
+    lines = [tuple(grounding_tokens(line)) for line in output[start:end].split("\n")]
+    return [line for line in lines if line]
+
+
 def line_bag(output: str, onset: int, period: int) -> dict[tuple[str, ...], int] | None:
     """The whole lines of the copy at `onset`, each with how often it comes in the copy: a
     page's text layer may give a table's lines in another order than a model writes them (a
     column's cells one after another, a header after its rows), so a copy of two or more lines
     is also asked of the page line by line. None for a copy of fewer than two whole lines."""
-    start = output.find("\n", onset - 1) + 1 if onset and output[onset - 1] != "\n" else onset
-    end = output.rfind("\n", start, onset + period + 1)
-    if end <= start:
-        return None
-    lines = [tuple(grounding_tokens(line)) for line in output[start:end].split("\n")]
-    lines = [line for line in lines if line]
+    lines = copy_lines(output, onset, period)
     bag = Counter(line for line in lines if _groundable(line))
     return dict(bag) if len(lines) >= 2 and bag else None
 
@@ -164,82 +211,3 @@ def line_bag(output: str, onset: int, period: int) -> dict[tuple[str, ...], int]
 def bag_copies(joined: str, bag: dict[tuple[str, ...], int]) -> int:
     """Copies of a line bag a token string holds: its scarcest line's count over its share."""
     return min(joined.count(_joined(line)) // times for line, times in bag.items())
-
-
-class GroundedDetector:
-    """A `LoopDetector` whose verdicts the page's own text may overrule (see the module)."""
-
-    def __init__(
-        self, config: DetectorConfig | None, page_text: str, margin: int = DEFAULT_MARGIN
-    ) -> None:
-        self._config = config or DetectorConfig()
-        self._page = PageText(page_text)
-        self._margin = margin
-        self._inner = LoopDetector(self._config)
-        self._base = 0  # raw offset at which the inner detector started
-        self._pieces: list[str] = []
-        self._length = 0
-        self._verdict: LoopVerdict | None = None
-        self._allowed: dict[str, int] = {}  # unit key -> copies the output may hold
-        self._seen: dict[str, int] = {}  # unit key -> copies the inner detectors counted
-        self.asked: list[Grounding] = []  # every verdict the page was asked about, in order
-
-    @property
-    def config(self) -> DetectorConfig:
-        return self._config
-
-    @property
-    def verdict(self) -> LoopVerdict | None:
-        return self._verdict
-
-    @property
-    def text_length(self) -> int:
-        return self._length
-
-    @property
-    def overruled(self) -> list[Grounding]:
-        return [g for g in self.asked if g.overruled]
-
-    @property
-    def standing(self) -> Grounding | None:
-        """What the page held of the verdict that stood, where it was asked."""
-        last = self.asked[-1] if self.asked else None
-        return last if last is not None and not last.overruled and self._verdict else None
-
-    def feed(self, chunk: str) -> LoopVerdict | None:
-        if self._verdict is not None:
-            return self._verdict
-        self._pieces.append(chunk)
-        self._length += len(chunk)
-        found = self._inner.feed(chunk)
-        if found is not None:
-            self._judge(found)
-        return self._verdict
-
-    def finish(self) -> LoopVerdict | None:
-        if self._verdict is None:
-            found = self._inner.finish()
-            if found is not None:
-                self._judge(found)
-        return self._verdict
-
-    def _judge(self, found: LoopVerdict) -> None:
-        verdict = replace(found, onset=found.onset + self._base)
-        output = "".join(self._pieces)
-        self._pieces = [output]
-        asked = ground(verdict, output, self._page)
-        if asked is None:
-            self._verdict = verdict
-            return
-        key = asked.unit
-        seen = self._seen.get(key, 0) + int(found.repeats)
-        self._seen[key] = seen
-        copies = max(asked.output_copies, seen)
-        if copies <= self._allowed.get(key, asked.page_copies):
-            self._allowed[key] = asked.page_copies + self._margin
-            self.asked.append(replace(asked, output_copies=copies, overruled=True))
-            self._inner = LoopDetector(self._config)  # the unit is counted afresh from here
-            self._base = self._length
-            return
-        self.asked.append(replace(asked, output_copies=copies))
-        self._verdict = verdict

@@ -38,6 +38,7 @@ class LineLoop:
     distinct_lines: int  # lines per copy: 1 for a repeated line, more for a block
     unit: str
     drift: bool  # some copies are near-duplicates, not exact repeats
+    near: bool = False  # some copies differ by a word (letters), not only in numbers
 
 
 @dataclass(slots=True)
@@ -211,6 +212,8 @@ class LineRepeatTracker:
             distinct_lines=last.repeat_of,
             unit="\n".join(line.key for line in lines[-last.repeat_of :]),
             drift=not all(line.exact for line in in_step),
+            # keys keep numbers and near-duplicates differ in no digit: letters changed
+            near=not all(line.exact for line in in_step),
         )
 
 

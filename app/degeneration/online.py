@@ -359,4 +359,5 @@ class LoopDetector:
             covered=covered,
             unit=loop.unit[:_UNIT_EXCERPT_CHARS],
             drift=loop.drift,
+            near=loop.near,
         )

@@ -64,6 +64,7 @@ class _Candidate:
     period: int  # raw characters per copy
     expected: Segment  # the segment the next copy starts with
     drift: bool  # copies differ (numbers or a word), not an exact repeat
+    near: bool  # ... by a word besides numbers
 
 
 def _exact(segment: Segment) -> str:
@@ -290,7 +291,8 @@ class StructureTracker:
             return None
         period = segments[-1].end - segments[-1 - step].end
         drift = bool(self._drifts[step])
-        return _Candidate(step, self._onsets[step], period, unit[0], drift)
+        near = bool(self._changed_words[step])
+        return _Candidate(step, self._onsets[step], period, unit[0], drift, near)
 
     def _words_loop(self, unit: list[Segment], step: int, allow_exact: bool) -> bool:
         """Whether copies of these lines (not diagram rows) are a loop rather than a document
@@ -344,4 +346,5 @@ class StructureTracker:
             distinct_lines=candidate.step,
             unit="\n".join(segment.key for segment in unit),
             drift=candidate.drift,
+            near=candidate.near,
         )

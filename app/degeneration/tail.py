@@ -103,6 +103,7 @@ def _line_verdict(loop: LineLoop) -> LoopVerdict:
         covered=covered,
         unit=loop.unit[:200],
         drift=loop.drift,
+        near=loop.near,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from app.engines.base import Engine
+from app.engines.verdict_read import ScanReads
 from app.errors import ConfigError
 from app.settings import PlanStep, Settings
 
@@ -15,6 +16,7 @@ class EngineSet:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._engines: dict[str, Engine] = {}
+        self._reads: ScanReads | None = None
         self._lock = threading.Lock()
 
     def for_step(self, step: PlanStep) -> Engine:
@@ -49,12 +51,31 @@ class EngineSet:
         config = DetectorConfig(**(profile.detector | self.settings.detector))
         margin = self.settings.detector_grounding_margin
         grounding = margin if self.settings.detector_grounding else None
+        reads = self._scan_reads() if grounding is not None else None
         return VlmEngine(
-            step.endpoint or "", endpoint, lambda: LoopDetector(config), profile, grounding
+            step.endpoint or "", endpoint, lambda: LoopDetector(config), profile, grounding, reads
         )
+
+    def _scan_reads(self) -> ScanReads | None:
+        """The worker's reader of scans at their verdicts (one for every endpoint)."""
+        settings = self.settings
+        if not settings.detector_grounding_read:
+            return None
+        if self._reads is None:
+            self._reads = ScanReads(
+                settings.tesseract_lang,
+                settings.tessdata_dir,
+                settings.detector_grounding_read_hold_chars,
+                settings.detector_grounding_read_workers,
+                settings.detector_grounding_read_wait_s,
+            )
+        return self._reads
 
     def close(self) -> None:
         with self._lock:
             for engine in self._engines.values():
                 engine.close()
             self._engines.clear()
+            if self._reads is not None:
+                self._reads.close()
+                self._reads = None

@@ -26,10 +26,19 @@ from app.degeneration import DetectorConfig, LoopDetector
 from app.domain import CLOSE_PROBE_TOKENS, EngineResult, PageInput
 from app.engines.sse import sse_chunks, sse_lines
 from app.engines.sse_http import SseResponse, post_sse
+from app.engines.verdict_read import ScanReads, VerdictRead
 from app.engines.vlm_close_probe import CloseLiveness, CloseProbe, probe_close
 from app.engines.vlm_confirm import Tolerance, TolerantDetector
 from app.engines.vlm_doctor import warn_missing_processors
-from app.engines.vlm_grounding import grounded_factory, grounding_params, grounding_xargs
+from app.engines.vlm_grounding import (
+    grounded_factory,
+    grounding_params,
+    grounding_xargs,
+    hold_chars,
+    settle_hold,
+    verdict_read,
+    with_read,
+)
 from app.engines.vlm_image import encode_image, model_image
 from app.engines.vlm_judge import VlmJudge
 from app.engines.vlm_resume import kept_text, resumed_body
@@ -108,10 +117,13 @@ class VlmEngine:
         detector_factory: Callable[[], LoopDetecting] = _default_detector,
         profile: Profile | None = None,
         grounding_margin: int | None = None,
+        scan_reads: ScanReads | None = None,
     ) -> None:
         self.endpoint_name = endpoint_name
         # Copies past the page's own count a unit may run to (None: verdicts not grounded).
         self.grounding_margin = grounding_margin
+        # Where a page without a text layer is read at its first verdict (None: it is not).
+        self.scan_reads = scan_reads
         self.endpoint = endpoint
         self.profile = profile or resolve_profile(endpoint.profile, endpoint.model)
         self.detector_factory = detector_factory
@@ -248,7 +260,9 @@ class VlmEngine:
         body = await asyncio.to_thread(self.request_body, page, step, used)
         deadline = time.monotonic() + self.endpoint.transport_retry_s
         retries = 0
-        detector = self._detector_for(page, step, confirming)
+        asks = step.loop_stop and confirming is None
+        read = verdict_read(self.scan_reads, page, self.grounding_margin) if asks else None
+        detector = self._detector_for(page, step, confirming, read, used.plugin)
         kept = kept_text(page, self.endpoint.openai_fields_only)
         async with slots:
             while True:
@@ -262,6 +276,8 @@ class VlmEngine:
                     await asyncio.sleep(
                         min(10.0, 0.5 * 2 ** min(retries, 5)) * random.uniform(0.5, 1.5)
                     )
+        # The read the verdict asked for, waited for once the slot is free (not on a cancel).
+        outcome.grounding = await with_read(outcome.grounding, None if outcome.cancelled else read)
         close = self._close.params()
         loop_stop = step.loop_stop and confirming is None
         result = self._judge.result(
@@ -281,15 +297,21 @@ class VlmEngine:
         return result
 
     def _detector_for(
-        self, page: PageInput, step: PlanStep, confirming: Tolerance | None
+        self,
+        page: PageInput,
+        step: PlanStep,
+        confirming: Tolerance | None,
+        read: VerdictRead | None = None,
+        plugin: bool = False,
     ) -> Callable[[], LoopDetecting]:
         """The stream's detector: none with the loop stop off; on a confirming attempt, one
         that lets the confirmed unit run up to its bound."""
         if not step.loop_stop:
             return NoLoopStop
-        # Each verdict asked of the page's own text first, where it has one.
+        # Each verdict asked of the page's own text first, or of its read at the verdict.
+        hold = hold_chars(self.scan_reads, plugin)
         grounded = grounded_factory(
-            self.detector_factory, self._detector_config, page, self.grounding_margin
+            self.detector_factory, self._detector_config, page, self.grounding_margin, read, hold
         )
         if confirming is not None:
             return lambda: TolerantDetector(grounded, confirming)
@@ -339,6 +361,7 @@ class VlmEngine:
         finally:
             self._open_streams -= 1
             await response.close()  # at a verdict or a cancel: vLLM sees the client leave
+        await settle_hold(outcome, detector)  # the answer ended while a verdict waited
         if outcome.verdict is None and stops.plugin and outcome.finish_reason == "stop":
             check_end(outcome, detector)
         outcome.grounding = grounding_params(detector)

@@ -45,16 +45,24 @@ def copies_unknown(unit: str, page: PageInput) -> int | None:
 
 
 def copies_in_page(unit: str, page: PageInput) -> int | None:
-    """How often the page's usable text layer holds the unit, read as grounding reads it
-    (`app.degeneration.grounding`); None where the page has no such layer or the unit holds
-    no words the page could hold (fill, rules, numbers)."""
-    if not (page.text_layer_usable and page.text_layer.strip()):
-        return None
+    """How often the page's usable text layer (else a scan's read at an earlier verdict) holds
+    the unit, read as grounding reads it (`app.degeneration.grounding`); None where the page
+    has no such text or the unit holds no words the page could hold (fill, rules, numbers)."""
+    usable = page.text_layer_usable and page.text_layer.strip()
+    layer = page.text_layer if usable else page.page_read
     readings = unit_readings(unit)
-    if not readings:
+    if not (layer and layer.strip() and readings):
         return None
-    text = PageText(page.text_layer)
+    text = PageText(layer)
     return max(text.copies(reading) for reading in readings)
+
+
+def read_of(result: EngineResult) -> str | None:
+    """The page's text as the attempt's read at its verdict found it (a scan), if any."""
+    grounding = result.params.get("grounding")
+    read = grounding.get("read") if isinstance(grounding, dict) else None
+    text = read.get("text") if isinstance(read, dict) else None
+    return text if isinstance(text, str) and text.strip() else None
 
 
 def resumed_page(page: PageInput, past: list[PastAttempt], step: PlanStep) -> PageInput:

@@ -20,6 +20,7 @@ from app.pipeline.page_attempts import (
     failure_of,
     judged_layer,
     past_attempt,
+    read_of,
     resumed_page,
 )
 from app.pipeline.page_stop import stopped_close
@@ -82,6 +83,8 @@ class PlanWalker:
                 page = replace(page, rotation=rotation_after(page.rotation, result.answer_fields))
             if self.metrics:
                 self.metrics.observe_attempt(step.engine, result)
+            if not page.page_read and (read := read_of(result)):
+                page = replace(page, page_read=read)  # later attempts ask it, not read again
             past.append(past_attempt(index, result))
             attempt = (index, step, result)
             if is_accepted(step, result.status):

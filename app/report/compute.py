@@ -126,6 +126,8 @@ def _token_figures(attempts: list[AttemptRow]) -> dict[str, Any]:
         "loops_confirmed": sum(a.status == DEGENERATE for a in confirming),
         "verdicts_overruled": sum(a.overruled or 0 for a in attempts),
         "pages_overruled": len({a.page_id for a in attempts if a.overruled}),
+        "verdict_reads": sum(a.read_cpu_ms is not None for a in attempts),
+        "verdict_read_cpu_s": round(sum(a.read_cpu_ms or 0 for a in attempts) / 1000, 3),
         "tokens_prompt": sum(a.prompt_tokens or 0 for a in attempts),
         "tokens_generated": sum(a.completion_tokens or 0 for a in attempts),
         "tokens_degenerate": sum(a.completion_tokens or 0 for a in degenerate),

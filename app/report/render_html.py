@@ -118,7 +118,8 @@ def _figures(r: Report) -> str:
             f"{r.false_alarm_attempts} verdicts proved wrong; {r.confirming_attempts} "
             f"confirming attempts ({r.loops_confirmed} confirmed the loop), "
             f"{r.tokens_confirming:,} tokens; {r.verdicts_overruled} verdicts overruled "
-            f"by the page's text",
+            f"by the page's text; {r.verdict_reads} scans read at a verdict "
+            f"({r.verdict_read_cpu_s:,.1f} CPU-s)",
         ),
     ]
     items = "".join(

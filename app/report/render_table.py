@@ -70,7 +70,8 @@ def _figures(r: Report) -> Table:
             f"{r.false_alarm_pages} pages kept the model's answer after a loop verdict "
             f"proved wrong (not counted as degenerate); confirming cost "
             f"{r.tokens_confirming:,} tokens; {r.verdicts_overruled} verdicts on "
-            f"{r.pages_overruled} pages overruled by the page's own text",
+            f"{r.pages_overruled} pages overruled by the page's own text; "
+            f"{r.verdict_reads} scans read at a verdict ({r.verdict_read_cpu_s:,.1f} CPU-s)",
         ),
         (
             "degenerate pages",

@@ -42,6 +42,7 @@ class AttemptRow:
     probe_tokens: int | None = None  # server tokens of a close probe this attempt's call ran
     role: str | None = None  # "confirm": a confirming attempt (app.domain.AttemptRole)
     overruled: int | None = None  # loop verdicts the page's own text overruled (grounding)
+    read_cpu_ms: int | None = None  # CPU ms of the scan's read at a verdict (grounding)
 
     @cached_property
     def start(self) -> float:

@@ -102,6 +102,10 @@ class Report:
     # unit as often; the stream went on), and the pages they were on.
     verdicts_overruled: int
     pages_overruled: int
+    # Scans read at a verdict so that grounding could ask them (issue 65), and the CPU seconds
+    # those reads took (Tesseract, RapidOCR where installed), on the worker's own threads.
+    verdict_reads: int
+    verdict_read_cpu_s: float
     attempts_unpriced: int
     degeneration_rate_first_attempt: float | None
     degeneration_rate_final: float | None

@@ -160,15 +160,46 @@ class PlanFields(BaseModel):
     detector_grounding: bool = Field(
         default=True,
         description="Ask the page before a loop verdict cuts a stream: where the page has a "
-        "usable text layer, a unit the page itself holds as often as the output does is not a "
-        "loop, and the stream goes on up to the page's count plus `detector_grounding_margin` "
-        "copies (docs/loop-stop.md, Grounding). The engine plugin asks the same page.",
+        "usable text layer (or a scan's reading, `detector_grounding_read`), a unit the page "
+        "itself holds as often as the output does, counted by the measure that made the "
+        "verdict, is not a loop, and the stream goes on up to the page's count plus "
+        "`detector_grounding_margin` copies (docs/loop-stop.md, Grounding). The engine plugin "
+        "asks the same page.",
     )
     detector_grounding_margin: int = Field(
         default=2,
         ge=0,
         description="Copies of a unit past the page's own count that a grounded stream may "
         "write before its verdict stands.",
+    )
+    detector_grounding_read: bool = Field(
+        default=True,
+        description="Where a page has no usable text layer (a scan), read it at its first loop "
+        "verdict with Tesseract in `tesseract_lang` (and RapidOCR where the [scan] extra is "
+        "installed), on a worker thread, and ask that reading as grounding asks a text layer. "
+        "Where Folio's client-side detector is the stop, the verdict waits for the read while "
+        "the stream goes on, up to `detector_grounding_read_hold_chars`; where the engine "
+        "plugin ends the request, the verdict cuts and the page's later attempts ask the "
+        "reading, in the client and the plugin alike (docs/loop-stop.md, Grounding).",
+    )
+    detector_grounding_read_hold_chars: int = Field(
+        default=384,
+        ge=0,
+        description="Characters a stream may run on past a verdict while its page is read; "
+        "past them the verdict stands unasked (about 110 tokens, 1.7 s of an H100's decode "
+        "step at batch 256, past the slowest Tesseract read measured).",
+    )
+    detector_grounding_read_workers: int = Field(
+        default=1,
+        ge=1,
+        description="Threads of a worker that read pages at their verdicts (one Tesseract each).",
+    )
+    detector_grounding_read_wait_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds an attempt waits at its end, off the event loop, for its page's "
+        "read still running (a Tesseract read takes about 1 CPU-second, RapidOCR's second "
+        "reading 5-10 times that); past them the read is left unrecorded.",
     )
     detector_online: bool = Field(
         default=True,

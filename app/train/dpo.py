@@ -213,8 +213,19 @@ def _metadata(pair: PagePair) -> dict[str, Any]:
             "aborted": rejected.aborted,
         },
         "prompt_version": rejected.prompt_version,
+        "page_read": page_read(rejected),
         **_chosen_metadata(pair.chosen, rejected.prompt_version),
     }
+
+
+def page_read(attempt: Attempt) -> dict[str, Any] | None:
+    """A scan's text as the read at the attempt's verdict found it (grounding, issue 65): what
+    the page holds, beside the answers, where it has no text layer."""
+    grounding = (attempt.params or {}).get("grounding")
+    read = grounding.get("read") if isinstance(grounding, dict) else None
+    if not isinstance(read, dict) or not read.get("text"):
+        return None
+    return {"text": read["text"], "model": read.get("model")}
 
 
 def _chosen_metadata(chosen: Attempt | TruthAnswer, prompt_version: str | None) -> dict[str, Any]:

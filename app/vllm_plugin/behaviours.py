@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.degeneration import DetectorConfig, LoopDetector, LoopVerdict
-from app.degeneration.grounding import GroundedDetector
+from app.degeneration.grounded import GroundedDetector
 from app.vllm_plugin.actions import END, NO_ACTION, RequestBehaviour, StepAction
 from app.vllm_plugin.guard import GUARD_ARG, NgramGuard
 

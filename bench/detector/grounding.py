@@ -27,6 +27,7 @@ count. Cost: microseconds per fed piece on pages without a verdict, and per verd
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import time
@@ -39,9 +40,9 @@ from rich.console import Console
 from rich.table import Table
 
 from app.degeneration import LoopDetector, LoopVerdict
+from app.degeneration.grounded import GroundedDetector
 from app.degeneration.grounding import (
     DEFAULT_MARGIN,
-    GroundedDetector,
     PageText,
     ground,
     grounding_tokens,
@@ -54,12 +55,19 @@ from bench.detector.grounding_pairs import (
     MIN_CHARS,
     OLMOCR_SAMPLE,
     REPO,
+    SCAN_READ,
     SHARED,
     harvest_pairs,
     odl_pairs,
     olmocr_pairs,
     other_corpus_pages,
     pypdf_pairs,
+)
+from bench.detector.grounding_scans import (
+    H100_7B_STEP_MS,
+    ScanReader,
+    TimedRead,
+    read_cost,
 )
 from bench.detector.heldout import load_samples
 
@@ -86,16 +94,24 @@ def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
     started = time.perf_counter()
     alone = stream(LoopDetector(), text)
     plain_s = time.perf_counter() - started
-    if callable(layer):  # a read at the verdict: without a verdict there is nothing to ask
-        layer = layer() if alone is not None else ""
-    usable = text_layer_is_usable(layer, MIN_CHARS)
-    grounded, grounded_s, asked = alone, plain_s, []
+    grounded, grounded_s, asked, read = alone, plain_s, [], None
+    # A scan is read at its verdict (the product's hold, in an H100's time): without a
+    # verdict there is nothing to ask.
+    scan = callable(layer)
+    usable = alone is not None if scan else text_layer_is_usable(layer, MIN_CHARS)
     if usable:
-        detector = GroundedDetector(None, layer, margin)
+        page = TimedRead(layer) if scan else layer
+        detector = GroundedDetector(None, page, margin)
         started = time.perf_counter()
         grounded = stream(detector, text)
         grounded_s = time.perf_counter() - started
-        asked = [[g.page_copies, g.output_copies, g.overruled] for g in detector.asked]
+        asked = [[g.page_copies, g.output_copies, g.overruled, g.measure] for g in detector.asked]
+        if isinstance(page, TimedRead) and page.found is not None:
+            read = {k: v for k, v in page.found.items() if k != "text"}
+            read |= {"waited_chars": detector.read_waited, "missed": detector.read_missed}
+            # The page's next attempt asks the read's text (cut and confirmed): kept there?
+            again = stream(GroundedDetector(None, page.found["text"], margin), text)
+            read["retry"] = _row(again, text)
     return {
         "source": pair["source"],
         "producer": pair["producer"],
@@ -106,6 +122,7 @@ def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
         "alone": _row(alone, text),
         "grounded": _row(grounded, text),
         "asked": asked,
+        "scan_read": read,
         "plain_s": plain_s,
         "grounded_s": grounded_s,
     }
@@ -125,6 +142,7 @@ def false_alarms(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         groups[row["source"]].append(row)
         split = "harvested split" if row["source"].startswith("harvest: ") else "corpus"
         groups[f"pooled: {split}"].append(row)
+        groups[f"pooled: {split}, {page_kind(row)}"].append(row)
     rates = {name: _rates(group) for name, group in sorted(groups.items())}
     for split in ("corpus", "harvested split"):
         sources = [r for name, r in rates.items() if not name.startswith("pooled")]
@@ -136,10 +154,18 @@ def false_alarms(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return rates
 
 
+def page_kind(row: dict[str, Any]) -> str:
+    """What the page's text is: a text layer, a scan read at the verdict, or not at hand."""
+    if row["read"] == "text layer":
+        return "text layer"
+    return "scan" if row["read"] == SCAN_READ else "page not at hand"
+
+
 def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     alone = sum(1 for r in rows if r["alone"])
     grounded = sum(1 for r in rows if r["grounded"])
+    after_retry = sum(1 for r in rows if r["grounded"] and (r["scan_read"] or {}).get("retry", 1))
     usable = [r for r in rows if r["usable"]]
     return {
         "harvest": all(r["source"].startswith("harvest: ") for r in rows),
@@ -149,10 +175,36 @@ def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "grounded": grounded,
         "alone_per_1000": round(1000 * alone / n, 2) if n else None,
         "grounded_per_1000": round(1000 * grounded / n, 2) if n else None,
+        # ... where a scan's verdict the hold let stand is asked again by the page's next
+        # attempt, which has the read's text: the answer kept at one more attempt's cost
+        "after_retry": after_retry,
+        "after_retry_per_1000": round(1000 * after_retry / n, 2) if n else None,
         "alone_per_1000_with_layer": _per_1000(sum(1 for r in usable if r["alone"]), usable),
         "grounded_per_1000_with_layer": _per_1000(sum(1 for r in usable if r["grounded"]), usable),
         "overruled_verdicts": sum(1 for r in rows for a in r["asked"] if a[2]),
+        "overruled_by_measure": dict(
+            Counter(a[3] for r in rows for a in r["asked"] if a[2] and len(a) > 3)
+        ),
     }
+
+
+def set_before(rates: dict[str, Any], before: dict[str, Any]) -> None:
+    """The earlier commit's false alarms beside each pooled split and page kind, as its
+    product judged them: grounded on text layers, scans never asked (their verdict alone)."""
+    counts: Counter[str] = Counter()
+    for row in before["flagged"]:
+        kind = "text layer" if row["read"] == "text layer" else "page not at hand"
+        if row["read"] not in ("text layer", "none"):
+            kind = "scan"
+        flagged = row["grounded"] if kind == "text layer" else row["alone"]
+        split = "harvested split" if row["source"].startswith("harvest: ") else "corpus"
+        if flagged:
+            counts[f"pooled: {split}"] += 1
+            counts[f"pooled: {split}, {kind}"] += 1
+    for name, found in rates.items():
+        if name.startswith("pooled: "):
+            found["before"] = counts[name]
+            found["before_per_1000"] = _per_1000(counts[name], range(found["pages"]))
 
 
 def _per_1000(count: int, rows: Sequence[Any]) -> float | None:
@@ -176,10 +228,16 @@ def paired_loops(
         yield loop, layers[max(range(len(layers)), key=shared.__getitem__)], "most words"
 
 
-def judge_loop(loop: ContinuedLoop, layer: str, pairing: str, margin: int) -> dict[str, Any]:
-    """Where the stop cuts a continued real loop, alone and asking a paired page."""
+def judge_loop(
+    loop: ContinuedLoop, layer: str, pairing: str, margin: int, read_cpu_s: float | None = None
+) -> dict[str, Any]:
+    """Where the stop cuts a continued real loop, alone and asking a paired page (a scan's
+    read where `read_cpu_s` says what it costs: the stream runs on while it is read)."""
     alone = _first_verdict(LoopDetector(), loop.text)
-    detector = GroundedDetector(None, layer, margin)
+    page: str | TimedRead = layer
+    if read_cpu_s is not None:
+        page = TimedRead(lambda: {"text": layer, "cpu_s": read_cpu_s})
+    detector = GroundedDetector(None, page, margin)
     grounded = _first_verdict(detector, loop.text)
     standing = detector.standing
     past = None
@@ -195,6 +253,7 @@ def judge_loop(loop: ContinuedLoop, layer: str, pairing: str, margin: int) -> di
         "page_copies": standing.page_copies if standing else 0,
         "chars_past_page_count": past,
         "overruled": len(detector.overruled),
+        "read_waited_chars": detector.read_waited,
     }
 
 
@@ -253,11 +312,6 @@ def cost(rows: Sequence[dict[str, Any]], layers: Sequence[str]) -> dict[str, Any
     }
 
 
-# A 7B page's decode step at batch 256, KV 1,536 tokens, on an H100 (shared/notes/gpu.md, 6):
-# each request in the batch gets a token every 15.1 ms while a verdict waits.
-H100_7B_STEP_MS = 15.1
-
-
 def ocr_at_verdict(root: Path = OLMOCR_SAMPLE, dpi: int = 200) -> dict[str, Any]:
     """What reading a page without a text layer at the verdict would cost: Tesseract's CPU
     seconds per page (the olmOCR-bench sample's pages rendered at `dpi`), and the tokens a
@@ -293,7 +347,8 @@ def ocr_at_verdict(root: Path = OLMOCR_SAMPLE, dpi: int = 200) -> dict[str, Any]
 
 def table(report: dict[str, Any]) -> Table:
     out = Table(title="False alarms per 1,000 real healthy pages, alone and grounded")
-    for name in ("source", "pages", "with layer", "alone", "grounded", "alone /1k", "grounded /1k"):
+    names = ("source", "pages", "asked", "alone", "before", "grounded", "alone /1k", "before /1k")
+    for name in (*names, "grounded /1k"):
         out.add_column(name, justify="left" if name == "source" else "right")
     for name, row in report["false_alarms"].items():
         out.add_row(
@@ -301,8 +356,10 @@ def table(report: dict[str, Any]) -> Table:
             str(row["pages"]),
             str(row["with_text_layer"]),
             str(row["alone"]),
+            str(row.get("before", "")),
             str(row["grounded"]),
             str(row["alone_per_1000"]),
+            str(row.get("before_per_1000", "")),
             str(row["grounded_per_1000"]),
         )
     return out
@@ -314,9 +371,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-ocr-cost", action="store_true", help="skip timing Tesseract")
     parser.add_argument("--margin", type=int, default=DEFAULT_MARGIN)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--before", type=Path, help="an earlier commit's results, to set its figures beside"
+    )
     args = parser.parse_args(argv)
     console = Console()
-    sources = (odl_pairs, pypdf_pairs, olmocr_pairs, other_corpus_pages, harvest_pairs)
+    reader = ScanReader()
+    harvest = functools.partial(harvest_pairs, reader)
+    sources = (odl_pairs, pypdf_pairs, olmocr_pairs, other_corpus_pages, harvest)
     limit = args.limit or None
     pairs = [pair for source in sources for pair in itertools.islice(source(), limit)]
     rows = []
@@ -335,11 +397,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         judge_loop(loop, layer, how, args.margin)
         for loop, layer, how in paired_loops(loops, layers)
     ]
+    # Loops on scans: paired with the scans read here, the stream running on while it is read
+    reads = read_cost(reader.reads)
+    scans = [r["text"] for r in reader.reads if text_layer_is_usable(r["text"], MIN_CHARS)]
+    if scans:
+        loop_rows += [
+            judge_loop(loop, text, f"scan: {how}", args.margin, reads["cpu_s_median"])
+            for loop, text, how in paired_loops(loops, scans)
+        ]
+    reader.close()
+    rates = false_alarms(rows)
+    if args.before:
+        set_before(rates, json.loads(args.before.read_text(encoding="utf-8")))
     report = {
         "machine": environment.machine_info(),
         "margin": args.margin,
         "pieces_chars": PIECE_CHARS,
-        "false_alarms": false_alarms(rows),
+        "false_alarms": rates,
+        "scan_reads": reads,
         "loops": loop_summary(loop_rows),
         "cost": cost(rows, layers),
         "ocr_at_verdict": {} if args.no_ocr_cost else ocr_at_verdict(),
@@ -352,4 +427,5 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     console.print(json.dumps(report["loops"], indent=1))
     console.print(json.dumps(report["cost"], indent=1))
     console.print(json.dumps(report["ocr_at_verdict"], indent=1))
+    console.print(json.dumps(report["scan_reads"], indent=1))
     return report

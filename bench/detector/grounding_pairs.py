@@ -1,7 +1,7 @@
 """Where `bench detector-grounding` gets each healthy answer's page text (`grounding` says why).
 
 Each pair is a dict: source, producer, page, the answer's text, and `layer`: the page's text,
-or a function that reads it (a scan, read by Tesseract only where a verdict asks).
+or a function that reads it (a scan, read by Folio's verdict reader only where a verdict asks).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from app.degeneration.grounding import grounding_tokens
+from bench.detector.grounding_scans import SOURCE_LANGS, ScanReader
 from bench.healthy_corpus.build import DEFAULT_MIRRORS, MirrorMissing, git_dir
 from bench.healthy_corpus.corpus import load_pages
 
@@ -28,6 +29,7 @@ OLMOCR = "allenai/olmocr"
 # Text-layer engines of opendataloader-bench: what a page's text layer gives, read from its PDF.
 LAYER_ENGINE, LAYER_ENGINE_ELSE = "pymupdf4llm", "opendataloader"
 _ODL_ID = re.compile(r"/(\d{14})\.md$")
+SCAN_READ = "scan read at the verdict"
 
 
 def odl_pairs() -> Iterator[dict[str, Any]]:
@@ -147,11 +149,13 @@ def pypdf_pairs() -> Iterator[dict[str, Any]]:
         }
 
 
-def harvest_pairs() -> Iterator[dict[str, Any]]:
+def harvest_pairs(reader: ScanReader | None = None) -> Iterator[dict[str, Any]]:
     """The harvested split (read after the freeze, `bench.healthy_corpus.harvest`) where its
     pages' documents lie in the mirror: a PDF's page with its text layer (PyMuPDF; for a PDF
-    read as a whole, the stretch of it the chunk came from), an image with what Tesseract reads
-    on it, read only where a verdict asks (as a read at the verdict would run)."""
+    read as a whole, the stretch of it the chunk came from), an image with what Folio's verdict
+    reader reads on it (`grounding_scans`), read only where a verdict asks, in the languages
+    its source's job names."""
+    reader = reader or ScanReader()
     from bench.healthy_corpus.harvest import load_harvest
 
     layers: dict[tuple[str, str], Any] = {}
@@ -179,14 +183,15 @@ def harvest_pairs() -> Iterator[dict[str, Any]]:
                 else LayerDocument("\n".join(document)).page_of(page["text"])
             )
         else:
-            layer = functools.partial(_ocr, document)
+            lang = SOURCE_LANGS.get(repo, "eng")
+            layer = functools.partial(reader.read, document, lang)
         yield {
             "source": f"harvest: {repo}",
             "producer": page["producer"],
             "page": f"{found['path']}#{page['chunk']}",
             "text": page["text"],
             "layer": layer,
-            "read": "text layer" if found["kind"] == "pdf" else "Tesseract at the verdict",
+            "read": "text layer" if found["kind"] == "pdf" else SCAN_READ,
         }
 
 
@@ -221,16 +226,3 @@ def _document(raw: bytes, kind: str) -> list[str] | bytes | None:
             return [page.get_text() for page in doc]
     except RuntimeError:
         return None
-
-
-def _ocr(image: bytes) -> str:
-    import io
-
-    import tesserocr
-    from PIL import Image
-
-    from app.engines.tesseract import default_tessdata_dir
-
-    with tesserocr.PyTessBaseAPI(path=default_tessdata_dir() + "/", lang="eng") as api:
-        api.SetImage(Image.open(io.BytesIO(image)).convert("RGB"))
-        return str(api.GetUTF8Text())

@@ -29,12 +29,13 @@ def headline(results: Path = RESULTS) -> dict[str, Any]:
     grounded = results / "detector_grounding.json"
     if grounded.is_file():
         rates = json.loads(grounded.read_text(encoding="utf-8"))["false_alarms"]
+        keys = ("pages", "alone_per_1000", "grounded_per_1000", "after_retry_per_1000")
         found["grounding"] = {
-            split: {
-                key: rates[name][key] for key in ("pages", "alone_per_1000", "grounded_per_1000")
-            }
+            split: {key: rates[name][key] for key in keys if key in rates[name]}
             for split, name in (
                 ("harvested", "pooled: harvested split"),
+                ("harvested, scans", "pooled: harvested split, scan"),
+                ("harvested, text layers", "pooled: harvested split, text layer"),
                 ("corpus", "pooled: corpus"),
             )
             if name in rates
@@ -52,4 +53,7 @@ def headline_table(found: dict[str, Any]) -> Table:
     for split, row in found.get("grounding", {}).items():
         table.add_row(str(row["pages"]), f"{split}: alone", str(row["alone_per_1000"]))
         table.add_row(str(row["pages"]), f"{split}: grounded", str(row["grounded_per_1000"]))
+        if "after_retry_per_1000" in row and split.endswith("scans"):
+            what = f"{split}: grounded, the next attempt asking the read"
+            table.add_row(str(row["pages"]), what, str(row["after_retry_per_1000"]))
     return table

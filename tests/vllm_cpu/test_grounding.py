@@ -30,9 +30,9 @@ LOOPING = LEDGER.split("\n| Lot 3 ")[0] + "\n" + "\n".join([ROWS[3]] * 60)
 STEP = PlanStep(name="healthy", engine="vlm", endpoint="primary", max_tokens=CAP)
 
 
-def page(answer: str) -> ScriptedPage:
+def page(answer: str, layer: str = LAYER) -> ScriptedPage:
     image = Image.new("RGB", (400, 560), "white")
-    return ScriptedPage(raster=image, text_layer=LAYER, text_layer_usable=True, healthy_text=answer)
+    return ScriptedPage(raster=image, text_layer=layer, text_layer_usable=True, healthy_text=answer)
 
 
 def endpoint(server: VllmEndpoint) -> VlmEndpoint:
@@ -45,7 +45,9 @@ def endpoint(server: VllmEndpoint) -> VlmEndpoint:
     )
 
 
-def transcribe(server: VllmEndpoint, answer: str, **settings: object) -> EngineResult:
+def transcribe(
+    server: VllmEndpoint, answer: str, layer: str = LAYER, **settings: object
+) -> EngineResult:
     """One attempt through the engine the worker builds from `settings` (its detector
     thresholds and grounding), asking the scripted server for `answer`."""
     built = EngineSet(Settings(vlm_endpoints={"primary": endpoint(server)}, **settings))
@@ -58,7 +60,7 @@ def transcribe(server: VllmEndpoint, answer: str, **settings: object) -> EngineR
         made.grounding_margin,  # type: ignore[attr-defined]
     )
     try:
-        return engine.transcribe(page(answer), STEP)
+        return engine.transcribe(page(answer, layer), STEP)
     finally:
         engine.close()
         built.close()
@@ -104,3 +106,28 @@ def test_the_plugin_runs_the_users_thresholds(vllm_endpoint: VllmEndpoint) -> No
 
     assert raised.status is AttemptStatus.OK and raised.finish_reason == "stop", raised
     assert raised.text.strip().endswith(ROWS[-1]), raised.text
+
+
+SITES = ["northern", "southern", "eastern", "western", "central"]
+DRIFTING = (
+    "Storage log\n\n"
+    + "\n".join(f"- The samples from the {s} site were stored at four degrees." for s in SITES)
+    + "\n\nSigned by the lab manager.\n"
+)
+
+
+def test_lines_that_differ_by_a_word_are_counted_alike_on_the_server(
+    vllm_endpoint: VllmEndpoint,
+) -> None:
+    """Like with like (issue 65): the plugin counts the page's near copies by the detector's
+    rule, as the client does, so the page's five drifting lines are not cut on the server,
+    where the detector alone cuts them."""
+    require_plugin(vllm_endpoint)
+
+    grounded = transcribe(vllm_endpoint, DRIFTING, layer=DRIFTING)
+    alone = transcribe(vllm_endpoint, DRIFTING, layer=DRIFTING, detector_grounding=False)
+
+    assert grounded.status is AttemptStatus.OK and grounded.finish_reason == "stop", grounded
+    assert grounded.params["grounding"]["overruled"], grounded.params
+    assert alone.status is AttemptStatus.DEGENERATE, alone
+    assert alone.stop_mechanism == "engine_plugin", alone
