@@ -117,6 +117,10 @@ def settings(database_url: str, endpoints: dict[str, str], models: dict[str, str
         # and a ladder's four attempts at a loaded server's pace take longer than the product's
         # 30-minute page budget (a bench measures the model, not that budget)
         "page_time_budget_s": 86_400.0,
+        # the judge stays the one the committed runs used (the detector, no reading of the
+        # page at a verdict): these pages are images, and a Tesseract read at each verdict
+        # would change what counts as a loop between runs and cost seconds of CPU a verdict
+        "detector_grounding_read": False,
         "plans": {PLAN: plan(next(iter(endpoints)))},
         "vlm_endpoints": {
             name: {
