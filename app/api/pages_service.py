@@ -72,12 +72,14 @@ def pages(
     window: tuple[int, int],
     sort: PageSort = PageSort.PAGE,
     descending: bool = False,
+    priced: tuple[JobRows, dict[int, float]] | None = None,
 ) -> schemas.PageList:
-    """The job's pages (of one status, or all) in `sort` order, `window` = (limit, offset)."""
+    """The job's pages (of one status, or all) in `sort` order, `window` = (limit, offset);
+    `priced`: the job's rows and attempt costs where the caller has them already (a report)."""
     limit, offset = window
     with ctx.db.session() as session:
         owned(session, job_id, key)
-    rows, costs = _priced_rows(ctx, job_id)
+    rows, costs = priced or _priced_rows(ctx, job_id)
     figures = page_figures(rows, costs)
     table = [_Row(p, figures[p.id]) for p in rows.pages if status is None or p.status == status]
     # The rows come in document and page order; a stable sort keeps it within equal figures,

@@ -93,9 +93,9 @@ async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId)
             folder = _parse(FolderJob, body)
             job = await run_in_threadpool(jobs_service.submit_folder, ctx, key, folder)
     elif content_type.startswith("multipart/form-data"):
-        form = await _read_form(request, ctx.settings.api_max_files_per_job)
+        form = await read_form(request, ctx.settings.api_max_files_per_job)
         try:
-            options = _parse(JobOptionsIn, json.dumps(_form_options(form)).encode())
+            options = _parse(JobOptionsIn, json.dumps(form_options(form)).encode())
             uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
             if not uploads:
                 raise HTTPException(422, "send at least one file in the `files` field")
@@ -117,7 +117,7 @@ def _names_uri(body: bytes) -> bool:
     return isinstance(parsed, dict) and "uri" in parsed
 
 
-async def _read_form(request: Request, max_files: int) -> Any:
+async def read_form(request: Request, max_files: int) -> Any:
     try:
         return await request.form(max_files=max_files, max_fields=20)
     except StarletteHTTPException as exc:
@@ -126,7 +126,7 @@ async def _read_form(request: Request, max_files: int) -> Any:
         raise
 
 
-def _form_options(form: Any) -> dict[str, Any]:
+def form_options(form: Any) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for name in ("engine", "dpi", "priority", "metadata", "callback_url", "repeat_loop_cap"):
         value = form.get(name)
