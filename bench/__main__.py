@@ -39,6 +39,7 @@ BENCHES: dict[str, str] = {
     "flywheel-speed": "bench.flywheel.speed",
     "scale": "bench.scale.run",
     "scale-olmocr": "bench.scale.olmocr_pipeline",
+    "console": "bench.console",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,16 +45,22 @@ def browser_binary() -> str:
 
 
 @pytest.fixture(scope="module")
-def axe_source() -> str:
-    """axe-core's script, installed from the npm registry into a cache folder once."""
+def axe_source(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """axe-core's script, installed from the npm registry into a cache folder once (into a
+    fresh folder first, then renamed: a second run beside it never sees half an install)."""
     script = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
     if not script.exists():
         npm = shutil.which("npm")
         if npm is None:
             unavailable("npm is not installed (axe-core comes from the npm registry)")
-        AXE_DIR.mkdir(parents=True, exist_ok=True)
+        AXE_DIR.parent.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix="axe-core-", dir=AXE_DIR.parent))
         command = [str(npm), "install", "--no-audit", "--no-fund", f"axe-core@{AXE_VERSION}"]
-        subprocess.run(command, cwd=AXE_DIR, check=True, capture_output=True, timeout=300)
+        subprocess.run(command, cwd=fresh, check=True, capture_output=True, timeout=300)
+        try:
+            fresh.rename(AXE_DIR)
+        except OSError:  # another run installed it first
+            shutil.rmtree(fresh, ignore_errors=True)
     return script.read_text(encoding="utf-8")
 
 

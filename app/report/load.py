@@ -15,14 +15,14 @@ from app.report.rows import AttemptRow, DocumentRow, JobRows, PageRow, ServerSam
 TAIL_CHARS = 2000
 
 # The attempt columns the report reads: AttemptRow's fields, by name (the tail apart).
-_ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRow) if f.name != "output_tail")
+ATTEMPT_COLUMNS = tuple(f.name for f in fields(AttemptRow) if f.name != "output_tail")
 
 
 def _aware(moment: datetime | None) -> datetime | None:
     return None if moment is None else as_utc(moment)
 
 
-def _attempt(values: dict[str, Any], tails: dict[int, str]) -> AttemptRow:
+def attempt_row(values: dict[str, Any], tails: dict[int, str]) -> AttemptRow:
     values["started_at"] = as_utc(values["started_at"])
     values["ended_at"] = as_utc(values["ended_at"])
     return AttemptRow(**values, output_tail=tails.get(values["id"]))
@@ -35,15 +35,15 @@ def load_job_rows(db: Database, job_id: str) -> JobRows:
         job = jobs.get_job(session, job_id)
         tails = attempts.degenerate_tails(session, job_id, TAIL_CHARS)
         own = [
-            _attempt(values, tails)
-            for values in attempts.job_attempts(session, job_id, _ATTEMPT_COLUMNS)
+            attempt_row(values, tails)
+            for values in attempts.job_attempts(session, job_id, ATTEMPT_COLUMNS)
         ]
         endpoints = {a.endpoint for a in own if a.endpoint}
         beside = []
         if endpoints:
             during = (min(a.started_at for a in own), max(a.ended_at for a in own))
-            found = attempts.attempts_beside(session, job_id, endpoints, during, _ATTEMPT_COLUMNS)
-            beside = [_attempt(values, {}) for values in found]
+            found = attempts.attempts_beside(session, job_id, endpoints, during, ATTEMPT_COLUMNS)
+            beside = [attempt_row(values, {}) for values in found]
         return JobRows(
             job_id=job.id,
             plan=job.plan_name,
