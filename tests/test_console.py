@@ -142,6 +142,8 @@ def test_the_pages_table_sorts_by_a_figure(api: Api) -> None:
     assert costs == sorted(costs, reverse=True) and by_cost["sort"] == "cost"
     html = client.get(f"/console/jobs/{job_id}", params={"sort": "attempts"}).text
     assert 'aria-sort="ascending"' in html
+    wrong = client.get(f"/console/jobs/{job_id}", params={"sort": "colour"})
+    assert wrong.status_code == 422 and "not a valid value: sort" in wrong.text
 
 
 def test_another_keys_job_is_a_404_in_the_console_too(api: Api) -> None:

@@ -33,8 +33,9 @@ from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
 from app.jobs.results import load_results, write_outputs
 from app.pipeline.ingest import NoObjects, TooManyObjects, TooManyPages
-from app.report.many import ListedJob, job_reports
+from app.report.build import listed_reports
 from app.report.pricing import pricing_from_settings
+from app.report.rows import ListedJob
 from app.storage.access import PlaceRefused, check_url, check_urls
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ def list_jobs(
         items = [schemas.JobOut.of(j, job_views.progress(session, j.id)) for j in jobs]
     if figures:
         listed = [ListedJob(j.id, j.plan, j.status, j.started_at, j.finished_at) for j in items]
-        reports = job_reports(ctx.db, listed, pricing_from_settings(ctx.settings))
+        reports = listed_reports(ctx.db, listed, pricing_from_settings(ctx.settings))
         for item in items:
             item.figures = schemas.JobFigures.of(reports[item.id].report)
     return schemas.JobList(items=items, total=total, limit=limit, offset=offset)

@@ -59,8 +59,10 @@ def page_figures(rows: JobRows, costs: dict[int, float]) -> dict[int, PageFigure
 
 
 def _priced_rows(ctx: ApiContext, job_id: str) -> tuple[JobRows, dict[int, float]]:
-    rows = load_job_rows(ctx.db, job_id)
-    priced = attempt_costs(rows.attempts, rows.neighbours, pricing_from_settings(ctx.settings))
+    """The job's rows and each attempt's cost (only GPU time is shared with other jobs)."""
+    pricing = pricing_from_settings(ctx.settings)
+    rows = load_job_rows(ctx.db, job_id, shared=pricing.gpu_priced(), tails=False)
+    priced = attempt_costs(rows.attempts, rows.neighbours, pricing)
     return rows, {attempt_id: cost.total for attempt_id, cost in priced.items()}
 
 

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from fastapi import Request, Response
 from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
@@ -70,5 +71,8 @@ class ConsoleRoute(APIRoute):
             except HTTPException as exc:
                 detail = exc.detail if isinstance(exc.detail, str) else None
                 return error_page(request, exc.status_code, detail)
+            except RequestValidationError as exc:
+                fields = ", ".join(str(e.get("loc", ("?",))[-1]) for e in exc.errors())
+                return error_page(request, 422, f"not a valid value: {fields}")
 
         return console_handler
