@@ -60,6 +60,7 @@ def test_nothing_but_the_sign_in_works_without_a_key(api: Api) -> None:
     assert client.get("/console/jobs.json").status_code == 401
     assert client.get("/console/sign-in").status_code == 200
     assert client.get("/console").headers["location"] == "/console/jobs"
+    assert client.get("/").headers["location"] == "/console/jobs"
     refused = client.post("/console/sign-in", data={"token": "not-a-key"})
     assert refused.status_code == 401 and "unknown or revoked" in refused.text
     assert COOKIE not in client.cookies

@@ -21,6 +21,7 @@ def _safe_next(target: str | None) -> str:
     return "/console/jobs"
 
 
+@router.get("/", include_in_schema=False)
 @router.get("/console", include_in_schema=False)
 def console_root() -> Response:
     return RedirectResponse("/console/jobs", status_code=303)
