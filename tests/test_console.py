@@ -136,14 +136,19 @@ def test_the_pages_table_sorts_by_a_figure(api: Api) -> None:
     client = sign_in(api, token)
     job_id = submit(client, [("a.pdf", pdf(3))])
     wait_for_job(api.client(token), job_id)
-    by_cost = client.get(
-        f"/console/jobs/{job_id}.json", params={"sort": "cost", "descending": "true"}
-    ).json()["pages"]
+    params = {"sort": "cost", "descending": "true"}
+    by_cost = client.get(f"/console/jobs/{job_id}/pages.json", params=params).json()["pages"]
     costs = [p["figures"]["cost_usd"] for p in by_cost["items"]]
     assert costs == sorted(costs, reverse=True) and by_cost["sort"] == "cost"
-    html = client.get(f"/console/jobs/{job_id}", params={"sort": "attempts"}).text
-    assert 'aria-sort="ascending"' in html
-    wrong = client.get(f"/console/jobs/{job_id}", params={"sort": "colour"})
+    answer = api.client(token).get(f"/v1/jobs/{job_id}/pages", params={**params, "limit": 50})
+    assert by_cost == answer.json()
+    html = client.get(f"/console/jobs/{job_id}/pages", params={"sort": "attempts"}).text
+    assert 'aria-sort="ascending"' in html and "a p3" in html
+    assert (
+        f'href="/console/jobs/{job_id}/pages?sort=cost'
+        in client.get(f"/console/jobs/{job_id}").text
+    )
+    wrong = client.get(f"/console/jobs/{job_id}/pages", params={"sort": "colour"})
     assert wrong.status_code == 422 and "not a valid value: sort" in wrong.text
 
 
@@ -156,6 +161,7 @@ def test_another_keys_job_is_a_404_in_the_console_too(api: Api) -> None:
     base = f"/console/jobs/{job_id}"
     for path in (
         base,
+        f"{base}/pages",
         f"{base}/pages/{page_id}",
         f"{base}/pages/{page_id}/image",
         f"{base}/results",

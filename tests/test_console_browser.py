@@ -159,6 +159,10 @@ def test_sign_in_upload_watch_a_loop_and_be_refused_another_keys_job(
         check_accessibility(page, axe_source, "job")
         page.screenshot(out / "console-job.png")
 
+        page.open(f"{job_url}/pages?sort=cost&descending=true")
+        assert page.evaluate("document.querySelectorAll('#pages-table tbody tr').length") == 2
+        check_accessibility(page, axe_source, "pages table")
+        page.open(job_url)
         page.click("#pages-table tr.looped a")
         unit = page.evaluate("document.querySelector('mark.loop-start').textContent")
         assert "Payment received, invoice 1187" in unit

@@ -4,7 +4,7 @@ pages table), its downloads and its cancelling, each through the API's own servi
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -14,7 +14,7 @@ from markupsafe import Markup
 from app.api import jobs_service, pages_service, routes
 from app.api.console import auth
 from app.api.console.render import ConsoleRoute, page
-from app.api.context import ApiContext, Ctx
+from app.api.context import Ctx
 from app.api.schemas import PageSort
 from app.domain import JobStatus, PageStatus
 from app.report.build import build_report
@@ -62,34 +62,30 @@ def _charts(job: JobReport) -> dict[str, Markup]:
     }
 
 
-def _job_data(
-    ctx: ApiContext, key: int, job_id: str, table: dict[str, Any]
-) -> tuple[dict[str, Any], JobReport]:
-    job = jobs_service.get_job(ctx, key, job_id)
-    report = build_report(ctx.db, ctx.settings, job_id)
-    costs = {attempt_id: cost.total for attempt_id, cost in report.costs.items()}
-    pages = pages_service.pages(
-        ctx,
-        key,
-        job_id,
-        table["status"],
-        (PAGES_PER_PAGE, table["offset"]),
-        table["sort"],
-        table["descending"],
-        priced=(report.rows, costs),
-    )
-    data = {
-        "job": job,
-        "documents": jobs_service.documents(ctx, key, job_id),
-        "pages": pages,
-        "report": json.loads(render_report(report, ReportFormat.JSON)),  # the API's answer
-    }
-    return data, report
-
-
 @router.get("/console/jobs/{job_id}", include_in_schema=False)
 @router.get("/console/jobs/{job_id}.json", include_in_schema=False)
-def job(
+def job(request: Request, ctx: Ctx, signed: Signed, job_id: str) -> Response:
+    """One job: progress, the report's figures and charts, documents and the first rows of
+    the pages table (in page order; the table's own page sorts and pages through them)."""
+    job_id = job_id.removesuffix(".json")
+    found = jobs_service.get_job(ctx, signed.key_id, job_id)
+    report = build_report(ctx.db, ctx.settings, job_id)
+    costs = {attempt_id: cost.total for attempt_id, cost in report.costs.items()}
+    window = (PAGES_PER_PAGE, 0)
+    priced = (report.rows, costs)
+    data = {
+        "job": found,
+        "documents": jobs_service.documents(ctx, signed.key_id, job_id),
+        "pages": pages_service.pages(ctx, signed.key_id, job_id, None, window, priced=priced),
+        "report": json.loads(render_report(report, ReportFormat.JSON)),  # the API's answer
+    }
+    charts = {} if request.url.path.endswith(".json") else _charts(report)
+    return page(request, "job.html", data, signed=signed, charts=charts, filters={})
+
+
+@router.get("/console/jobs/{job_id}/pages", include_in_schema=False)
+@router.get("/console/jobs/{job_id}/pages.json", include_in_schema=False)
+def pages_table(
     request: Request,
     ctx: Ctx,
     signed: Signed,
@@ -99,19 +95,18 @@ def job(
     descending: bool = False,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> Response:
-    """One job: progress, the report's figures and charts, documents and the pages table."""
-    job_id = job_id.removesuffix(".json")
-    table = {"status": status, "sort": sort, "descending": descending, "offset": offset}
-    data, report = _job_data(ctx, signed.key_id, job_id, table)
+    """The job's pages table (GET /v1/jobs/{id}/pages): sorted by attempts, loops or cost,
+    filtered by status, paginated."""
+    found = jobs_service.get_job(ctx, signed.key_id, job_id)
+    window = (PAGES_PER_PAGE, offset)
+    table = pages_service.pages(ctx, signed.key_id, job_id, status, window, sort, descending)
     filters = {
         "status": status.value if status else None,
-        "sort": sort.value,
+        "sort": None if sort == PageSort.PAGE else sort.value,
         "descending": "true" if descending else None,
     }
-    charts = _charts(report) if not request.url.path.endswith(".json") else {}
-    return page(
-        request, "job.html", data, signed=signed, charts=charts, filters=filters, sorts=PageSort
-    )
+    data = {"job": found, "pages": table}
+    return page(request, "pages.html", data, signed=signed, filters=filters, statuses=PageStatus)
 
 
 @router.get("/console/jobs/{job_id}/events", include_in_schema=False)
