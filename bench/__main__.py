@@ -41,6 +41,7 @@ BENCHES: dict[str, str] = {
     "scale": "bench.scale.run",
     "scale-olmocr": "bench.scale.olmocr_pipeline",
     "textlayer-bomb": "bench.textlayer_bomb",
+    "console": "bench.console",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);

@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from app.api.body_limit import BodyLimit
+from app.api.console import install_console
 from app.api.context import ApiContext
 from app.api.problems import install_problem_handlers
 from app.api.routes import metrics_router, router
@@ -52,6 +53,7 @@ def create_app(settings: Settings, runner: JobRunner | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=int(settings.api_max_upload_mb * 2**20))
     app.include_router(router)
     app.include_router(metrics_router)
+    install_console(app)
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:

@@ -33,6 +33,9 @@ from app.errors import ObjectRefused, StoreUnavailable
 from app.jobs import cancel_job
 from app.jobs.results import load_results, write_outputs
 from app.pipeline.ingest import NoObjects, TooManyObjects, TooManyPages
+from app.report.build import listed_reports
+from app.report.pricing import pricing_from_settings
+from app.report.rows import ListedJob
 from app.storage.access import PlaceRefused, check_url, check_urls
 
 log = logging.getLogger(__name__)
@@ -136,7 +139,7 @@ def _options(ctx: ApiContext, options: schemas.JobOptionsIn) -> JobOptions:
     return JobOptions(plan, options.dpi, options.priority, options.metadata, extra)
 
 
-def _owned(session: Session, job_id: str, key: int) -> Job:
+def owned(session: Session, job_id: str, key: int) -> Job:
     job = job_views.owned_job(session, job_id, key)
     if job is None:
         raise HTTPException(404, f"no job {job_id!r}")
@@ -145,46 +148,38 @@ def _owned(session: Session, job_id: str, key: int) -> Job:
 
 def get_job(ctx: ApiContext, key: int, job_id: str) -> schemas.JobOut:
     with ctx.db.session() as session:
-        job = _owned(session, job_id, key)
+        job = owned(session, job_id, key)
         return schemas.JobOut.of(job, job_views.progress(session, job.id))
 
 
 def list_jobs(
-    ctx: ApiContext, key: int, status: JobStatus | None, limit: int, offset: int
+    ctx: ApiContext,
+    key: int,
+    status: JobStatus | None,
+    limit: int,
+    offset: int,
+    figures: bool = False,
 ) -> schemas.JobList:
+    """The key's jobs, newest first; with `figures`, each with its report's headline figures."""
     with ctx.db.session() as session:
         jobs, total = job_views.list_jobs(session, key, status, limit, offset)
         items = [schemas.JobOut.of(j, job_views.progress(session, j.id)) for j in jobs]
+    if figures:
+        listed = [ListedJob(j.id, j.plan, j.status, j.started_at, j.finished_at) for j in items]
+        reports = listed_reports(ctx.db, listed, pricing_from_settings(ctx.settings))
+        for item in items:
+            item.figures = schemas.JobFigures.of(reports[item.id].report)
     return schemas.JobList(items=items, total=total, limit=limit, offset=offset)
 
 
 def documents(ctx: ApiContext, key: int, job_id: str) -> list[schemas.DocumentOut]:
     with ctx.db.session() as session:
-        _owned(session, job_id, key)
+        owned(session, job_id, key)
         failed = job_views.failed_pages(session, job_id)
         return [
             schemas.DocumentOut.of(d, failed.get(d.id))
             for d in job_views.documents(session, job_id)
         ]
-
-
-def pages(
-    ctx: ApiContext, key: int, job_id: str, status: str | None, limit: int, offset: int
-) -> schemas.PageList:
-    with ctx.db.session() as session:
-        _owned(session, job_id, key)
-        rows, total = job_views.pages(session, job_id, status, limit, offset)
-        items = [schemas.PageOut.of(p) for p in rows]
-    return schemas.PageList(items=items, total=total, limit=limit, offset=offset)
-
-
-def page(ctx: ApiContext, key: int, job_id: str, page_id: int) -> schemas.PageDetail:
-    with ctx.db.session() as session:
-        _owned(session, job_id, key)
-        row = job_views.page_with_attempts(session, job_id, page_id)
-        if row is None:
-            raise HTTPException(404, f"no page {page_id} in job {job_id!r}")
-        return schemas.PageDetail.detail_of(row)
 
 
 def results_zip(ctx: ApiContext, key: int, job_id: str) -> Path:
@@ -206,7 +201,7 @@ def results_zip(ctx: ApiContext, key: int, job_id: str) -> Path:
 
 def cancel(ctx: ApiContext, key: int, job_id: str) -> schemas.JobOut:
     with ctx.db.session() as session:
-        job = _owned(session, job_id, key)
+        job = owned(session, job_id, key)
         status = job.status
     if status in (JobStatus.DONE, JobStatus.CANCELLED):
         raise HTTPException(409, f"job {job_id!r} is {status} already")

@@ -16,10 +16,10 @@ from starlette.background import BackgroundTask
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.api import events, jobs_service, schemas, webhooks_service
+from app.api import events, jobs_service, page_image, pages_service, schemas, webhooks_service
 from app.api.context import Ctx, KeyId
 from app.api.problems import Problem
-from app.api.schemas import FolderJob, JobOptionsIn, ObjectJob
+from app.api.schemas import FolderJob, JobOptionsIn, ObjectJob, PageSort
 from app.domain import JobStatus, PageStatus
 from app.progress.feed import JobFeed
 from app.report.build import build_report
@@ -93,9 +93,9 @@ async def submit_job(request: Request, response: Response, ctx: Ctx, key: KeyId)
             folder = _parse(FolderJob, body)
             job = await run_in_threadpool(jobs_service.submit_folder, ctx, key, folder)
     elif content_type.startswith("multipart/form-data"):
-        form = await _read_form(request, ctx.settings.api_max_files_per_job)
+        form = await read_form(request, ctx.settings.api_max_files_per_job)
         try:
-            options = _parse(JobOptionsIn, json.dumps(_form_options(form)).encode())
+            options = _parse(JobOptionsIn, json.dumps(form_options(form)).encode())
             uploads = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
             if not uploads:
                 raise HTTPException(422, "send at least one file in the `files` field")
@@ -117,7 +117,7 @@ def _names_uri(body: bytes) -> bool:
     return isinstance(parsed, dict) and "uri" in parsed
 
 
-async def _read_form(request: Request, max_files: int) -> Any:
+async def read_form(request: Request, max_files: int) -> Any:
     try:
         return await request.form(max_files=max_files, max_fields=20)
     except StarletteHTTPException as exc:
@@ -126,7 +126,7 @@ async def _read_form(request: Request, max_files: int) -> Any:
         raise
 
 
-def _form_options(form: Any) -> dict[str, Any]:
+def form_options(form: Any) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for name in ("engine", "dpi", "priority", "metadata", "callback_url", "repeat_loop_cap"):
         value = form.get(name)
@@ -157,9 +157,12 @@ def list_jobs(
     status: JobStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    figures: Annotated[
+        bool, Query(description="Each job with its report's headline figures (slower).")
+    ] = False,
 ) -> schemas.JobList:
     """Your jobs, newest first."""
-    return jobs_service.list_jobs(ctx, key, status, limit, offset)
+    return jobs_service.list_jobs(ctx, key, status, limit, offset, figures)
 
 
 @router.get("/jobs/{job_id}", responses=PROBLEMS)
@@ -235,17 +238,40 @@ def list_pages(
     status: PageStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    sort: PageSort = PageSort.PAGE,
+    descending: bool = False,
 ) -> schemas.PageList:
-    """The job's pages, optionally of one status."""
-    return jobs_service.pages(ctx, key, job_id, status, limit, offset)
+    """The job's pages, optionally of one status, each with its attempts, loops, tokens and
+    cost; in page order, or sorted by a figure."""
+    window = (limit, offset)
+    return pages_service.pages(ctx, key, job_id, status, window, sort, descending)
+
+
+PageId = Annotated[int, Path(ge=1, le=2**62)]
 
 
 @router.get("/jobs/{job_id}/pages/{page_id}", responses=PROBLEMS)
-def get_page(
-    ctx: Ctx, key: KeyId, job_id: str, page_id: Annotated[int, Path(ge=1, le=2**62)]
-) -> schemas.PageDetail:
-    """One page: its text and every attempt with its degeneration verdict."""
-    return jobs_service.page(ctx, key, job_id, page_id)
+def get_page(ctx: Ctx, key: KeyId, job_id: str, page_id: PageId) -> schemas.PageDetail:
+    """One page: its text and every attempt with its output, verdict, loop unit and cost."""
+    return pages_service.page(ctx, key, job_id, page_id)
+
+
+@router.get(
+    "/jobs/{job_id}/pages/{page_id}/image",
+    responses={**PROBLEMS, 200: {"content": {"image/png": {}}}, 410: _PROBLEM},
+    response_class=Response,
+)
+def get_page_image(
+    ctx: Ctx,
+    key: KeyId,
+    job_id: str,
+    page_id: PageId,
+    width: Annotated[int, Query(ge=16, le=page_image.MAX_WIDTH)] = 800,
+) -> Response:
+    """The page as Folio rasterised it for its engines, rendered at most `width` pixels wide
+    (PNG); 410 when its document can no longer be read."""
+    png = page_image.page_png(ctx, key, job_id, page_id, width)
+    return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
 
 
 @router.get(

@@ -132,6 +132,30 @@ def job_attempts(session: Session, job_id: str, names: Sequence[str]) -> list[di
     return [row._asdict() for row in session.execute(query)]
 
 
+def jobs_attempts(
+    session: Session, job_ids: Collection[str], names: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The attempts of several jobs in order, each as these columns by name, with its job id."""
+    query = select(Attempt.job_id.label("job_id"), *_columns(names))
+    query = query.where(Attempt.job_id.in_(list(job_ids))).order_by(Attempt.id)
+    return [row._asdict() for row in session.execute(query)]
+
+
+def attempts_during(
+    session: Session,
+    endpoints: Collection[str],
+    during: tuple[datetime, datetime],
+    names: Sequence[str],
+) -> list[dict[str, Any]]:
+    """Every job's attempts on these endpoints that overlapped `during`, with their job id."""
+    query = select(Attempt.job_id.label("job_id"), *_columns(names)).where(
+        Attempt.endpoint.in_(list(endpoints)),
+        Attempt.started_at < during[1],
+        Attempt.ended_at > during[0],
+    )
+    return [row._asdict() for row in session.execute(query)]
+
+
 def attempts_beside(
     session: Session,
     job_id: str,

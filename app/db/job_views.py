@@ -63,6 +63,25 @@ def pages(
     return list(rows), total
 
 
+def pages_by_id(session: Session, job_id: str, ids: list[int]) -> dict[int, Page]:
+    """The job's pages among `ids`, by id."""
+    if not ids:
+        return {}
+    query = select(Page).where(Page.job_id == job_id, Page.id.in_(ids))
+    return {p.id: p for p in session.scalars(query)}
+
+
+def page_document(session: Session, job_id: str, page_id: int) -> tuple[Page, Document] | None:
+    """A page of the job and its document."""
+    query = (
+        select(Page, Document)
+        .join(Document, Page.document_id == Document.id)
+        .where(Page.job_id == job_id, Page.id == page_id)
+    )
+    row = session.execute(query).first()
+    return None if row is None else (row[0], row[1])
+
+
 def page_with_attempts(session: Session, job_id: str, page_id: int) -> Page | None:
     query = (
         select(Page)

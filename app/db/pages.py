@@ -119,3 +119,15 @@ def page_outcomes(session: Session, job_id: str) -> list[tuple[Any, ...]]:
         .order_by(Document.id, Page.number)
     )
     return [tuple(row) for row in session.execute(query)]
+
+
+def jobs_page_outcomes(session: Session, job_ids: Collection[str]) -> list[tuple[Any, ...]]:
+    """`page_outcomes` of several jobs, each row led by its job id."""
+    query = (
+        select(Page.job_id, Page.id, Document.name, Page.number, Page.status, Page.final_step)
+        .add_columns(Page.failure_category)
+        .join(Document, Page.document_id == Document.id)
+        .where(Page.job_id.in_(list(job_ids)))
+        .order_by(Document.id, Page.number)
+    )
+    return [tuple(row) for row in session.execute(query)]

@@ -174,6 +174,21 @@ def rasterize_fitted(path: Path, number: int, dpi: int, max_side: int) -> Image.
             raise RenderError(f"page {number} failed to render: {exc}") from exc
 
 
+def rasterize_preview(path: Path, number: int, dpi: int, max_side: int, width: int) -> Image.Image:
+    """Page `number` as `rasterize_fitted` renders it, but at most `width` pixels wide: a
+    preview rendered at the size it is shown, never the full render scaled down."""
+    with _MUPDF_LOCK:
+        try:
+            page = _open(path).doc[number - 1]
+            matrix = _fitted_matrix(page, dpi, max_side)
+            if page.rect.width * matrix.a > width:
+                zoom = width / page.rect.width
+                matrix = pymupdf.Matrix(zoom, zoom)
+            return _pixels(page, matrix)
+        except Exception as exc:  # a damaged page must fail alone, whatever MuPDF raised
+            raise RenderError(f"page {number} failed to render: {exc}") from exc
+
+
 def _fitted_matrix(page: pymupdf.Page, dpi: float, max_side: int) -> pymupdf.Matrix:
     zoom = dpi / 72
     longest = max(page.rect.width, page.rect.height) * zoom

@@ -36,6 +36,10 @@ class Pricing:
     def for_endpoint(self, endpoint: str | None) -> EndpointPrice | None:
         return self.endpoints.get(endpoint) if endpoint else None
 
+    def gpu_priced(self) -> set[str]:
+        """The endpoints priced by GPU time: the only ones whose cost other jobs share."""
+        return {name for name, price in self.endpoints.items() if price.usd_per_gpu_hour}
+
 
 def pricing_from_settings(settings: Settings) -> Pricing:
     endpoints: dict[str, EndpointPrice] = {}

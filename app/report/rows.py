@@ -122,3 +122,14 @@ class JobRows:
     server_samples: list[ServerSampleRow] = field(default_factory=list)
     # endpoint -> the loop stop its attempts relied on, and what the start-up probe found
     loop_stops: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ListedJob:
+    """What a list of jobs knows of each already (the loader reads the rest)."""
+
+    id: str
+    plan: str
+    status: str
+    started_at: datetime | None
+    finished_at: datetime | None

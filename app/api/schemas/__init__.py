@@ -2,6 +2,7 @@
 pages and attempts (pages), webhooks (webhooks). Routes and services name them as
 `schemas.JobOut`; they are built from ORM rows at the route's edge."""
 
+from app.api.schemas.figures import JobFigures, PageFigures, PageList, PageRowOut, PageSort
 from app.api.schemas.jobs import (
     EVENTS_EXAMPLE,
     DocumentOut,
@@ -16,7 +17,6 @@ from app.api.schemas.pages import (
     VLM_POSITIONS_EXAMPLE,
     AttemptOut,
     PageDetail,
-    PageList,
     PageOut,
     VerdictOut,
 )
@@ -34,14 +34,18 @@ __all__ = [
     "DocumentOut",
     "FailedPageOut",
     "FolderJob",
+    "JobFigures",
     "JobLinks",
     "JobList",
     "JobOptionsIn",
     "JobOut",
     "ObjectJob",
     "PageDetail",
+    "PageFigures",
     "PageList",
     "PageOut",
+    "PageRowOut",
+    "PageSort",
     "VerdictOut",
     "WebhookIn",
     "WebhookOut",

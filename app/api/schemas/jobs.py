@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.schemas.figures import JobFigures
 from app.api.schemas.times import UtcDatetime
 from app.db.models import Document, Job, Page
 from app.domain import Outcome, page_outcome
@@ -32,6 +33,11 @@ class JobOut(BaseModel):
     documents: dict[str, int] = Field(description="Documents by status.")
     pages: dict[str, int] = Field(description="Pages by status.")
     links: JobLinks
+    figures: JobFigures | None = Field(
+        default=None,
+        description="With `figures=true` on the jobs list: the report's headline figures "
+        "(pages done, degeneration first and final, tokens, cost); null otherwise.",
+    )
 
     @classmethod
     def of(cls, job: Job, progress: dict[str, Any]) -> JobOut:

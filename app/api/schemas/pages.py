@@ -51,13 +51,6 @@ class PageOut(BaseModel):
         return cls(**cls.fields_of(p))
 
 
-class PageList(BaseModel):
-    items: list[PageOut]
-    total: int
-    limit: int
-    offset: int
-
-
 class VerdictOut(BaseModel):
     kind: str
     period: int | None
@@ -65,7 +58,20 @@ class VerdictOut(BaseModel):
 
 
 # AttemptOut's fields that no attempt column holds under the same name.
-_RENAMED = ("step", "verdict")
+_RENAMED = ("step", "verdict", "loop_unit", "cost_usd", "decoding", "grounding")
+# The attempt's params that say how it decoded (the rest are notes of the engine's own).
+DECODING_PARAMS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "frequency_penalty",
+    "presence_penalty",
+    "max_tokens",
+    "seed",
+    "resumed_from_chars",
+)
 
 
 class AttemptOut(BaseModel):
@@ -97,11 +103,32 @@ class AttemptOut(BaseModel):
     )
     tokens_after_verdict_note: str | None
     duration_s: float
+    prompt_tokens: int | None
     completion_tokens: int | None
     error: str | None
+    decoding: dict[str, Any] = Field(
+        default_factory=dict,
+        description="How the attempt decoded: temperature, top_p, penalties, max_tokens, "
+        "seed, and resumed_from_chars for a retry that went on from the text before a loop.",
+    )
+    output: str | None = Field(default=None, description="What the engine wrote, as received.")
+    loop_unit: str | None = Field(
+        default=None,
+        description="The loop's first copy: output[verdict.onset : verdict.onset + "
+        "verdict.period], where the verdict has both.",
+    )
+    grounding: dict[str, Any] | None = Field(
+        default=None,
+        description="What the page's own text held when a loop verdict was checked against "
+        "it: `verdict` {page, output} copies of the unit that stood, `overruled` the verdicts "
+        "the page held as often (unit, page, output, at); null where none was checked.",
+    )
+    cost_usd: float | None = Field(
+        default=None, description="The attempt's cost as the job's report prices it."
+    )
 
     @classmethod
-    def of(cls, a: Attempt) -> AttemptOut:
+    def of(cls, a: Attempt, cost_usd: float | None = None) -> AttemptOut:
         verdict = (
             VerdictOut(kind=a.verdict_kind, period=a.verdict_period, onset=a.verdict_onset)
             if a.verdict_kind
@@ -109,7 +136,22 @@ class AttemptOut(BaseModel):
         )
         # Every other field is the attempt's column of the same name.
         same = {name: getattr(a, name) for name in cls.model_fields if name not in _RENAMED}
-        return cls(**same, step=a.step_name, verdict=verdict)
+        params = a.params or {}
+        return cls(
+            **same,
+            step=a.step_name,
+            verdict=verdict,
+            loop_unit=_loop_unit(a),
+            decoding={k: params[k] for k in DECODING_PARAMS if params.get(k) is not None},
+            grounding=params.get("grounding"),
+            cost_usd=cost_usd,
+        )
+
+
+def _loop_unit(a: Attempt) -> str | None:
+    if not a.output or a.verdict_onset is None or not a.verdict_period:
+        return None
+    return a.output[a.verdict_onset : a.verdict_onset + a.verdict_period] or None
 
 
 POSITIONS_EXAMPLE = {
@@ -169,8 +211,8 @@ class PageDetail(PageOut):
     attempts: list[AttemptOut]
 
     @classmethod
-    def detail_of(cls, p: Page) -> PageDetail:
-        attempts = [AttemptOut.of(a) for a in p.attempts]
+    def detail_of(cls, p: Page, costs: dict[int, float] | None = None) -> PageDetail:
+        attempts = [AttemptOut.of(a, (costs or {}).get(a.id)) for a in p.attempts]
         answer = next(
             (
                 a
