@@ -258,7 +258,8 @@ def train(work: Path, folder: str, label: str, size: Size, pairs: int, sft_only:
             "pairs_by_loop_kind": card["pairs"].get("by_loop_kind")}  # fmt: skip
 
 
-def serve(model_dir: Path, label: str, port: int, log: Path) -> Any:
+def serve(model_dir: Path, label: str, port: int, log: Path,
+          server_args: Sequence[str] = SERVER_ARGS) -> Any:  # fmt: skip
     """`model_dir` on a vLLM CPU server as `served_name(label)`, allowed a long start: at load
     average 40 on 2 cores a start took over 240 s (the test servers' limit); stopped by the
     caller."""
@@ -266,7 +267,7 @@ def serve(model_dir: Path, label: str, port: int, log: Path) -> Any:
 
     return VllmServer(model_dir, port=port, log_path=log, startup_timeout=STARTUP_S,
                       extra_args=["--served-model-name", served_name(label),
-                                  *SERVER_ARGS]).start()  # fmt: skip
+                                  *server_args]).start()  # fmt: skip
 
 
 def serve_and_evaluate(work: Path, label: str, arms: Sequence[str],

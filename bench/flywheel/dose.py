@@ -37,6 +37,11 @@ from bench.flywheel.model import COMMITTED, assemble
 from bench.flywheel.rows import greedy_of, per_page
 from bench.flywheel.run import Stages, folio, fresh_folder
 
+# vLLM 0.32's CPU worker crashes ("CPU Generator does not use offset") when a seeded request
+# (a ladder rung) is prefilled in chunks, and a burst of retries at 256 in flight does it: the
+# pool's first read lost 3,094 pages to it. Without chunked prefill a prompt waits for a step
+# with room for all of it (a GPU's CUDA generator has the offset, so GPUs never take this path).
+SERVER_ARGS = (*arms.SERVER_ARGS, "--no-enable-chunked-prefill")
 RECIPES = {
     "dpo": "DPO, the page's truth chosen",
     "own": "DPO, the model's own healthy retry chosen",
@@ -254,6 +259,7 @@ def read(work: Path, label: str, plan: str, source: str, truth: str, out: str) -
     spec = f"{label}.{plan}={plan}@{label}"
     folio(work, "eval", source, "--arm", spec, "--truth", truth, "--out", f"eval/{out}")
     (arm,) = json.loads((work / "eval" / out / "eval.json").read_text())["arms"]
+    pool.refuse_transport_failures(work, arm["job_id"])
     return per_page(work / "folio.db", arm, truth.split("/", 1)[1])
 
 
@@ -276,7 +282,11 @@ def serve_and_read(
 ) -> dict[str, Any]:
     """The model on its own server, read on the validation pages and the held-out pages."""
     server = arms.serve(
-        work / "models" / label, label, arms.port_of(work, label), work / f"vllm-{label}.log"
+        work / "models" / label,
+        label,
+        arms.port_of(work, label),
+        work / f"vllm-{label}.log",
+        SERVER_ARGS,
     )
     try:
         rows = {
@@ -328,7 +338,11 @@ def run(
         None
         if base_url
         else arms.serve(
-            work / "models" / "base", "base", arms.port_of(work, "base"), work / "vllm-base.log"
+            work / "models" / "base",
+            "base",
+            arms.port_of(work, "base"),
+            work / "vllm-base.log",
+            SERVER_ARGS,
         )
     )
     try:

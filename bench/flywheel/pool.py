@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import random
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -97,8 +98,22 @@ def read_pool(work: Path) -> str:
         return kept.read_text().strip()
     folio(work, "run", "pages/pool", "--out", "run-pool", "--engine", "ladder", ok=(0, 3))
     job = last_job(work / "folio.db")
+    refuse_transport_failures(work, job)
     kept.write_text(job)
     return job
+
+
+def refuse_transport_failures(work: Path, job: str) -> None:
+    """Stop where the server failed pages (a crash, not the model): a pool or an arm with
+    holes would be measured as if the model had read them."""
+    query = "SELECT count(*) FROM pages WHERE job_id = ? AND failure_category = 'transport'"
+    with sqlite3.connect(work / "folio.db") as connection:
+        (failed,) = connection.execute(query, (job,)).fetchone()
+    if failed:
+        raise SystemExit(
+            f"job {job}: {failed} pages failed reaching the server (see vllm-*.log in {work}); "
+            "the study stops rather than measure pages the model never read"
+        )
 
 
 def export_pairs(work: Path, job: str) -> dict[str, int]:
