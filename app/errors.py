@@ -72,3 +72,12 @@ class StoreUnavailable(FolioError):
 class ObjectRefused(DocumentError):
     """An object the store will not give as it was listed: missing, denied, changed, too big.
     Its category lands on the document (at ingest) or on its pages (on a worker)."""
+
+
+NOT_ALLOWED = "not_allowed"
+
+
+class PlaceRefused(FolioError, ValueError):
+    """A URI outside the allowed prefixes, or a URL to an address the settings refuse."""
+
+    category = NOT_ALLOWED

@@ -4,6 +4,7 @@ job's figures a webhook's payload quotes."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,12 +83,18 @@ def add_delivery(session: Session, row: dict[str, Any]) -> int:
     return insert_new(session, WebhookDelivery, row)
 
 
-def due(session: Session, now: datetime, limit: int) -> list[int]:
-    """Ids of pending deliveries whose time has come and that no sender holds."""
-    query = select(WebhookDelivery.id).where(
+def due(
+    session: Session, now: datetime, limit: int, busy_urls: Collection[str] = ()
+) -> list[tuple[int, str]]:
+    """Pending deliveries whose time has come and that no sender holds, oldest first, with
+    their URLs; none to `busy_urls` (receivers whose lanes are full)."""
+    query = select(WebhookDelivery.id, WebhookDelivery.url).where(
         WebhookDelivery.status == PENDING, WebhookDelivery.next_at <= now, _unheld(now)
     )
-    return list(session.scalars(query.order_by(WebhookDelivery.next_at).limit(limit)))
+    if busy_urls:
+        query = query.where(WebhookDelivery.url.not_in(list(busy_urls)))
+    ordered = query.order_by(WebhookDelivery.next_at, WebhookDelivery.id).limit(limit)
+    return [(int(row[0]), str(row[1])) for row in session.execute(ordered).all()]
 
 
 def claim(session: Session, delivery_id: int, now: datetime, lease: timedelta) -> bool:

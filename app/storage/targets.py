@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-import httpx
-
 from app.errors import ObjectRefused, StoreUnavailable
-from app.storage.access import NOT_ALLOWED, PlaceRefused, check_url
+from app.outbound.calls import Call, CallFailed, call_blocking
+from app.storage.access import NOT_ALLOWED, PlaceRefused
 from app.storage.base import ObjectStore, child_location
 from app.storage.folder import FolderStore
 from app.storage.stores import Stores
@@ -73,16 +72,15 @@ class PresignedTarget:
         url = self.urls.get(name)
         if url is None:
             return
+        request = Call(
+            "PUT", url, data, {"Content-Type": content_type}, self.allow_private, "result URL"
+        )
         try:  # checked again here: the host may resolve elsewhere since the job was taken
-            check_url(url, self.allow_private, "result URL")
+            answer = call_blocking(request, self.timeout_s)
         except PlaceRefused as exc:
             raise ObjectRefused(NOT_ALLOWED, f"PUT of {name} refused: {exc}") from exc
-        try:
-            answer = httpx.put(
-                url, content=data, headers={"Content-Type": content_type}, timeout=self.timeout_s
-            )
-        except httpx.TransportError as exc:
-            raise StoreUnavailable(f"PUT of {name} failed: {type(exc).__name__}") from exc
+        except CallFailed as exc:  # the reply did not come whole: not delivered
+            raise StoreUnavailable(f"PUT of {name} failed: {exc}") from exc
         if answer.status_code >= 500:
             raise StoreUnavailable(f"PUT of {name} answered {answer.status_code}")
         if answer.status_code >= 400:  # an expired or wrong URL: retrying will not help
