@@ -1,6 +1,8 @@
-"""Hostile inputs generated in the test, never committed: PDFs whose structure is broken in the
+"""Hostile inputs generated in the test, never committed (hostile servers, for the calls Folio
+makes, are in tests/hostile_servers.py): PDFs whose structure is broken in the
 ways an adversarial review used (a page tree with a cycle, a bad /Count, a page tree that is
-not a dictionary), names a file system or an object store handles badly, and plain junk."""
+not a dictionary), names a file system or an object store handles badly, plain junk, zips of
+zeros behind PDF headers, and zips with names `zipfile` itself will not write (the empty one)."""
 
 from __future__ import annotations
 
