@@ -93,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
         server.log.note(server.name, "ended")
         self.close_connection = True
 
-    do_POST = do_PUT = _any
+    do_GET = do_POST = do_PUT = _any
 
     def log_message(self, format: str, *args: object) -> None:
         return None

@@ -15,6 +15,7 @@ import pytest
 
 from app.errors import StoreUnavailable
 from app.outbound.calls import REPLY_CAP, Call, CallFailed, call_blocking
+from app.servermetrics.counters import MAX_METRICS_BYTES, ServerMetricsUnavailable, read_counters
 from app.storage.targets import PresignedTarget
 from tests.api_server import running_api
 from tests.hostile_servers import Log, hostile_server
@@ -124,3 +125,12 @@ def test_a_dripping_receiver_holds_no_other_receivers_webhooks(
     assert log.first("slow", "arrived") < log.first("fast", "arrived") < log.first("slow", "ended")
     assert slow.sent[0] < 300  # her reply was cut off at the deadline, not read to its end
     assert tries[0]["status_code"] is None and "within 3 s" in tries[0]["error"]
+
+
+def test_a_metrics_page_past_its_cap_is_refused_not_read_whole() -> None:
+    """The other outbound reply Folio reads: a server's /metrics (app/servermetrics)."""
+    with hostile_server("metrics", "flood", size=4 * MAX_METRICS_BYTES) as server:
+        with pytest.raises(ServerMetricsUnavailable, match="metrics over"):
+            read_counters(server.url)  # a GET: the hostile server answers any method
+        wait_until(lambda: server.log.count("metrics", "ended") == 1)
+    assert server.sent[0] < MAX_METRICS_BYTES + BUFFERED
