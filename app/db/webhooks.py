@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.db.dialect import insert_new
+from app.db.dialect import as_utc, insert_new
 from app.db.models import ApiKey, Attempt, Job, Page, WebhookAttempt, WebhookDelivery
 from app.domain import TERMINAL_PAGE_STATUSES
 
@@ -119,16 +119,27 @@ class Outgoing:
     event: str
     event_id: str
     payload: dict[str, Any]
-    secret: str | None
+    secrets: tuple[str, ...]  # the key's secret, and the one before it during a rotation
 
 
-def outgoing(session: Session, delivery_id: int) -> Outgoing:
-    delivery, secret = session.execute(
-        select(WebhookDelivery, ApiKey.webhook_secret)
+def outgoing(session: Session, delivery_id: int, now: datetime) -> Outgoing:
+    delivery, key = session.execute(
+        select(WebhookDelivery, ApiKey)
         .join(ApiKey, WebhookDelivery.api_key_id == ApiKey.id)
         .where(WebhookDelivery.id == delivery_id)
     ).one()
-    return Outgoing(delivery.url, delivery.event, delivery.event_id, delivery.payload, secret)
+    secrets = signing_secrets(key, now)
+    return Outgoing(delivery.url, delivery.event, delivery.event_id, delivery.payload, secrets)
+
+
+def signing_secrets(key: ApiKey, now: datetime) -> tuple[str, ...]:
+    """The secrets a key's webhooks are signed with now: its own, and after a rotation the
+    previous one until its grace ends (a receiver may still check with it)."""
+    found = [key.webhook_secret] if key.webhook_secret else []
+    until = key.previous_webhook_secret_until
+    if key.previous_webhook_secret and until is not None and as_utc(until) > now:
+        found.append(key.previous_webhook_secret)
+    return tuple(found)
 
 
 def add_try(

@@ -34,6 +34,12 @@ class WebhookSettings(Section):
     retry_for_h: float = Field(
         default=24.0, gt=0, description="Hours a delivery is retried before it is given up."
     )
+    rotation_grace_h: float = Field(
+        default=24.0,
+        ge=0,
+        description="Hours a rotated signing secret (POST /v1/webhook/secret) still signs "
+        "webhooks beside the new one, so a receiver can switch without losing any.",
+    )
     poll_s: float = Field(
         default=1.0, gt=0, description="Seconds between a dispatcher's looks for due deliveries."
     )

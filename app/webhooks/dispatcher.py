@@ -84,22 +84,22 @@ class WebhookDispatcher:
     def deliver(self, delivery_id: int) -> outbox.SendResult:
         """One signed POST of the delivery, its attempt recorded."""
         with self.db.session() as session:
-            out = rows.outgoing(session, delivery_id)
+            out = rows.outgoing(session, delivery_id, datetime.now(UTC))
         body = json.dumps(out.payload, separators=(",", ":")).encode()
-        result = self._post(out.url, body, out.secret or "", out.event, out.event_id)
+        result = self._post(out.url, body, out.secrets, out.event, out.event_id)
         with self.db.session() as session:
             outbox.record(session, delivery_id, result, self.options)
         return result
 
     def _post(
-        self, url: str, body: bytes, secret: str, kind: str, event_id: str
+        self, url: str, body: bytes, secrets: tuple[str, ...], kind: str, event_id: str
     ) -> outbox.SendResult:
         headers = {
             "Content-Type": "application/json",
             "User-Agent": "folio-webhooks/1",
             "Folio-Event-Id": event_id,
             "Folio-Event-Type": kind,
-            HEADER: sign(secret, body),
+            HEADER: sign(secrets or ("",), body),
         }
         request = Call("POST", url, body, headers, self.options.allow_private, "callback URL")
         started = time.perf_counter()
