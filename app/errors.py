@@ -69,6 +69,22 @@ class StoreUnavailable(FolioError):
     category = "store_unavailable"
 
 
+class WriteFailed(StoreUnavailable):
+    """A file could not be written where it goes (a full disk, a read-only folder). What was
+    there before is kept whole; writing again once there is room may work."""
+
+    category = "write_failed"
+
+
 class ObjectRefused(DocumentError):
     """An object the store will not give as it was listed: missing, denied, changed, too big.
     Its category lands on the document (at ingest) or on its pages (on a worker)."""
+
+
+NOT_ALLOWED = "not_allowed"
+
+
+class PlaceRefused(FolioError, ValueError):
+    """A URI outside the allowed prefixes, or a URL to an address the settings refuse."""
+
+    category = NOT_ALLOWED

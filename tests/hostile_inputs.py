@@ -1,6 +1,8 @@
-"""Hostile inputs generated in the test, never committed: PDFs whose structure is broken in the
+"""Hostile inputs generated in the test, never committed (hostile servers, for the calls Folio
+makes, are in tests/hostile_servers.py): PDFs whose structure is broken in the
 ways an adversarial review used (a page tree with a cycle, a bad /Count, a page tree that is
-not a dictionary), names a file system or an object store handles badly, and plain junk."""
+not a dictionary), names a file system or an object store handles badly, plain junk, zips of
+zeros behind PDF headers, and zips with names `zipfile` itself will not write (the empty one)."""
 
 from __future__ import annotations
 
@@ -127,3 +129,40 @@ def corpus() -> tuple[dict[str, bytes], dict[str, bytes]]:
     bad["hidden-copies.pdf"] = repeated_line_pdf(5_000, "Total due: 12.50 EUR")
     assert len(good) + len(bad) >= 30
     return good, bad
+
+
+def zeros_zip(members: int, size: int) -> bytes:
+    """A zip of `members` files, each a PDF header and then `size` zero bytes: a few KB that
+    unpack to `members * size` bytes of documents that all fail (issue 62: 202 KB, 198 MiB)."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zipped:
+        for n in range(members):
+            zipped.writestr(f"zeros-{n}.pdf", b"%PDF-1.4\n" + b"\0" * size)
+    return out.getvalue()
+
+
+def raw_zip(entries: list[tuple[bytes, bytes]]) -> bytes:
+    """A zip of stored members written byte by byte, so that a name `zipfile` will not write
+    (the empty name) can be in it."""
+    import struct
+    import zlib
+
+    out, central = io.BytesIO(), b""
+    for name, data in entries:
+        offset = out.tell()
+        sizes = (zlib.crc32(data), len(data), len(data), len(name))
+        out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, *sizes, 0) + name + data)
+        central += struct.pack(
+            "<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, *sizes, 0, 0, 0, 0, 0, offset
+        )
+        central += name
+    start = out.tell()
+    out.write(central)
+    out.write(
+        struct.pack(
+            "<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(central), start, 0
+        )
+    )
+    return out.getvalue()

@@ -35,7 +35,9 @@ ONLY: dict[str, set[str]] = {
     "retry": {"domain", "settings", "textmatch"},
     # seams to outside systems
     "pdf": {"errors", "textlayer"},
-    "storage": {"errors", "settings"},
+    "storage": {"errors", "settings", "outbound"},
+    # calls to URLs a caller gave: the address policy and the bounded call, nothing above
+    "outbound": {"errors"},
     "scanread": {"textlayer"},  # RapidOCR, the second reader for scans
 }
 

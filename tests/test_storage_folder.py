@@ -50,9 +50,10 @@ def test_a_folder_is_listed_read_and_written_through_the_store_interface(tmp_pat
     written = store.write_file(f"file://{tmp_path}/up/a.pdf", tmp_path / "in/notes.txt", "x/y")
     assert Path(written.uri).read_text() == "not a PDF" and written.size == 9
     target = result_target(f"file://{tmp_path}/results", Stores())
-    assert not target.has("a.md")
+    assert target.read("a.md", 100) is None
     target.put("a.md", b"# a", "text/markdown")
-    assert target.has("a.md") and (tmp_path / "results" / "a.md").read_bytes() == b"# a"
+    assert target.read("a.md", 100) == b"# a" and target.read("a.md", 2) is None
+    assert (tmp_path / "results" / "a.md").read_bytes() == b"# a"
 
 
 def test_a_folder_source_is_listed_like_a_bucket_with_the_same_rules(tmp_path: Path) -> None:

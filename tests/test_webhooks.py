@@ -83,6 +83,13 @@ def test_backoff_doubles_up_to_an_hour() -> None:
         "http://10.1.2.3/",
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]/",
+        "http://[64:ff9b::7f00:1]/",  # NAT64 of 127.0.0.1
+        "http://[64:ff9b::a9fe:a9fe]/",  # NAT64 of the metadata service
+        "http://[64:ff9b:1::a00:1]/",  # local-use NAT64 of 10.0.0.1
+        "http://[2002:7f00:1::]/",  # 6to4 of 127.0.0.1
+        "http://[2002:c0a8:101::1]/",  # 6to4 of 192.168.1.1
+        "http://[::127.0.0.1]/",  # IPv4-compatible 127.0.0.1
+        "http://[::ffff:127.0.0.1]/",  # IPv4-mapped
         "ftp://example.com/",
         "http://user:pw@example.com/",
     ],
@@ -90,6 +97,11 @@ def test_backoff_doubles_up_to_an_hour() -> None:
 def test_private_and_odd_urls_are_refused(url: str) -> None:
     with pytest.raises(UrlRefused):
         check_url(url, allow_private=False)
+
+
+@pytest.mark.parametrize("url", ["http://[64:ff9b::808:808]/", "http://[2002:808:808::1]/"])
+def test_nat64_and_6to4_of_a_public_address_pass(url: str) -> None:
+    check_url(url, allow_private=False)
 
 
 def test_signed_retried_and_logged(db_url: str, tmp_path: Path) -> None:

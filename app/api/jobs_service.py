@@ -22,6 +22,7 @@ from app.api.submit import (
     create_stored_job,
     create_uploaded_job,
     discard,
+    drop_failed_uploads,
     folder_files,
 )
 from app.api.uploads import UploadError, UploadFolder, UploadLimits
@@ -58,6 +59,7 @@ def submit_uploads(
             discard(folder.root)
         else:
             ingested = create_job(ctx.settings, ctx.db, folder.files, source, job_options, key)
+            drop_failed_uploads(folder, ingested)
     except UploadError as exc:
         discard(folder.root)
         raise HTTPException(exc.status, str(exc)) from exc

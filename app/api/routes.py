@@ -326,6 +326,13 @@ def put_webhook(ctx: Ctx, key: KeyId, request: schemas.WebhookIn) -> schemas.Web
     return webhooks_service.set_webhook(ctx, key, request)
 
 
+@router.post("/webhook/secret", responses=KEY_PROBLEMS)
+def rotate_webhook_secret(ctx: Ctx, key: KeyId) -> schemas.WebhookOut:
+    """A new signing secret for your webhooks; the old one signs them too (a second `v1=`)
+    for `webhooks.rotation_grace_h`, so your receiver can switch without losing any."""
+    return webhooks_service.rotate_secret(ctx, key)
+
+
 metrics_router = APIRouter()
 
 

@@ -168,3 +168,13 @@ def folder_files(settings: Settings, folder: str) -> tuple[Path, list[tuple[Path
 
 def discard(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def drop_failed_uploads(folder: UploadFolder, ingested: IngestResult) -> None:
+    """An uploaded file whose document failed at ingest (not a PDF, corrupt, a bomb) is never
+    read again: it goes now, not at retention, and so does a folder left empty."""
+    for path, name in folder.files:
+        if name in ingested.failed:
+            path.unlink(missing_ok=True)
+    if not any(folder.root.iterdir()):
+        folder.root.rmdir()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 import zipfile
@@ -30,19 +31,45 @@ class UploadTooLarge(UploadError):
     status = 413
 
 
+class UploadFolderFull(UploadError):
+    """The upload folder would pass `api_upload_dir_max_mb`; the request is refused (507)."""
+
+    status = 507
+
+
 @dataclass(frozen=True)
 class UploadLimits:
     max_total_bytes: int
     max_file_bytes: int
     max_files: int
+    room_bytes: int | None = None  # what the upload folder may still take, in all
 
     @classmethod
     def from_settings(cls, settings: Settings) -> UploadLimits:
+        """The limits, with the upload folder's room as it is now (the folder is measured)."""
+        cap = int(settings.api_upload_dir_max_mb * 2**20)
         return cls(
             int(settings.api_max_upload_mb * 2**20),
             int(settings.api_max_file_mb * 2**20),
             settings.api_max_files_per_job,
+            max(0, cap - folder_bytes(Path(settings.upload_dir))),
         )
+
+
+def folder_bytes(root: Path) -> int:
+    """The bytes of every regular file under `root` (0 when it does not exist)."""
+    total, folders = 0, [root]
+    while folders:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:  # gone, or not a folder: nothing of it counts
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 def safe_part(name: str) -> str:
@@ -113,6 +140,8 @@ class UploadFolder:
         if self.total_bytes > self.limits.max_total_bytes:
             mib = self.limits.max_total_bytes / 2**20
             raise UploadTooLarge(f"the upload unpacks to more than {mib:g} MiB")
+        if self.limits.room_bytes is not None and self.total_bytes > self.limits.room_bytes:
+            raise UploadFolderFull("the server's upload folder is full; try again later")
 
     def _unpack(self, archive: Path) -> None:
         # Member names only ever become sanitised flat names (no zip slip); sizes are counted
@@ -137,7 +166,11 @@ class UploadFolder:
 
 
 def _members(infos: Iterable[zipfile.ZipInfo]) -> list[zipfile.ZipInfo]:
-    return [i for i in infos if not i.is_dir() and not i.filename.startswith("__MACOSX/")]
+    # Not `ZipInfo.is_dir()`: it indexes the name's last character, and a member may have none
+    # (such a member is a file named `file`).
+    return [
+        i for i in infos if not i.filename.endswith("/") and not i.filename.startswith("__MACOSX/")
+    ]
 
 
 def _is_zip(path: Path) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from fastapi import HTTPException
 
 from app.api import schemas
@@ -27,6 +29,12 @@ def set_webhook(ctx: ApiContext, key: int, request: schemas.WebhookIn) -> schema
             raise HTTPException(422, f"url: {exc}") from exc
     with ctx.db.session() as session:
         return _out(keys.set_webhook(session, key, request.url, request.page_events))
+
+
+def rotate_secret(ctx: ApiContext, key: int) -> schemas.WebhookOut:
+    grace = timedelta(hours=ctx.settings.webhooks.rotation_grace_h)
+    with ctx.db.session() as session:
+        return _out(keys.rotate_webhook_secret(session, key, grace))
 
 
 def deliveries(ctx: ApiContext, key: int, job_id: str) -> list[schemas.DeliveryOut]:

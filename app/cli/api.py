@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
 import typer
@@ -53,6 +54,32 @@ def apikey_revoke(
             console.print(f"[red]No API key {key!r}[/]")
             raise typer.Exit(exit_codes.NO_INPUT) from exc
     console.print(f"Revoked API key [bold]{info.name}[/] (id {info.id})")
+
+
+@apikey_app.command("rotate")
+def apikey_rotate(
+    key: Annotated[str, typer.Argument(metavar="ID|NAME", help="Id or name of the key.")],
+    grace_h: Annotated[
+        float, typer.Option(min=0, help="Hours the old token keeps working beside the new one.")
+    ] = 24.0,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Give a key a new token and print it once: the same key, so its jobs, webhook and
+    secret stay its own; the old token works for --grace-h more hours, then never again."""
+    with _db(database_url).session() as session:
+        try:
+            info, token = keys.rotate_token(session, key, timedelta(hours=grace_h))
+        except KeyError as exc:
+            console.print(f"[red]No API key {key!r}[/]")
+            raise typer.Exit(exit_codes.NO_INPUT) from exc
+        except ValueError as exc:
+            console.print(f"[red]{exc}[/]")
+            raise typer.Exit(exit_codes.USAGE) from exc
+    console.print(
+        f"New token for API key [bold]{info.name}[/] (id {info.id}); the old one works "
+        f"{grace_h:g} h more. Keep it, it is not shown again:"
+    )
+    typer.echo(token)
 
 
 @apikey_app.command("list")

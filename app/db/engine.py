@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
 from app.db.dialect import connect_args, is_sqlite, prepare_sqlite, sqlite_file
+from app.db.migration_lock import migration_lock
 
 _lock = threading.Lock()
 _engines: dict[str, Engine] = {}
@@ -41,8 +42,10 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str) -> None:
-    """Bring the schema at `url` to the newest migration."""
-    command.upgrade(alembic_config(url), "head")
+    """Bring the schema at `url` to the newest migration, under the database's migration lock
+    (any number of processes may start on a fresh database at once)."""
+    with migration_lock(url):
+        command.upgrade(alembic_config(url), "head")
 
 
 def _make_engine(url: str) -> Engine:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from app.db.models import ApiKey
@@ -41,25 +41,48 @@ def create_key(session: Session, name: str) -> tuple[KeyInfo, str]:
 
 
 def key_for_token(session: Session, token: str) -> int | None:
-    """The id of the live key whose token this is, else None."""
-    query = select(ApiKey.id).where(
-        ApiKey.token_sha256 == hash_token(token), ApiKey.revoked_at.is_(None)
+    """The id of the live key whose token this is (or was, until its rotation's grace
+    ends), else None."""
+    digest = hash_token(token)
+    current = ApiKey.token_sha256 == digest
+    previous = and_(
+        ApiKey.previous_token_sha256 == digest, ApiKey.previous_token_until > datetime.now(UTC)
     )
+    query = select(ApiKey.id).where(or_(current, previous), ApiKey.revoked_at.is_(None))
     return session.scalar(query)
+
+
+def rotate_token(session: Session, id_or_name: str, grace: timedelta) -> tuple[KeyInfo, str]:
+    """A new token for the key: the same key, so the same jobs, webhook and secret. The old
+    token keeps working for `grace` (while clients move), then never again."""
+    key = _find(session, id_or_name)
+    if key.revoked_at is not None:
+        raise ValueError(f"API key {key.name!r} is revoked")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    key.previous_token_sha256 = key.token_sha256
+    key.previous_token_until = datetime.now(UTC) + grace
+    key.token_sha256 = hash_token(token)
+    session.flush()
+    return _info(key), token
 
 
 def revoke_key(session: Session, id_or_name: str) -> KeyInfo:
     """Revoke the key with this id or name; KeyError when there is none."""
+    key = _find(session, id_or_name)
+    if key.revoked_at is None:
+        key.revoked_at = datetime.now(UTC)
+        session.flush()
+    return _info(key)
+
+
+def _find(session: Session, id_or_name: str) -> ApiKey:
     clauses = [ApiKey.name == id_or_name]
     if id_or_name.isdigit():
         clauses.append(ApiKey.id == int(id_or_name))
     key = session.scalars(select(ApiKey).where(or_(*clauses))).first()
     if key is None:
         raise KeyError(f"no API key {id_or_name!r}")
-    if key.revoked_at is None:
-        key.revoked_at = datetime.now(UTC)
-        session.flush()
-    return _info(key)
+    return key
 
 
 def list_keys(session: Session) -> list[KeyInfo]:
@@ -86,6 +109,19 @@ def webhook_of(session: Session, key_id: int) -> WebhookConfig:
         key.webhook_secret = new_secret()
         session.flush()
     return WebhookConfig(key.webhook_url, key.webhook_page_events, key.webhook_secret)
+
+
+def rotate_webhook_secret(session: Session, key_id: int, grace: timedelta) -> WebhookConfig:
+    """A new signing secret for the key's webhooks; for `grace` each webhook is signed with
+    the old one too (`t=..,v1=NEW,v1=OLD`), so a receiver can switch without losing any."""
+    key = session.get(ApiKey, key_id)
+    if key is None:
+        raise KeyError(f"no API key {key_id}")
+    key.previous_webhook_secret = key.webhook_secret
+    key.previous_webhook_secret_until = datetime.now(UTC) + grace if key.webhook_secret else None
+    key.webhook_secret = new_secret()
+    session.flush()
+    return webhook_of(session, key_id)
 
 
 def set_webhook(session: Session, key_id: int, url: str | None, page_events: bool) -> WebhookConfig:

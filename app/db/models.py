@@ -54,6 +54,12 @@ class ApiKey(Base):
     webhook_url: Mapped[str | None] = mapped_column(Text)
     webhook_page_events: Mapped[bool] = mapped_column(Boolean, default=False)
     webhook_secret: Mapped[str | None] = mapped_column(String(80))
+    # A rotation's grace: the token and the secret the key had before, honoured (the token)
+    # and signed with beside the new one (the secret) until these moments (app/db/keys.py).
+    previous_token_sha256: Mapped[str | None] = mapped_column(String(64), index=True)
+    previous_token_until: Mapped[datetime | None]
+    previous_webhook_secret: Mapped[str | None] = mapped_column(String(80))
+    previous_webhook_secret_until: Mapped[datetime | None]
 
 
 class Job(Base):

@@ -4,6 +4,7 @@ job's figures a webhook's payload quotes."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.db.dialect import insert_new
+from app.db.dialect import as_utc, insert_new
 from app.db.models import ApiKey, Attempt, Job, Page, WebhookAttempt, WebhookDelivery
 from app.domain import TERMINAL_PAGE_STATUSES
 
@@ -82,12 +83,18 @@ def add_delivery(session: Session, row: dict[str, Any]) -> int:
     return insert_new(session, WebhookDelivery, row)
 
 
-def due(session: Session, now: datetime, limit: int) -> list[int]:
-    """Ids of pending deliveries whose time has come and that no sender holds."""
-    query = select(WebhookDelivery.id).where(
+def due(
+    session: Session, now: datetime, limit: int, busy_urls: Collection[str] = ()
+) -> list[tuple[int, str]]:
+    """Pending deliveries whose time has come and that no sender holds, oldest first, with
+    their URLs; none to `busy_urls` (receivers whose lanes are full)."""
+    query = select(WebhookDelivery.id, WebhookDelivery.url).where(
         WebhookDelivery.status == PENDING, WebhookDelivery.next_at <= now, _unheld(now)
     )
-    return list(session.scalars(query.order_by(WebhookDelivery.next_at).limit(limit)))
+    if busy_urls:
+        query = query.where(WebhookDelivery.url.not_in(list(busy_urls)))
+    ordered = query.order_by(WebhookDelivery.next_at, WebhookDelivery.id).limit(limit)
+    return [(int(row[0]), str(row[1])) for row in session.execute(ordered).all()]
 
 
 def claim(session: Session, delivery_id: int, now: datetime, lease: timedelta) -> bool:
@@ -112,16 +119,27 @@ class Outgoing:
     event: str
     event_id: str
     payload: dict[str, Any]
-    secret: str | None
+    secrets: tuple[str, ...]  # the key's secret, and the one before it during a rotation
 
 
-def outgoing(session: Session, delivery_id: int) -> Outgoing:
-    delivery, secret = session.execute(
-        select(WebhookDelivery, ApiKey.webhook_secret)
+def outgoing(session: Session, delivery_id: int, now: datetime) -> Outgoing:
+    delivery, key = session.execute(
+        select(WebhookDelivery, ApiKey)
         .join(ApiKey, WebhookDelivery.api_key_id == ApiKey.id)
         .where(WebhookDelivery.id == delivery_id)
     ).one()
-    return Outgoing(delivery.url, delivery.event, delivery.event_id, delivery.payload, secret)
+    secrets = signing_secrets(key, now)
+    return Outgoing(delivery.url, delivery.event, delivery.event_id, delivery.payload, secrets)
+
+
+def signing_secrets(key: ApiKey, now: datetime) -> tuple[str, ...]:
+    """The secrets a key's webhooks are signed with now: its own, and after a rotation the
+    previous one until its grace ends (a receiver may still check with it)."""
+    found = [key.webhook_secret] if key.webhook_secret else []
+    until = key.previous_webhook_secret_until
+    if key.previous_webhook_secret and until is not None and as_utc(until) > now:
+        found.append(key.previous_webhook_secret)
+    return tuple(found)
 
 
 def add_try(

@@ -14,6 +14,7 @@ from app.db import attempts, documents, jobs
 from app.db.engine import Database
 from app.db.models import Document, Page
 from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
+from app.jobs.result_files import SUMMARY, FileDigest, digest_of, recorded_files, still_whole
 from app.storage.targets import ResultTarget, folder_target
 from app.textlayer.plain import plain_text
 
@@ -228,27 +229,36 @@ def render_markdown(document: DocumentResult) -> str:
 
 def write_outputs(results: JobResults, out: Path | ResultTarget) -> None:
     """`<name>.md` and `<name>.json` per document with pages, and `summary.json` for the job,
-    into a folder or any other target (a store's prefix, pre-signed URLs).
+    into a folder or any other target (a store's prefix, pre-signed URLs). Each file is
+    written whole (`ResultTarget.put`), and `summary.json`, written last, records each one's
+    size and SHA-256 (`result_files.py`).
 
     A skipped document's files are written only where they are missing (e.g. `folio results`
-    into a new folder) or another document's: in the folder it was skipped for, under the
-    same name from the same path, they are the earlier job's own.
+    into a new folder), another document's, or no longer the bytes the earlier job recorded
+    (cut short by a full disk, changed since): in the folder it was skipped for, under the
+    same name from the same path, and whole, they are the earlier job's own.
     """
     target = folder_target(out) if isinstance(out, Path) else out
+    reusing = any(d.status == DocumentStatus.SKIPPED and d.reuses_files for d in results.documents)
+    earlier = recorded_files(target) if reusing else {}
+    files: dict[str, dict[str, FileDigest]] = {}
     for document in results.documents:
         if document.status == DocumentStatus.FAILED or not document.pages:
             continue
-        markdown, payload = f"{document.file}.md", f"{document.file}.json"
+        names = (f"{document.file}.md", f"{document.file}.json")
         reusable = document.status == DocumentStatus.SKIPPED and document.reuses_files
-        if reusable and target.has(markdown) and target.has(payload):
+        if reusable and all(still_whole(target, n, earlier.get(n)) for n in names):
+            files[document.file] = {n: earlier[n] for n in names}
             continue
-        target.put(markdown, render_markdown(document).encode(), _MARKDOWN)
         fields = asdict(document)
         del fields["reuses_files"]
-        data = json.dumps(fields, ensure_ascii=False, indent=2)
-        target.put(payload, data.encode(), _JSON)
-    summary = json.dumps(summary_of(results), ensure_ascii=False, indent=2)
-    target.put("summary.json", summary.encode(), _JSON)
+        markdown = render_markdown(document).encode()
+        payload = json.dumps(fields, ensure_ascii=False, indent=2).encode()
+        target.put(names[0], markdown, _MARKDOWN)
+        target.put(names[1], payload, _JSON)
+        files[document.file] = {names[0]: digest_of(markdown), names[1]: digest_of(payload)}
+    summary = json.dumps(summary_of(results, files), ensure_ascii=False, indent=2)
+    target.put(SUMMARY, summary.encode(), _JSON)
 
 
 def publish(results: JobResults, report_json: str, target: ResultTarget) -> None:
@@ -258,8 +268,11 @@ def publish(results: JobResults, report_json: str, target: ResultTarget) -> None
     target.put("report.json", report_json.encode(), _JSON)
 
 
-def summary_of(results: JobResults) -> dict[str, Any]:
-    """The job's state as `summary.json` holds it; skipped documents count as done earlier."""
+def summary_of(
+    results: JobResults, files: dict[str, dict[str, FileDigest]] | None = None
+) -> dict[str, Any]:
+    """The job's state as `summary.json` holds it; skipped documents count as done earlier.
+    `files`: by document file, the size and SHA-256 of each result file written for it."""
     pages, docs = results.page_counts(), results.document_counts()
     skipped = results.skipped
     summary: dict[str, Any] = {
@@ -284,12 +297,15 @@ def summary_of(results: JobResults) -> dict[str, Any]:
             f"folder by earlier jobs ({', '.join(earlier)}) and were skipped; they count as done "
             "here, with their pages as those jobs left them (see each document's done_in_job)."
         )
-    summary["documents"] = [_document_summary(d) for d in results.documents]
+    written = files or {}
+    summary["documents"] = [_document_summary(d, written.get(d.file)) for d in results.documents]
     return summary
 
 
-def _document_summary(document: DocumentResult) -> dict[str, Any]:
-    return {
+def _document_summary(
+    document: DocumentResult, files: dict[str, FileDigest] | None
+) -> dict[str, Any]:
+    summary: dict[str, Any] = {
         "name": document.name,
         "file": document.file,
         "path": document.path,
@@ -310,3 +326,6 @@ def _document_summary(document: DocumentResult) -> dict[str, Any]:
             if p.status == PageStatus.FAILED
         ],
     }
+    if files:  # what was written for it, as written: a rerun checks these before it skips
+        summary["files"] = {name: digest.as_json() for name, digest in files.items()}
+    return summary

@@ -66,7 +66,7 @@ def inspect_document(path: Path, limits: DocumentLimits) -> int:
         try:
             doc = pymupdf.open(path, filetype="pdf")
         except Exception as exc:  # MuPDF raises several types for broken files
-            raise DocumentError("corrupt", f"cannot open PDF: {exc}") from exc
+            raise DocumentError("corrupt", f"cannot open PDF: {_unplaced(exc, path)}") from exc
         try:
             if doc.needs_pass:
                 raise DocumentError("encrypted", "PDF is encrypted and needs a password")
@@ -298,12 +298,25 @@ def _open(path: Path) -> _OpenDocument:
     key = str(path)
     opened = _OPEN_DOCS.get(key)
     if opened is None:
-        opened = _OpenDocument(pymupdf.open(path, filetype="pdf"))
+        try:
+            opened = _OpenDocument(pymupdf.open(path, filetype="pdf"))
+        except Exception as exc:  # its message names the file: the page's error must not
+            raise RuntimeError(_unplaced(exc, path)) from exc
         _OPEN_DOCS[key] = opened
         if len(_OPEN_DOCS) > _MAX_OPEN_DOCS:
             _OPEN_DOCS.popitem(last=False)[1].doc.close()
     _OPEN_DOCS.move_to_end(key)
     return opened
+
+
+def _unplaced(exc: Exception, path: Path) -> str:
+    """MuPDF's message without the server's path to the file (`Failed to open file '/srv/
+    uploads/3f.../a.pdf'`): a caller reads these errors, and where Folio keeps files is not
+    theirs to know. The file's own name stays."""
+    text = str(exc)
+    for where in {str(path), str(path.resolve())}:
+        text = text.replace(where, path.name)
+    return text
 
 
 def close_documents() -> None:

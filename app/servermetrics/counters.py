@@ -18,6 +18,9 @@ STARTED = "process_start_time_seconds"
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
 _READ = (GENERATED, PROMPT, REQUESTS, STARTED, RUNNING, WAITING)
+# A vLLM server's /metrics is ~100 KB (a few models' histograms); a body far past that is not
+# metrics, and is not read whole.
+MAX_METRICS_BYTES = 16 * 2**20
 
 
 class ServerMetricsUnavailable(FolioError):
@@ -66,11 +69,15 @@ async def read_counters_async(
 ) -> ServerCounters:
     """The counters at `url`, read on an asynchronous client."""
     try:
-        response = await client.get(url, timeout=timeout_s)
-        response.raise_for_status()
+        async with client.stream("GET", url, timeout=timeout_s) as response:
+            response.raise_for_status()
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                _check_size(url, len(body))
     except httpx.HTTPError as exc:
         raise ServerMetricsUnavailable(f"{url}: {type(exc).__name__}: {exc}") from exc
-    return _counters_of(url, response.text)
+    return _counters_of(url, body.decode("utf-8", "replace"))
 
 
 @cache
@@ -83,11 +90,21 @@ def _tls_context() -> ssl.SSLContext:
 def read_counters(url: str, timeout_s: float = 5.0) -> ServerCounters:
     """The counters at `url` (a /metrics address)."""
     try:
-        response = httpx.get(url, timeout=timeout_s, verify=_tls_context())
-        response.raise_for_status()
+        with httpx.stream("GET", url, timeout=timeout_s, verify=_tls_context()) as response:
+            response.raise_for_status()
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                _check_size(url, len(body))
     except httpx.HTTPError as exc:
         raise ServerMetricsUnavailable(f"{url}: {type(exc).__name__}: {exc}") from exc
-    return _counters_of(url, response.text)
+    return _counters_of(url, body.decode("utf-8", "replace"))
+
+
+def _check_size(url: str, read: int) -> None:
+    """A /metrics page is another server's body: read up to a cap, then refused and closed."""
+    if read > MAX_METRICS_BYTES:
+        raise ServerMetricsUnavailable(f"{url}: metrics over {MAX_METRICS_BYTES >> 20} MiB")
 
 
 def _counters_of(url: str, text: str) -> ServerCounters:

@@ -31,6 +31,13 @@ class ServiceFields(BaseModel):
     api_max_upload_mb: float = Field(
         default=1024.0, gt=0, description="Largest request body of an upload, in MiB."
     )
+    api_upload_dir_max_mb: float = Field(
+        default=10240.0,
+        gt=0,
+        description="Most MiB the upload folder (upload_dir) holds in all, every job's files "
+        "together: an upload that would pass it is refused (507) and nothing of it stays. "
+        "Files leave it with retention (retention_days) or as their documents fail.",
+    )
     api_max_file_mb: float = Field(
         default=256.0, gt=0, description="Largest single uploaded file (or zip member), in MiB."
     )

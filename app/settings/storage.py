@@ -55,7 +55,10 @@ class StorageFields(BaseModel):
         description="Wait before the first retry of sending a job's results; doubles each time.",
     )
     storage_timeout_s: float = Field(
-        default=30.0, gt=0, description="Connect and read timeout of one object store request."
+        default=30.0,
+        gt=0,
+        description="Connect and read timeout of one object store request, and the "
+        "deadline of one pre-signed result PUT in all (its reply included).",
     )
     storage_retries: int = Field(
         default=4,

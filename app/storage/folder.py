@@ -4,12 +4,15 @@ go into a folder through it; the storage benchmark compares it with a bucket."""
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from app.errors import ObjectRefused
+from app.errors import ObjectRefused, WriteFailed
 from app.storage.base import StoredObject, local_path
 
 _CHUNK = 1 << 20
@@ -62,12 +65,39 @@ class FolderStore:
 
     def write(self, uri: str, data: bytes, content_type: str) -> StoredObject:
         path = local_path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        with _replacing(path) as handle:
+            handle.write(data)
         return self.head(uri)
 
     def write_file(self, uri: str, path: Path, content_type: str) -> StoredObject:
         target = local_path(uri)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+        with _replacing(target) as handle, open(path, "rb") as source:
+            shutil.copyfileobj(source, handle, _CHUNK)
         return self.head(uri)
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[BinaryIO]:
+    """A file written under a temporary name beside `path` and renamed onto it (`os.replace`)
+    once whole and on disk: a reader, a rerun or a crash sees the old file or the new one,
+    never half of one. A write that fails (a full disk) leaves the old file as it was and no
+    temporary behind, and raises WriteFailed."""
+    part = path.with_name(f".{path.name[:100]}.{secrets.token_hex(6)}.part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # 0o666 less the umask, as a plain open() makes it (tempfile's files are 0o600).
+        descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise WriteFailed(f"cannot write {path.name}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(part, path)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise WriteFailed(f"cannot write {path.name}: {exc.strerror or exc}") from exc
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise

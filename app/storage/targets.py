@@ -7,14 +7,14 @@ Each target takes named files (`<document>.md`, `<document>.json`, `summary.json
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-import httpx
-
 from app.errors import ObjectRefused, StoreUnavailable
-from app.storage.access import NOT_ALLOWED, PlaceRefused, check_url
+from app.outbound.calls import Call, CallFailed, call_blocking
+from app.storage.access import NOT_ALLOWED, PlaceRefused
 from app.storage.base import ObjectStore, child_location
 from app.storage.folder import FolderStore
 from app.storage.stores import Stores
@@ -25,12 +25,14 @@ class ResultTarget(Protocol):
 
     where: str
 
-    def has(self, name: str) -> bool:
-        """Whether a file of this name is there already."""
+    def read(self, name: str, max_bytes: int) -> bytes | None:
+        """The file `name` as it is there now; None when it is missing, larger than
+        `max_bytes`, or cannot be asked for (a PUT URL)."""
         ...
 
     def put(self, name: str, data: bytes, content_type: str) -> None:
-        """Write (or replace) the file `name`."""
+        """Write (or replace) the file `name`, whole: a reader sees the old file or the new
+        one, never part of one."""
         ...
 
 
@@ -42,14 +44,20 @@ class StoreTarget:
         self.prefix = prefix
         self.where = prefix
 
-    def has(self, name: str) -> bool:
+    def read(self, name: str, max_bytes: int) -> bytes | None:
+        sink = io.BytesIO()
         try:
-            self.store.head(child_location(self.prefix, name))
-        except ObjectRefused:
-            return False
-        return True
+            found = self.store.head(child_location(self.prefix, name))
+            if found.size > max_bytes:
+                return None
+            self.store.read(found, sink, max_bytes)
+        except ObjectRefused:  # missing, or changed or grown while read: not the file asked
+            return None
+        return sink.getvalue()
 
     def put(self, name: str, data: bytes, content_type: str) -> None:
+        # One write of the whole body: a folder's is renamed into place (folder.py), a
+        # bucket's is one PUT, which S3 stores whole or not at all.
         self.store.write(child_location(self.prefix, name), data, content_type)
 
 
@@ -66,23 +74,22 @@ class PresignedTarget:
         self.allow_private = allow_private
         self.where = f"{len(self.urls)} pre-signed URLs"
 
-    def has(self, name: str) -> bool:
-        return False  # a PUT URL cannot be asked; the earlier job's files are sent again
+    def read(self, name: str, max_bytes: int) -> bytes | None:
+        return None  # a PUT URL cannot be asked; the earlier job's files are sent again
 
     def put(self, name: str, data: bytes, content_type: str) -> None:
         url = self.urls.get(name)
         if url is None:
             return
+        request = Call(
+            "PUT", url, data, {"Content-Type": content_type}, self.allow_private, "result URL"
+        )
         try:  # checked again here: the host may resolve elsewhere since the job was taken
-            check_url(url, self.allow_private, "result URL")
+            answer = call_blocking(request, self.timeout_s)
         except PlaceRefused as exc:
             raise ObjectRefused(NOT_ALLOWED, f"PUT of {name} refused: {exc}") from exc
-        try:
-            answer = httpx.put(
-                url, content=data, headers={"Content-Type": content_type}, timeout=self.timeout_s
-            )
-        except httpx.TransportError as exc:
-            raise StoreUnavailable(f"PUT of {name} failed: {type(exc).__name__}") from exc
+        except CallFailed as exc:  # the reply did not come whole: not delivered
+            raise StoreUnavailable(f"PUT of {name} failed: {exc}") from exc
         if answer.status_code >= 500:
             raise StoreUnavailable(f"PUT of {name} answered {answer.status_code}")
         if answer.status_code >= 400:  # an expired or wrong URL: retrying will not help

@@ -16,7 +16,9 @@ CLAIM_MARGIN_S = 30.0
 class WebhookOptions:
     """A dispatcher's timing and URL policy (the `webhooks` settings, docs/integrations.md)."""
 
-    timeout_s: float  # one POST
+    timeout_s: float  # one POST, in all: its deadline
+    concurrency: int  # sends in flight at once, in all
+    per_receiver: int  # sends in flight at once to one receiver
     poll_s: float  # between two looks for due deliveries
     allow_private: bool  # whether a URL may name a non-global address
     first_retry_s: float  # the wait before the first retry; it doubles, up to an hour
@@ -27,6 +29,8 @@ class WebhookOptions:
         webhooks = settings.webhooks
         return cls(
             timeout_s=webhooks.timeout_s,
+            concurrency=webhooks.concurrency,
+            per_receiver=webhooks.per_receiver,
             poll_s=webhooks.poll_s,
             allow_private=webhooks.allow_private,
             first_retry_s=webhooks.first_retry_s,

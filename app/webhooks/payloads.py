@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.db import webhooks as rows
+from app.db.dialect import as_utc
 from app.db.engine import Session
 from app.db.models import Job, Page
 from app.progress.feed import page_data, progress_data
@@ -45,14 +46,20 @@ def job_data(session: Session, job: Job) -> dict[str, Any]:
             "status": job.status,
             "plan": job.plan_name,
             "metadata": (job.options or {}).get("metadata", {}),
-            "created_at": job.created_at.isoformat(),
-            "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+            "created_at": _moment(job.created_at),
+            "finished_at": _moment(job.finished_at),
             "pages": progress["pages"],
             "outcomes": outcomes,
             "report": report_summary(session, job.id),
             "links": links(job.id),
         }
     }
+
+
+def _moment(moment: datetime | None) -> str | None:
+    """RFC 3339 with its offset (`+00:00`), as docs/integrations.md promises: SQLite gives a
+    moment back without its zone."""
+    return None if moment is None else as_utc(moment).isoformat()
 
 
 def page_event_data(job: Job, page: Page) -> dict[str, Any]:

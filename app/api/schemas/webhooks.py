@@ -26,7 +26,8 @@ class WebhookOut(BaseModel):
     page_events: bool
     secret: str = Field(
         description="Signs every webhook of this key: Folio-Signature: t=TS,v1=HMAC-SHA256 "
-        "(secret, 'TS.' + body), hex. See docs/integrations.md.",
+        "(secret, 'TS.' + body), hex; for a while after a rotation (POST /v1/webhook/secret) a "
+        "second v1= signs with the previous secret. See docs/integrations.md.",
         examples=["whsec_3q2-7wEXAMPLEm9a0"],
     )
     signature_header: str = "Folio-Signature"
