@@ -14,11 +14,15 @@ from app.db import attempts, documents, jobs
 from app.db.engine import Database
 from app.db.models import Document, Page
 from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
+from app.searchable.writer import PageText, PdfNotWritten, SearchablePdfWriter
 from app.storage.targets import ResultTarget, folder_target
 from app.textlayer.plain import plain_text
 
 _MARKDOWN = "text/markdown; charset=utf-8"
 _JSON = "application/json"
+_PDF = "application/pdf"
+# Fields a document's result carries for writing its files, not part of its JSON.
+_INTERNAL = ("reuses_files", "sha256", "etag")
 _JOB_FILES = ("summary", "report")  # summary.json, report.json (and .html in the upload folder)
 # A file name holds at most 255 bytes: room for `.json`, a `-NN`, and the upload folder's
 # `.reason.txt`. An S3 key holds 1,024 bytes, but the same names go to local folders too.
@@ -66,6 +70,9 @@ class DocumentResult:
     # The earlier job wrote this document's files under this very name, from this very path:
     # a rerun may leave them as they are. Not part of its JSON.
     reuses_files: bool = False
+    # The original's identity, to read it again for its searchable PDF. Not part of its JSON.
+    sha256: str | None = None
+    etag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,7 @@ class JobResults:
     plan: str
     source: str
     documents: list[DocumentResult]
+    pdf: bool = False  # the job asked for a searchable PDF per document
 
     def page_counts(self) -> Counter[str]:
         return Counter(p.status for d in self.documents for p in d.pages)
@@ -115,7 +123,8 @@ def load_results(db: Database, job_id: str) -> JobResults:
             _document_result(d, earlier.get(d.id), totals, answers, file)
             for d, file in zip(found, files, strict=True)
         ]
-        return JobResults(job.id, job.status, job.plan_name, job.source, docs)
+        asked = bool((job.options or {}).get("pdf"))
+        return JobResults(job.id, job.status, job.plan_name, job.source, docs, pdf=asked)
 
 
 def result_files(names: list[str]) -> list[str]:
@@ -210,6 +219,8 @@ def _document_result(
         reuses_files=(
             earlier is not None and (earlier.name, earlier.path) == (document.name, document.path)
         ),
+        sha256=document.sha256,
+        etag=document.etag,
     )
 
 
@@ -226,40 +237,73 @@ def render_markdown(document: DocumentResult) -> str:
     return "\n".join(parts)
 
 
-def write_outputs(results: JobResults, out: Path | ResultTarget) -> None:
+def write_outputs(
+    results: JobResults, out: Path | ResultTarget, pdfs: SearchablePdfWriter | None = None
+) -> dict[str, str]:
     """`<name>.md` and `<name>.json` per document with pages, and `summary.json` for the job,
-    into a folder or any other target (a store's prefix, pre-signed URLs).
+    into a folder or any other target (a store's prefix, pre-signed URLs); `<name>.pdf` too
+    where the job asked for searchable PDFs, written by `pdfs`.
 
     A skipped document's files are written only where they are missing (e.g. `folio results`
     into a new folder) or another document's: in the folder it was skipped for, under the
     same name from the same path, they are the earlier job's own.
+
+    Returns why a document asked for has no PDF, by document file (also in `summary.json`):
+    a PDF that could not be written costs no other file.
     """
     target = folder_target(out) if isinstance(out, Path) else out
+    reasons: dict[str, str] = {}
     for document in results.documents:
         if document.status == DocumentStatus.FAILED or not document.pages:
+            if results.pdf:
+                reasons[document.file] = "the document has no pages read"
             continue
-        markdown, payload = f"{document.file}.md", f"{document.file}.json"
+        names = [f"{document.file}.md", f"{document.file}.json"]
+        names += [f"{document.file}.pdf"] if results.pdf else []
         reusable = document.status == DocumentStatus.SKIPPED and document.reuses_files
-        if reusable and target.has(markdown) and target.has(payload):
+        if reusable and all(target.has(name) for name in names):
             continue
-        target.put(markdown, render_markdown(document).encode(), _MARKDOWN)
-        fields = asdict(document)
-        del fields["reuses_files"]
-        data = json.dumps(fields, ensure_ascii=False, indent=2)
-        target.put(payload, data.encode(), _JSON)
-    summary = json.dumps(summary_of(results), ensure_ascii=False, indent=2)
+        target.put(names[0], render_markdown(document).encode(), _MARKDOWN)
+        fields = {k: v for k, v in asdict(document).items() if k not in _INTERNAL}
+        target.put(names[1], json.dumps(fields, ensure_ascii=False, indent=2).encode(), _JSON)
+        if results.pdf and (reason := _write_pdf(document, target, names[2], pdfs)):
+            reasons[document.file] = reason
+    summary = json.dumps(summary_of(results, reasons), ensure_ascii=False, indent=2)
     target.put("summary.json", summary.encode(), _JSON)
+    return reasons
 
 
-def publish(results: JobResults, report_json: str, target: ResultTarget) -> None:
+def _write_pdf(
+    document: DocumentResult, target: ResultTarget, name: str, pdfs: SearchablePdfWriter | None
+) -> str | None:
+    """The document's searchable PDF put in `target`; why not, where it could not be."""
+    if pdfs is None:
+        return "no PDF writer was given for this job's results"
+    pages = [PageText(p.number, p.engine, p.text, p.positions) for p in document.pages]
+    try:
+        data = pdfs.write(document.path, document.sha256, document.etag, pages)
+    except PdfNotWritten as exc:
+        return str(exc)
+    target.put(name, data, _PDF)
+    return None
+
+
+def publish(
+    results: JobResults,
+    report_json: str,
+    target: ResultTarget,
+    pdfs: SearchablePdfWriter | None = None,
+) -> None:
     """`write_outputs` plus the job's report (`report.json`), for a target elsewhere than a
     local folder: a downstream reader of a bucket gets the whole job there."""
-    write_outputs(results, target)
+    write_outputs(results, target, pdfs)
     target.put("report.json", report_json.encode(), _JSON)
 
 
-def summary_of(results: JobResults) -> dict[str, Any]:
-    """The job's state as `summary.json` holds it; skipped documents count as done earlier."""
+def summary_of(results: JobResults, pdf_reasons: dict[str, str] | None = None) -> dict[str, Any]:
+    """The job's state as `summary.json` holds it; skipped documents count as done earlier.
+    Where the job asked for searchable PDFs, each document says its `.pdf` or why it has none
+    (`pdf_reasons`, by document file)."""
     pages, docs = results.page_counts(), results.document_counts()
     skipped = results.skipped
     summary: dict[str, Any] = {
@@ -285,6 +329,11 @@ def summary_of(results: JobResults) -> dict[str, Any]:
             "here, with their pages as those jobs left them (see each document's done_in_job)."
         )
     summary["documents"] = [_document_summary(d) for d in results.documents]
+    if results.pdf:
+        for entry, document in zip(summary["documents"], results.documents, strict=True):
+            reason = (pdf_reasons or {}).get(document.file)
+            entry["pdf"] = None if reason else f"{document.file}.pdf"
+            entry["pdf_error"] = reason
     return summary
 
 
