@@ -24,6 +24,9 @@ from app.searchable.layer import Matrix
 _ENCRYPT_KEEP = 0
 
 
+_DAMAGED = "the PDF is damaged (its cross-reference table had to be repaired to read it)"
+
+
 class PdfNotWritten(FolioError):
     """No searchable PDF for this document; the reason says why."""
 
@@ -31,12 +34,14 @@ class PdfNotWritten(FolioError):
 
 
 def _refusal(doc: pymupdf.Document) -> str | None:
+    for page in doc:  # MuPDF repairs a broken file as it loads what the file misplaces
+        page.get_contents()
     if doc.needs_pass or doc.is_encrypted or (doc.metadata or {}).get("encryption"):
-        return "the PDF is encrypted; a text layer would have to be written unencrypted"
+        return "the PDF is encrypted (Folio adds no text layer to an encrypted file)"
     if doc.get_sigflags() > 0:
         return "the PDF is signed; adding a text layer would void its signatures"
     if doc.is_repaired:
-        return "the PDF is damaged (its cross-reference table had to be repaired)"
+        return _DAMAGED
     return None
 
 
@@ -123,6 +128,8 @@ class LayeredPdf:
 
     def finish(self) -> bytes:
         """The original's bytes with the layer appended as an incremental update."""
+        if self.doc.is_repaired:  # found broken only as a page was read
+            raise PdfNotWritten(_DAMAGED)
         if self._begin is None:  # no page took a layer: the original as it is
             return self.path.read_bytes()
         self._write_font()

@@ -9,6 +9,7 @@ uses those), mapped to its surrogate pair in `ToUnicode`.
 
 from __future__ import annotations
 
+import unicodedata
 from functools import cache
 from pathlib import Path
 
@@ -73,6 +74,26 @@ class CodeMap:
         ).encode()
 
 
+def zero_width(char: str) -> bool:
+    """A combining mark: drawn over the character before it, so it takes no width (a reader
+    then keeps it with that character)."""
+    return unicodedata.category(char) in ("Mn", "Me")
+
+
+@cache
+def widths() -> str:
+    """The CID font's `/W`: 0 for every combining mark of the BMP (`/DW` for the rest)."""
+    ranges: list[tuple[int, int]] = []
+    for point in range(0x10000):
+        if 0xD800 <= point < 0xE000 or not zero_width(chr(point)):
+            continue
+        if ranges and ranges[-1][1] == point - 1:
+            ranges[-1] = (ranges[-1][0], point)
+        else:
+            ranges.append((point, point))
+    return "[" + " ".join(f"{a} {b} 0" for a, b in ranges) + "]"
+
+
 def cid_to_gid_map() -> bytes:
     """Every one of the 65,536 codes to glyph 1 (deflated, a few hundred bytes)."""
     return b"\x00\x01" * 0x10000
@@ -90,7 +111,8 @@ def cid_font(descriptor_ref: int, gid_map: int) -> str:
     return (
         f"<< /Type /Font /Subtype /CIDFontType2 /BaseFont /{FONT_NAME} "
         "/CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> "
-        f"/FontDescriptor {descriptor_ref} 0 R /DW {ADVANCE} /CIDToGIDMap {gid_map} 0 R >>"
+        f"/FontDescriptor {descriptor_ref} 0 R /DW {ADVANCE} /W {widths()} "
+        f"/CIDToGIDMap {gid_map} 0 R >>"
     )
 
 

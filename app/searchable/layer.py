@@ -10,13 +10,14 @@ the matrix from there to the PDF's user space (the page's rotation and offsets).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.positions.model import Box
 from app.searchable.align import PlacedWord
 from app.searchable.build_font import ADVANCE, ASCENT, UNITS_PER_EM
-from app.searchable.font import RESOURCE, CodeMap
+from app.searchable.font import RESOURCE, CodeMap, zero_width
 
 Matrix = tuple[float, float, float, float, float, float]
 _EM_BELOW = 1 - ASCENT / UNITS_PER_EM  # the part of a box under the baseline
@@ -71,10 +72,34 @@ def run_matrix(run: Run, to_user: Matrix) -> Matrix:
     box's width; size 1 is the box's height, ascent above the baseline, descent below."""
     x0, y0, x1, y1 = run.box
     height = max(y1 - y0, 0.1)
-    glyphs = max(len(run.text.rstrip(" ")), 1)
+    glyphs = max(sum(not zero_width(c) for c in run.text.rstrip(" ")), 1)
     across = max(x1 - x0, 0.1) / (glyphs * _GLYPH)
     baseline = y1 - _EM_BELOW * height
+    if run.text.endswith(" ") and right_to_left(run.text):  # its space drawn on its left
+        x0 -= across * _GLYPH
     return concat((across, 0.0, 0.0, -height, x0, baseline), to_user)
+
+
+def drawn(text: str) -> str:
+    """A run's characters in the order a PDF draws them: left to right on the page, so a
+    right-to-left word's reversed (as every PDF producer lays out Arabic and Hebrew); readers
+    (MuPDF, poppler) turn such runs back to logical order."""
+    if not right_to_left(text):
+        return text
+    word = text.rstrip(" ")
+    # Character by character, marks included: readers reverse such a run the same way.
+    return text[len(word) :] + word[::-1]
+
+
+def right_to_left(text: str) -> bool:
+    """Whether `text`'s first strongly directed character is of a right-to-left script."""
+    for char in text:
+        direction = unicodedata.bidirectional(char)
+        if direction in ("R", "AL"):
+            return True
+        if direction == "L":
+            return False
+    return False
 
 
 def content_stream(
@@ -84,6 +109,6 @@ def content_stream(
     parts = ["q", "BT", "3 Tr", f"/{RESOURCE} 1 Tf"]
     for run in runs(placed, lines):
         matrix = " ".join(_number(v) for v in run_matrix(run, to_user))
-        parts.append(f"{matrix} Tm <{codes.hex(run.text)}> Tj")
+        parts.append(f"{matrix} Tm <{codes.hex(drawn(run.text))}> Tj")
     parts += ["ET", "Q"]
     return ("\n".join(parts) + "\n").encode()
