@@ -34,7 +34,7 @@ class PdfNotWritten(FolioError):
 
 
 def _refusal(doc: pymupdf.Document) -> str | None:
-    for page in doc:  # MuPDF repairs a broken file as it loads what the file misplaces
+    for page in doc.pages():  # MuPDF repairs a broken file as it loads what it misplaces
         page.get_contents()
     if doc.needs_pass or doc.is_encrypted or (doc.metadata or {}).get("encryption"):
         return "the PDF is encrypted (Folio adds no text layer to an encrypted file)"
