@@ -39,6 +39,7 @@ BENCHES: dict[str, str] = {
     "flywheel-speed": "bench.flywheel.speed",
     "scale": "bench.scale.run",
     "scale-olmocr": "bench.scale.olmocr_pipeline",
+    "searchable": "bench.searchable.run",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
@@ -46,7 +47,8 @@ BENCHES: dict[str, str] = {
 # flywheel and flywheel-arms train and serve several models (~30-45 min) and need the taught
 # weights; healthy-corpus rebuilds the committed corpus from git mirrors of its sources; scale
 # runs the whole deployment against GPU stand-ins (~15 min); scale-olmocr runs olmOCR's own
-# pipeline from its venv (bench/olmocr_pipeline_env.sh) beside it.
+# pipeline from its venv (bench/olmocr_pipeline_env.sh) beside it; searchable runs OCRmyPDF
+# from its venv (bench/ocrmypdf_env.sh) beside Folio's writer (~15 min on 2 busy cores).
 NOT_IN_ALL = frozenset(
     {
         "tax-validate",
@@ -57,6 +59,7 @@ NOT_IN_ALL = frozenset(
         "healthy-corpus",
         "scale",
         "scale-olmocr",
+        "searchable",
     }
 )
 

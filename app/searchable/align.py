@@ -5,8 +5,9 @@ The two word lists are aligned on their matching keys (`difflib`, longest common
 A kept word equal to a found word takes its box. A run of kept words facing a run of other
 found words (the model read them otherwise) takes those words' boxes: one to one where the
 counts agree, so a word the model read right and Tesseract wrong still lands where Tesseract
-saw a word; else spread over the run's lines by length. A kept word with no found word facing
-it is put in the room on its line after the word before it. Pure: boxes in, boxes out.
+saw a word; else spread over the run's lines by length. Kept words left over are matched with
+found words left over anywhere on the page (a block read in another order), and the rest put
+in the room on the line after the word before them. Pure: boxes in, boxes out.
 """
 
 from __future__ import annotations
@@ -119,25 +120,68 @@ def _over(tokens: Sequence[Token], found: Sequence[FoundWord]) -> list[PlacedWor
 
 
 def _room_after(
-    last: PlacedWord | None, following: FoundWord | None, lines: dict[int, Box], count: int
+    last: PlacedWord | None, following: PlacedWord | None, lines: dict[int, Box], count: int
 ) -> tuple[Box, int] | None:
     """Where kept words with no found word facing them go: after the word before them, up to
-    the next found word on that line or the line's end, at least a narrow strip wide."""
+    the next placed word on that line or the line's end, at least a narrow strip wide."""
     if last is None and following is None:
         return None
     if last is None:
         assert following is not None
-        line, (lx0, y0, _, y1) = following.line, lines[following.line]
+        line, (lx0, y0, _, y1) = following.line, lines.get(following.line, following.box)
         x1 = following.box[0]
         x0 = lx0 if following.box[0] - lx0 > 0 else x1 - (y1 - y0) * 0.5 * count
         return (min(x0, x1 - 1.0), y0, x1, y1), line
     line, (_, y0, lx1, y1) = last.line, lines.get(last.line, last.box)
     x0 = last.box[2]
-    x1 = following.box[0] if following is not None and following.line == line else lx1
+    beside = following is not None and following.line == line and following.box[0] > x0
+    x1 = following.box[0] if following is not None and beside else lx1
     narrow = (y1 - y0) * 0.5 * count
     if x1 - x0 < narrow:
         x1 = x0 + narrow
     return (x0, y0, x1, y1), line
+
+
+def _elsewhere(
+    tokens: Sequence[Token],
+    slots: list[PlacedWord | None],
+    found: Sequence[FoundWord],
+    spare: list[int],
+) -> None:
+    """Kept words left unplaced, matched with found words left unused wherever they are on
+    the page: a block the two readers read in another order (a figure's labels, a column)."""
+    open_slots = [i for i, slot in enumerate(slots) if slot is None]
+    kept = [matching_key(tokens[i].text) for i in open_slots]
+    other = [matching_key(found[j].text) for j in spare]
+    matcher = SequenceMatcher(None, kept, other, autojunk=False)
+    for a, b, size in matcher.get_matching_blocks():
+        if size >= 2 or (size == 1 and len(kept[a]) >= 5):  # not a lone "the" anywhere
+            for k in range(size):
+                word = found[spare[b + k]]
+                slots[open_slots[a + k]] = PlacedWord(
+                    tokens[open_slots[a + k]], word.box, word.line
+                )
+
+
+def _fill_rooms(
+    tokens: Sequence[Token], slots: list[PlacedWord | None], lines: dict[int, Box]
+) -> None:
+    """Each run of kept words still unplaced spread after the word before it."""
+    index = 0
+    while index < len(slots):
+        if slots[index] is not None:
+            index += 1
+            continue
+        end = index
+        while end < len(slots) and slots[end] is None:
+            end += 1
+        last = slots[index - 1] if index else None
+        following = slots[end] if end < len(slots) else None
+        room = _room_after(last, following, lines, end - index)
+        if room is not None:
+            for k, word in enumerate(spread(tokens[index:end], room[0], room[1])):
+                slots[index + k] = word
+        index = end
 
 
 def place(tokens: Sequence[Token], found: Sequence[FoundWord]) -> list[PlacedWord]:
@@ -145,22 +189,19 @@ def place(tokens: Sequence[Token], found: Sequence[FoundWord]) -> list[PlacedWor
     found = split_found(found)
     if not found:
         return []
-    lines = line_boxes(found)
     keys_kept = [matching_key(t.text) for t in tokens]
     keys_found = [matching_key(w.text) for w in found]
     matcher = SequenceMatcher(None, keys_kept, keys_found, autojunk=False)
-    placed: list[PlacedWord] = []
+    slots: list[PlacedWord | None] = [None] * len(tokens)
+    spare: list[int] = []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
-            placed += [
-                PlacedWord(tokens[i], found[j].box, found[j].line)
-                for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
-            ]
-        elif op == "replace":
-            placed += _over(tokens[i1:i2], found[j1:j2])
-        elif op == "delete":  # kept words no reader found
-            following = found[j1] if j1 < len(found) else None
-            room = _room_after(placed[-1] if placed else None, following, lines, i2 - i1)
-            if room is not None:
-                placed += spread(tokens[i1:i2], room[0], room[1])
-    return placed
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                slots[i] = PlacedWord(tokens[i], found[j].box, found[j].line)
+        elif op == "replace" and (i2 - i1) * 3 >= (j2 - j1) and (j2 - j1) * 3 >= (i2 - i1):
+            slots[i1:i2] = _over(tokens[i1:i2], found[j1:j2])
+        else:  # words one reader has and the other has not here: perhaps elsewhere
+            spare += range(j1, j2)
+    _elsewhere(tokens, slots, found, spare)
+    _fill_rooms(tokens, slots, line_boxes(found))
+    return [slot for slot in slots if slot is not None]
