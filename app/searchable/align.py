@@ -123,7 +123,8 @@ def _room_after(
     last: PlacedWord | None, following: PlacedWord | None, lines: dict[int, Box], count: int
 ) -> tuple[Box, int] | None:
     """Where kept words with no found word facing them go: after the word before them, up to
-    the next placed word on that line or the line's end, at least a narrow strip wide."""
+    the next placed word on that line (never over it) or the line's end (at least a strip
+    half the line's height a word wide)."""
     if last is None and following is None:
         return None
     if last is None:
@@ -137,7 +138,7 @@ def _room_after(
     beside = following is not None and following.line == line and following.box[0] > x0
     x1 = following.box[0] if following is not None and beside else lx1
     narrow = (y1 - y0) * 0.5 * count
-    if x1 - x0 < narrow:
+    if x1 - x0 < (1.0 if beside else narrow):  # a gap before the next word is kept to
         x1 = x0 + narrow
     return (x0, y0, x1, y1), line
 
