@@ -68,23 +68,30 @@ def _truth(page: pymupdf.Page) -> tuple[str, list[tuple[str, Box]]]:
     return text, [(w[4], (w[0], w[1], w[2], w[3])) for w in found]
 
 
+def _chosen(limit: int | None) -> list[tuple[str, int]]:
+    """(file, page) in the order taken: every document's first page, then second pages ...
+    so that a `limit` keeps the documents' variety."""
+    rounds = max(len(numbers) for numbers in STRIPPED.values())
+    order = [(f, n[r]) for r in range(rounds) for f, n in STRIPPED.items() if r < len(n)]
+    return order[:limit] if limit else order
+
+
 def stripped_pages(corpus: Path, work: Path, limit: int | None = None) -> list[BenchPage]:
     pages = []
-    for file, numbers in STRIPPED.items():
+    for file, number in _chosen(limit):
         source = corpus / file
         if not source.exists():
             continue
         with pymupdf.open(source) as doc:
-            for number in numbers:
-                if number > doc.page_count:
-                    continue
-                name = f"{Path(file).stem}.p{number}"
-                target = work / "originals" / f"{name}.pdf"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                _image_only(doc[number - 1], target)
-                text, words = _truth(doc[number - 1])
-                pages.append(BenchPage(name, target, text, words))
-    return pages[:limit] if limit else pages
+            if number > doc.page_count:
+                continue
+            name = f"{Path(file).stem}.p{number}"
+            target = work / "originals" / f"{name}.pdf"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _image_only(doc[number - 1], target)
+            text, words = _truth(doc[number - 1])
+            pages.append(BenchPage(name, target, text, words))
+    return pages
 
 
 def scanned_pages(corpus: Path, work: Path) -> list[BenchPage]:
