@@ -58,10 +58,22 @@ def write(tmp_path: Path, data: bytes, pages: list[PageText], words: object) -> 
 
 
 def same_pixels(a: pymupdf.Document, b: pymupdf.Document) -> bool:
-    return a.page_count == b.page_count and all(
+    """Every page the same pixels in MuPDF, and in poppler's pdftoppm where it is installed."""
+    mupdf = a.page_count == b.page_count and all(
         a[n].get_pixmap(dpi=72).samples == b[n].get_pixmap(dpi=72).samples
         for n in range(a.page_count)
     )
+    return mupdf and (shutil.which("pdftoppm") is None or poppler_pixels(a) == poppler_pixels(b))
+
+
+def poppler_pixels(doc: pymupdf.Document) -> bytes:
+    done = subprocess.run(
+        ["pdftoppm", "-r", "50", "-gray", "-", "-"],
+        input=doc.stream or doc.tobytes(),  # the file's own bytes, as it was opened
+        capture_output=True,
+        check=True,
+    )
+    return done.stdout
 
 
 def truth_boxes(text: str) -> list[FoundWord]:

@@ -2,10 +2,14 @@
 
 - `ocrmypdf`: OCRmyPDF (PyPI, in its own venv: bench/ocrmypdf_env.sh) with Debian's Tesseract,
   `--output-type pdf` (no PDF/A conversion, which rewrites the page), one job at a time;
-- `folio`, `folio[scan]`: `folio run --pdf` as installed (the [scan] extra hidden) and with
-  RapidOCR, the embedded default plan;
+- `folio`, `folio[scan]`: `folio run --pdf` on the page as installed (the [scan] extra hidden)
+  and with RapidOCR, the embedded default plan, one process per page;
 - `folio+truth`, `folio+truth-5%`: the ground truth as a model's answer (and with 5% of its
   words altered), placed by Folio's writer through Tesseract's words, as for a VLM page.
+
+Each arm keeps its outputs in the work folder, a page's PDF beside `<page>.json` (its wall and
+CPU seconds, the text it meant to lay down): a page done is not done again, so an arm can be
+run on its own, beside the others, and a stopped run goes on where it was.
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.engines.tesseract import TesseractEngine
 from app.searchable.reading import TesseractWords
@@ -28,12 +35,14 @@ OCRMYPDF_VENV = Path(
     os.environ.get("FOLIO_OCRMYPDF_VENV", Path.home() / ".cache/folio/ocrmypdf-venv")
 )
 _WITHOUT_SCAN_EXTRA = "import sys; sys.modules.update(rapidocr=None, onnxruntime=None); "
+ARMS = ("ocrmypdf", "folio", "folio[scan]", "folio+truth", "folio+truth-5%")
 
 
 @dataclass(frozen=True)
 class Written:
     pdf: Path | None  # None: the arm wrote nothing for the page
-    seconds: float  # per page
+    seconds: float | None  # wall, per page
+    cpu_seconds: float | None = None
     kept: str | None = None  # the text the arm meant to lay down, where it says
 
 
@@ -41,46 +50,70 @@ def ocrmypdf_available() -> bool:
     return (OCRMYPDF_VENV / "bin" / "ocrmypdf").exists()
 
 
-def ocrmypdf_arm(pages: list[BenchPage], work: Path) -> dict[str, Written]:
-    out = work / "ocrmypdf"
-    out.mkdir(parents=True, exist_ok=True)
-    written = {}
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _timed_run(command: list[str], env: dict[str, str] | None = None) -> tuple[int, float, float]:
+    cpu, started = _children_cpu(), time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    return done.returncode, time.perf_counter() - started, _children_cpu() - cpu
+
+
+def _kept(folder: Path, page: BenchPage) -> Written:
+    facts = json.loads((folder / f"{page.name}.json").read_text(encoding="utf-8"))
+    pdf = folder / f"{page.name}.pdf"
+    return Written(
+        pdf if pdf.exists() else None, facts["seconds"], facts.get("cpu_seconds"), facts.get("kept")
+    )
+
+
+def _each_page(
+    folder: Path, pages: list[BenchPage], write: Callable[[BenchPage, Path], dict[str, Any]]
+) -> dict[str, Written]:
+    """`write(page, target)` for each page not done yet; every page's outcome, kept."""
+    folder.mkdir(parents=True, exist_ok=True)
     for page in pages:
-        target = out / f"{page.name}.pdf"
+        facts = folder / f"{page.name}.json"
+        if not facts.exists():
+            found = write(page, folder / f"{page.name}.pdf")
+            facts.write_text(json.dumps(found, ensure_ascii=False), encoding="utf-8")
+    return {page.name: _kept(folder, page) for page in pages}
+
+
+def ocrmypdf_arm(pages: list[BenchPage], work: Path) -> dict[str, Written]:
+    def write(page: BenchPage, target: Path) -> dict[str, Any]:
         command = [str(OCRMYPDF_VENV / "bin" / "ocrmypdf"), "--output-type", "pdf", "-j", "1"]
         command += ["--optimize", "0", "-l", "eng", "--quiet", str(page.pdf), str(target)]
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        seconds = time.perf_counter() - started
-        written[page.name] = Written(target if done.returncode == 0 else None, seconds)
-    return written
+        code, seconds, cpu = _timed_run(command)
+        if code != 0:
+            target.unlink(missing_ok=True)
+        return {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "exit": code}
+
+    return _each_page(work / "ocrmypdf", pages, write)
 
 
 def folio_arm(pages: list[BenchPage], work: Path, scan_extra: bool) -> dict[str, Written]:
-    """One `folio run --pdf` over every page (one process, concurrency 1); seconds shared."""
-    name = "folio-scan" if scan_extra else "folio"
-    source, out = work / name / "in", work / name / "out"
-    source.mkdir(parents=True, exist_ok=True)
-    for page in pages:
-        (source / page.pdf.name).symlink_to(page.pdf.resolve())
+    """`folio run --pdf` per page (concurrency 1), as a user runs it on one document."""
+    folder = work / ("folio-scan" if scan_extra else "folio")
     launch = ("" if scan_extra else _WITHOUT_SCAN_EXTRA) + "from app.cli.main import main; main()"
-    command = [sys.executable, "-c", launch, "run", str(source), "--out", str(out), "--pdf"]
-    command += ["--concurrency", "1", "--database-url", f"sqlite:///{work / name / 'folio.db'}"]
     env = {**os.environ, "FOLIO_CONFIG": str(work / "none.toml")}
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    seconds = (time.perf_counter() - started) / max(len(pages), 1)
-    if done.returncode not in (0, 3):
-        raise RuntimeError(f"folio run failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    written = {}
-    for page in pages:
-        result = out / f"{page.pdf.stem}.json"
-        pdf = out / f"{page.pdf.stem}.pdf"
-        kept = None
-        if result.exists():
-            kept = json.loads(result.read_text(encoding="utf-8"))["pages"][0]["text"]
-        written[page.name] = Written(pdf if pdf.exists() else None, seconds, kept)
-    return written
+
+    def write(page: BenchPage, target: Path) -> dict[str, Any]:
+        out = folder / "runs" / page.name
+        command = [sys.executable, "-c", launch, "run", str(page.pdf), "--out", str(out)]
+        command += ["--pdf", "--concurrency", "1", "--database-url", f"sqlite:///{out}.db"]
+        code, seconds, cpu = _timed_run(command, env)
+        if code not in (0, 3):
+            raise RuntimeError(f"folio run failed ({code}) on {page.name}")
+        result, pdf = out / f"{page.pdf.stem}.json", out / f"{page.pdf.stem}.pdf"
+        kept = json.loads(result.read_text(encoding="utf-8"))["pages"][0]["text"]
+        if pdf.exists():
+            pdf.replace(target)
+        return {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "kept": kept}
+
+    return _each_page(folder, pages, write)
 
 
 def altered(text: str, share: float, seed: int) -> str:
@@ -99,20 +132,26 @@ def altered(text: str, share: float, seed: int) -> str:
 
 def model_arm(pages: list[BenchPage], work: Path, errors: float) -> dict[str, Written]:
     """The truth (altered by `errors`) as a VLM's answer, through Folio's writer."""
-    out = work / f"truth-{errors:.2f}"
-    out.mkdir(parents=True, exist_ok=True)
     words = TesseractWords(lambda: TesseractEngine(second_reader=None), 200)
     writer = SearchablePdfWriter(lambda path, sha, etag: Path(path), words)
-    written = {}
+    seeds = {page.name: index for index, page in enumerate(pages)}
+
+    def write(page: BenchPage, target: Path) -> dict[str, Any]:
+        kept = altered(page.truth, errors, seed=seeds[page.name]) if errors else page.truth
+        cpu, started = time.process_time(), time.perf_counter()
+        target.write_bytes(writer.write(str(page.pdf), None, None, [PageText(1, "vlm", kept)]))
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        return {"seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3), "kept": kept}
+
     try:
-        for index, page in enumerate(pages):
-            kept = altered(page.truth, errors, seed=index) if errors else page.truth
-            started = time.perf_counter()
-            data = writer.write(str(page.pdf), None, None, [PageText(1, "vlm", kept)])
-            seconds = time.perf_counter() - started
-            target = out / f"{page.name}.pdf"
-            target.write_bytes(data)
-            written[page.name] = Written(target, seconds, kept)
+        return _each_page(work / f"truth-{errors:.2f}", pages, write)
     finally:
         words.close()
-    return written
+
+
+def run_arm(name: str, pages: list[BenchPage], work: Path) -> dict[str, Written]:
+    if name == "ocrmypdf":
+        return ocrmypdf_arm(pages, work)
+    if name in ("folio", "folio[scan]"):
+        return folio_arm(pages, work, scan_extra=name == "folio[scan]")
+    return model_arm(pages, work, errors=0.05 if name.endswith("5%") else 0.0)

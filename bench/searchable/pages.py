@@ -88,7 +88,8 @@ def stripped_pages(corpus: Path, work: Path, limit: int | None = None) -> list[B
             name = f"{Path(file).stem}.p{number}"
             target = work / "originals" / f"{name}.pdf"
             target.parent.mkdir(parents=True, exist_ok=True)
-            _image_only(doc[number - 1], target)
+            if not target.exists():  # a work folder used again keeps its pages
+                _image_only(doc[number - 1], target)
             text, words = _truth(doc[number - 1])
             pages.append(BenchPage(name, target, text, words))
     return pages
@@ -103,7 +104,8 @@ def scanned_pages(corpus: Path, work: Path) -> list[BenchPage]:
             continue
         target = work / "originals" / entry["file"]
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.symlink_to((corpus / entry["file"]).resolve())  # read where it lies
+        if not target.is_symlink():
+            target.symlink_to((corpus / entry["file"]).resolve())  # read where it lies
         truth = (corpus / entry["ground_truth"]).read_text(encoding="utf-8")
         pages.append(BenchPage(Path(entry["file"]).stem, target, truth))
     return pages

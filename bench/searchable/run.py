@@ -1,13 +1,16 @@
-"""`python -m bench searchable [--limit N] [--no-ocrmypdf]`: Folio's searchable PDFs beside
-OCRmyPDF's on the same pages (bench/searchable/pages.py), results in
-bench/results/searchable.json and a table (docs/benchmarks.md carries it)."""
+"""`python -m bench searchable [--limit N] [--no-ocrmypdf] [--work DIR] [--arms A,B]`:
+Folio's searchable PDFs beside OCRmyPDF's on the same pages (bench/searchable/pages.py),
+results in bench/results/searchable.json and a table (docs/benchmarks.md carries it).
+
+With `--work DIR` the pages and every arm's outputs stay there: arms can run as processes of
+their own (`--arms folio --no-report`), and a last run measures what they wrote."""
 
 from __future__ import annotations
 
 import argparse
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +18,19 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.environment import describe, machine_info, shared_dir, write_results
-from bench.searchable.arms import (
-    Written,
-    folio_arm,
-    model_arm,
-    ocrmypdf_arm,
-    ocrmypdf_available,
-)
+from bench.searchable.arms import ARMS, Written, ocrmypdf_available, run_arm
 from bench.searchable.measure import page_measures
 from bench.searchable.pages import BenchPage, scanned_pages, stripped_pages
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.fmean(known), 3) if known else None
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.fmean(known), 3) if known else None
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -50,9 +57,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         )
         if done
         else None,
-        "seconds_per_page": round(statistics.fmean(r["seconds"] for r in rows), 3)
-        if rows
-        else None,
+        "seconds_per_page": _mean(r.get("seconds") for r in rows),
+        "cpu_seconds_per_page": _mean(r.get("cpu_seconds") for r in rows),
+        "pages_timed": sum(r.get("seconds") is not None for r in rows),
     }
     kept = [r["f1_vs_kept"] for r in done if "f1_vs_kept" in r]
     if kept:
@@ -65,22 +72,15 @@ def measure_arm(pages: list[BenchPage], written: dict[str, Written]) -> list[dic
     rows = []
     for page in pages:
         out = written[page.name]
-        row: dict[str, Any] = {"page": page.name, "seconds": round(out.seconds, 3)}
+        row: dict[str, Any] = {
+            "page": page.name,
+            "seconds": out.seconds,
+            "cpu_seconds": out.cpu_seconds,
+        }
         if out.pdf is not None:
             row |= page_measures(out.pdf, page.pdf, page.truth, page.words, out.kept)
         rows.append(row)
     return rows
-
-
-def run_arms(pages: list[BenchPage], work: Path, ocrmypdf: bool) -> dict[str, dict[str, Written]]:
-    arms: dict[str, dict[str, Written]] = {}
-    if ocrmypdf:
-        arms["ocrmypdf"] = ocrmypdf_arm(pages, work)
-    arms["folio"] = folio_arm(pages, work, scan_extra=False)
-    arms["folio[scan]"] = folio_arm(pages, work, scan_extra=True)
-    arms["folio+truth"] = model_arm(pages, work, errors=0.0)
-    arms["folio+truth-5%"] = model_arm(pages, work, errors=0.05)
-    return arms
 
 
 def show(report: dict[str, Any]) -> None:
@@ -113,25 +113,33 @@ def show(report: dict[str, Any]) -> None:
     Console().print(table)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     parser = argparse.ArgumentParser(prog="python -m bench searchable", description=__doc__)
     parser.add_argument("--limit", type=int, default=None, help="Born-digital pages at most.")
     parser.add_argument("--no-ocrmypdf", action="store_true", help="Leave OCRmyPDF out.")
     parser.add_argument("--out", type=Path, default=None, help="Results folder (bench/results).")
+    parser.add_argument("--work", type=Path, default=None, help="Keep pages and outputs here.")
+    parser.add_argument("--arms", default=",".join(ARMS), help="Arms to run, comma-separated.")
+    parser.add_argument("--no-report", action="store_true", help="Run the arms, measure nothing.")
     args = parser.parse_args(argv)
     corpus = shared_dir() / "corpus" / "pdfs"
     if not corpus.is_dir():
         raise SystemExit(f"no corpus at {corpus} (FOLIO_SHARED_DIR)")
     info = machine_info(packages=("pymupdf", "tesserocr", "rapidocr"))
+    arms = [a for a in args.arms.split(",") if a in ARMS]
+    if args.no_ocrmypdf or not ocrmypdf_available():
+        arms = [a for a in arms if a != "ocrmypdf"]
     with tempfile.TemporaryDirectory(prefix="folio-bench-searchable-") as tmp:
-        work = Path(tmp)
+        work = args.work or Path(tmp)
         kinds = {
             "born-digital, text stripped": stripped_pages(corpus, work, args.limit),
             "scans with a transcription": scanned_pages(corpus, work),
         }
         pages = [p for group in kinds.values() for p in group]
-        arms = run_arms(pages, work, ocrmypdf=not args.no_ocrmypdf and ocrmypdf_available())
-        rows = {arm: measure_arm(pages, written) for arm, written in arms.items()}
+        written = {arm: run_arm(arm, pages, work) for arm in arms}
+        if args.no_report:
+            return None
+        rows = {arm: measure_arm(pages, outputs) for arm, outputs in written.items()}
     names = {kind: {p.name for p in group} for kind, group in kinds.items()}
     report: dict[str, Any] = {
         "machine": info,
