@@ -222,7 +222,7 @@ class Watcher:
             JobFields(
                 str(self.outbox.resolve() / batch.name),
                 self.settings.plan_name(),
-                {"options": {"pdf": True}} if self.settings.searchable_pdf else {},
+                {"options": {"pdf": True}} if self.settings.searchable_pdf else None,
             ),
             limits=document_limits(self.settings),
         )

@@ -149,6 +149,21 @@ def model_arm(pages: list[BenchPage], work: Path, errors: float) -> dict[str, Wr
         words.close()
 
 
+ARM_FOLDERS = {
+    "ocrmypdf": "ocrmypdf",
+    "folio": "folio",
+    "folio[scan]": "folio-scan",
+    "folio+truth": "truth-0.00",
+    "folio+truth-5%": "truth-0.05",
+}
+
+
+def finished(name: str, pages: list[BenchPage], work: Path) -> dict[str, Written]:
+    """What arm `name` has written so far, by page (nothing is run)."""
+    folder = work / ARM_FOLDERS[name]
+    return {p.name: _kept(folder, p) for p in pages if (folder / f"{p.name}.json").exists()}
+
+
 def run_arm(name: str, pages: list[BenchPage], work: Path) -> dict[str, Written]:
     if name == "ocrmypdf":
         return ocrmypdf_arm(pages, work)

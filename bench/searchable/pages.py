@@ -73,7 +73,7 @@ def _chosen(limit: int | None) -> list[tuple[str, int]]:
     so that a `limit` keeps the documents' variety."""
     rounds = max(len(numbers) for numbers in STRIPPED.values())
     order = [(f, n[r]) for r in range(rounds) for f, n in STRIPPED.items() if r < len(n)]
-    return order[:limit] if limit else order
+    return order if limit is None else order[:limit]
 
 
 def stripped_pages(corpus: Path, work: Path, limit: int | None = None) -> list[BenchPage]:

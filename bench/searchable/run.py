@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.environment import describe, machine_info, shared_dir, write_results
-from bench.searchable.arms import ARMS, Written, ocrmypdf_available, run_arm
+from bench.searchable.arms import ARMS, Written, finished, ocrmypdf_available, run_arm
 from bench.searchable.measure import page_measures
 from bench.searchable.pages import BenchPage, scanned_pages, stripped_pages
 
@@ -121,6 +121,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     parser.add_argument("--work", type=Path, default=None, help="Keep pages and outputs here.")
     parser.add_argument("--arms", default=",".join(ARMS), help="Arms to run, comma-separated.")
     parser.add_argument("--no-report", action="store_true", help="Run the arms, measure nothing.")
+    parser.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="Run nothing: measure the pages every arm has finished in --work.",
+    )
     args = parser.parse_args(argv)
     corpus = shared_dir() / "corpus" / "pdfs"
     if not corpus.is_dir():
@@ -136,7 +141,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
             "scans with a transcription": scanned_pages(corpus, work),
         }
         pages = [p for group in kinds.values() for p in group]
-        written = {arm: run_arm(arm, pages, work) for arm in arms}
+        if args.measure_only:
+            written = {arm: finished(arm, pages, work) for arm in arms}
+            common = set.intersection(*(set(w) for w in written.values()))
+            pages = [p for p in pages if p.name in common]
+            kinds = {k: [p for p in group if p.name in common] for k, group in kinds.items()}
+        else:
+            written = {arm: run_arm(arm, pages, work) for arm in arms}
         if args.no_report:
             return None
         rows = {arm: measure_arm(pages, outputs) for arm, outputs in written.items()}
