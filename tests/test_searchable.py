@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
+import tempfile
 import unicodedata
 from collections.abc import Iterator, Sequence
 from difflib import SequenceMatcher
@@ -66,14 +67,18 @@ def same_pixels(a: pymupdf.Document, b: pymupdf.Document) -> bool:
     return mupdf and (shutil.which("pdftoppm") is None or poppler_pixels(a) == poppler_pixels(b))
 
 
-def poppler_pixels(doc: pymupdf.Document) -> bytes:
-    done = subprocess.run(
-        ["pdftoppm", "-r", "50", "-gray", "-", "-"],
-        input=doc.stream or doc.tobytes(),  # the file's own bytes, as it was opened
-        capture_output=True,
-        check=True,
-    )
-    return done.stdout
+def poppler_pixels(doc: pymupdf.Document) -> list[bytes]:
+    """Each page as pdftoppm renders it, from the file's own bytes."""
+    pages = []
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "doc.pdf"
+        source.write_bytes(doc.stream or doc.tobytes())
+        for number in range(1, doc.page_count + 1):
+            command = ["pdftoppm", "-r", "50", "-gray", "-f", str(number), "-l", str(number)]
+            target = Path(tmp) / f"page{number}"
+            subprocess.run([*command, "-singlefile", str(source), str(target)], check=True)
+            pages.append(target.with_suffix(".pgm").read_bytes())
+    return pages
 
 
 def truth_boxes(text: str) -> list[FoundWord]:
