@@ -42,6 +42,7 @@ BENCHES: dict[str, str] = {
     "scale-olmocr": "bench.scale.olmocr_pipeline",
     "textlayer-bomb": "bench.textlayer_bomb",
     "console": "bench.console",
+    "searchable": "bench.searchable.run",
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
@@ -51,7 +52,8 @@ BENCHES: dict[str, str] = {
 # from git mirrors of its sources; scale runs the whole deployment against GPU stand-ins
 # (~15 min); scale-olmocr runs olmOCR's own pipeline from its venv
 # (bench/olmocr_pipeline_env.sh) beside it; textlayer-bomb is for a before/after pair of trees
-# (`--before`).
+# (`--before`); searchable runs OCRmyPDF from its venv (bench/ocrmypdf_env.sh) beside Folio's
+# writer (~15 min on 2 busy cores).
 NOT_IN_ALL = frozenset(
     {
         "tax-validate",
@@ -64,6 +66,7 @@ NOT_IN_ALL = frozenset(
         "scale",
         "scale-olmocr",
         "textlayer-bomb",
+        "searchable",
     }
 )
 

@@ -53,6 +53,9 @@ NEVER: dict[str, set[str]] = {
     "progress": {"pipeline", "engines", "report", "webhooks"} | EDGES | RUNTIME,
     "webhooks": {"engines", "report"} | EDGES | RUNTIME,
     "pipeline": EDGES | RUNTIME,
+    # searchable PDFs: written from a job's results by the runtime, over the PDF, storage
+    # and Tesseract seams; it reads no rows and runs no pages
+    "searchable": {"db", "pipeline", "report", "webhooks", "progress", "retry"} | EDGES | RUNTIME,
     "jobs": EDGES | {"distributed", "evaluate", "train"},
     "distributed": EDGES | {"evaluate", "train"},
     "evaluate": EDGES | {"distributed", "train"},

@@ -37,6 +37,7 @@ from app.pipeline.ingest import NoObjects, TooManyObjects, TooManyPages
 from app.report.build import listed_reports
 from app.report.pricing import pricing_from_settings
 from app.report.rows import ListedJob
+from app.searchable.factory import searchable_writer
 from app.storage.access import PlaceRefused, check_url, check_urls
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,8 @@ def _options(ctx: ApiContext, options: schemas.JobOptionsIn) -> JobOptions:
         except PlaceRefused as exc:
             raise HTTPException(422, f"callback_url: {exc}") from exc
     extra = options.model_dump(include={"callback_url", "callback_events", "repeat_loop_cap"})
+    if options.pdf if options.pdf is not None else ctx.settings.searchable_pdf:
+        extra["pdf"] = True
     return JobOptions(plan, options.dpi, options.priority, options.metadata, extra)
 
 
@@ -192,7 +195,8 @@ def results_zip(ctx: ApiContext, key: int, job_id: str) -> Path:
     os.close(fd)
     try:
         with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(name, "w") as archive:
-            write_outputs(results, Path(tmp))
+            with searchable_writer(ctx.settings, results.pdf) as pdfs:
+                write_outputs(results, Path(tmp), pdfs)
             for path in sorted(Path(tmp).iterdir()):
                 archive.write(path, path.name, compress_type=zipfile.ZIP_DEFLATED)
     except BaseException:

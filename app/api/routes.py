@@ -128,7 +128,15 @@ async def read_form(request: Request, max_files: int) -> Any:
 
 def form_options(form: Any) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    for name in ("engine", "dpi", "priority", "metadata", "callback_url", "repeat_loop_cap"):
+    for name in (
+        "engine",
+        "dpi",
+        "priority",
+        "metadata",
+        "callback_url",
+        "repeat_loop_cap",
+        "pdf",
+    ):
         value = form.get(name)
         if isinstance(value, str) and value != "":
             options[name] = value

@@ -16,7 +16,14 @@ from rich.table import Table
 
 from app import distributed
 from app.cli import exit_codes
-from app.cli.options import BrokerUrl, DatabaseUrl, JobId, console, load_settings
+from app.cli.options import (
+    BrokerUrl,
+    DatabaseUrl,
+    JobId,
+    SearchablePdf,
+    console,
+    load_settings,
+)
 from app.cli.views import STATUS_STYLE
 from app.db.engine import Database
 from app.distributed.queue import BrokerUnavailable, Enqueuer, check_broker
@@ -72,11 +79,13 @@ def submit(
         Path | None,
         typer.Option(
             help="A JSON object of file name (`<document>.md`, `<document>.json`, "
-            "`summary.json`, `report.json`) to a pre-signed PUT URL the workers send it to."
+            "`<document>.pdf` with --pdf, `summary.json`, `report.json`) to a pre-signed PUT "
+            "URL the workers send it to."
         ),
     ] = None,
     engine: Annotated[str | None, typer.Option(help="Attempt plan.")] = None,
     dpi: Annotated[int | None, typer.Option(help="Rendering resolution.")] = None,
+    pdf: SearchablePdf = None,
     wait: Annotated[
         bool, typer.Option("--wait", help="Follow the job's events (pages, ETA) until it ends.")
     ] = False,
@@ -91,7 +100,7 @@ def submit(
     urls = _result_urls(result_urls)
     enqueuer = _enqueuer(settings)
     db = Database(settings.database_url)
-    request = JobRequest(source, out, engine or settings.engine, dpi=dpi, result_urls=urls)
+    request = JobRequest(source, out, engine or settings.engine, dpi=dpi, result_urls=urls, pdf=pdf)
     try:
         ingested = distributed.submit_job(settings, db, enqueuer, request)
     except (ObjectRefused, StoreUnavailable) as exc:

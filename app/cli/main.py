@@ -15,7 +15,7 @@ from app.cli.evaluate import eval_command
 from app.cli.export_dpo import export_dpo
 from app.cli.help import Panels, register, show_version
 from app.cli.models import doctor, models
-from app.cli.options import DatabaseUrl, JobId, console, load_settings
+from app.cli.options import DatabaseUrl, JobId, SearchablePdf, console, load_settings
 from app.cli.purge import purge
 from app.cli.scan import scan
 from app.cli.train import train_dpo_command
@@ -29,6 +29,7 @@ from app.pdf.samples import write_samples
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
 from app.report.render_table import report_tables
+from app.searchable.factory import searchable_writer
 from app.settings import Settings
 from app.storage import Stores, is_store_uri
 from app.storage.base import local_path
@@ -82,6 +83,7 @@ def run(
     concurrency: Annotated[int | None, typer.Option(help="Pages processed at once.")] = None,
     dpi: Annotated[int | None, typer.Option(help="Rendering resolution.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Redo documents already done.")] = False,
+    pdf: SearchablePdf = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Transcribe every PDF under SOURCE in this process and write results to --out."""
@@ -90,7 +92,7 @@ def run(
         console.print(f"[red]No such file or folder:[/] {source}")
         raise typer.Exit(exit_codes.NO_INPUT)
     db = Database(settings.database_url)
-    request = JobRequest(source, out, engine or settings.engine, force=force, dpi=dpi)
+    request = JobRequest(source, out, engine or settings.engine, force=force, dpi=dpi, pdf=pdf)
     try:
         ingested = start_job(settings, db, request)
     except (ObjectRefused, StoreUnavailable) as exc:  # a missing bucket, a denied listing
@@ -119,13 +121,17 @@ def run(
 
 
 def _write_results(settings: Settings, db: Database, results: JobResults, out: str) -> None:
-    """A folder gets the files; an s3:// prefix gets them and the report (`report.json`)."""
+    """A folder gets the files; an s3:// prefix gets them and the report (`report.json`).
+    A searchable PDF not written is said here and in summary.json; the rest is written."""
     try:
         if is_store_uri(out):
             target = result_target(out, Stores(StorageOptions.of(settings).s3))
             publish_job(settings, db, results.job_id, target)
         else:
-            write_outputs(results, local_path(out))
+            with searchable_writer(settings, results.pdf) as pdfs:
+                missing = write_outputs(results, local_path(out), pdfs)
+            for file, reason in missing.items():
+                console.print(f"[yellow]No searchable PDF for {file}:[/] {reason}")
     except FolioError as exc:
         console.print(f"[red]Results not written to {out}:[/] {exc}")
         raise typer.Exit(exit_codes.SOME_FAILED) from exc

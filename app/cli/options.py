@@ -20,6 +20,16 @@ DatabaseUrl = Annotated[
 BrokerUrl = Annotated[
     str | None, typer.Option(help="Broker URL; overrides FOLIO_BROKER_URL.", show_default=False)
 ]
+# `folio run` and `folio submit`: a searchable PDF per document, or the settings' default.
+SearchablePdf = Annotated[
+    bool | None,
+    typer.Option(
+        "--pdf/--no-pdf",
+        help="Also write each document as a searchable PDF (`<document>.pdf`: the original "
+        "with the kept text as an invisible layer); default: FOLIO_SEARCHABLE_PDF.",
+        show_default=False,
+    ),
+]
 JobId = Annotated[
     str, typer.Argument(metavar="JOB", help="Job id, as `folio run` or `folio submit` prints it.")
 ]

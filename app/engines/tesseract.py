@@ -151,6 +151,19 @@ class TesseractEngine:
             positions=positions,
         )
 
+    def words(self, image: Image.Image) -> list[Placed]:
+        """Every word Tesseract finds on `image`, its box in the image's pixels, numbered by
+        line: where another reader's words go on the page (app/searchable)."""
+        api = self._api()
+        try:
+            api.SetImage(image)
+            api.Recognize()
+            return _words(api)
+        except RuntimeError as exc:
+            raise EngineError(f"tesseract failed: {exc}") from exc
+        finally:
+            api.Clear()
+
     def close(self) -> None:
         with self._lock:
             for api in self._apis:
@@ -202,10 +215,18 @@ def _text_lines(api: tesserocr.PyTessBaseAPI) -> list[TextLine]:
 
 def _positions(api: tesserocr.PyTessBaseAPI, page: PageInput) -> dict[str, Any] | None:
     """Every recognised word with its box (pixels), numbered by line, and the lines."""
-    iterator = api.GetIterator()
-    if page.geometry is None or iterator is None:
+    if page.geometry is None or api.GetIterator() is None:
         return None
+    words = _words(api)
+    return positions_json("tesseract", page.geometry, words, lines_of(words), "px")
+
+
+def _words(api: tesserocr.PyTessBaseAPI) -> list[Placed]:
+    """Every recognised word with its box (pixels), numbered by line."""
+    iterator = api.GetIterator()
     words: list[Placed] = []
+    if iterator is None:
+        return words
     line = -1
     for item in tesserocr.iterate_level(iterator, tesserocr.RIL.WORD):
         if item.IsAtBeginningOf(tesserocr.RIL.TEXTLINE):
@@ -218,4 +239,4 @@ def _positions(api: tesserocr.PyTessBaseAPI, page: PageInput) -> dict[str, Any] 
         if word and box is not None:
             x0, y0, x1, y1 = map(float, box)
             words.append(Placed(word, (x0, y0, x1, y1), max(line, 0)))
-    return positions_json("tesseract", page.geometry, words, lines_of(words), "px")
+    return words

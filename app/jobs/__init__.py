@@ -29,6 +29,7 @@ from app.pipeline.process_page import PageProcessor
 from app.report.build import build_report, job_server_tokens
 from app.report.metrics import FolioMetrics
 from app.report.render import ReportFormat, render_report
+from app.searchable.factory import searchable_writer
 from app.servermetrics.sampler import sampler_from_settings
 from app.settings import Settings
 from app.storage import Stores, is_store_uri
@@ -47,12 +48,15 @@ class JobRequest:
     dpi: int | None = None
     # File name (`<document>.md`, `summary.json` ...) -> a pre-signed PUT URL for it.
     result_urls: dict[str, str] = field(default_factory=dict)
+    pdf: bool | None = None  # a searchable PDF per document; None: the settings' default
 
-    def options(self) -> dict[str, Any]:
-        """The job's options as the request asks them."""
+    def options(self, pdf_default: bool = False) -> dict[str, Any]:
+        """The job's options as the request asks them (`pdf` only where one is asked for)."""
         options: dict[str, Any] = {"dpi": self.dpi} if self.dpi else {}
         if self.result_urls:
             options["result_urls"] = self.result_urls
+        if self.pdf if self.pdf is not None else pdf_default:
+            options["pdf"] = True
         return options
 
     @property
@@ -95,7 +99,7 @@ def create_job(settings: Settings, db: Database, request: JobRequest) -> IngestR
     manifest) as one job."""
     plan_name = settings.plan_name(request.plan_name)
     settings.plan(plan_name)  # fail fast on an unknown plan
-    options = request.options()
+    options = request.options(settings.searchable_pdf)
     out_dir = location(request.out_dir) if request.out_dir else None
     if out_dir and _same_place(out_dir, location(request.source)):
         raise ConfigError(
@@ -130,7 +134,7 @@ def interrupted_run(settings: Settings, db: Database, request: JobRequest) -> st
     same output folder, with the same plan and options."""
     if request.force or request.out_dir is None:
         return None
-    options = request.options()
+    options = request.options(settings.searchable_pdf)
     with db.session() as session:
         source, out_dir = location(request.source), location(request.out_dir)
         plan_name = settings.plan_name(request.plan_name)
@@ -289,7 +293,8 @@ def publish_job(
     results = load_results(db, job_id)
     if finishing:  # sent as the job ends, just before it is marked so
         results = replace(results, status=JobStatus.DONE)
-    publish(results, report, target)
+    with searchable_writer(settings, results.pdf) as pdfs:
+        publish(results, report, target, pdfs)
     return target.where
 
 

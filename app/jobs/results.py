@@ -15,11 +15,15 @@ from app.db.engine import Database
 from app.db.models import Document, Page
 from app.domain import AttemptStatus, DocumentStatus, PageStatus, page_outcome
 from app.jobs.result_files import SUMMARY, FileDigest, digest_of, recorded_files, still_whole
+from app.searchable.writer import PageText, PdfNotWritten, SearchablePdfWriter
 from app.storage.targets import ResultTarget, folder_target
 from app.textlayer.plain import plain_text
 
 _MARKDOWN = "text/markdown; charset=utf-8"
 _JSON = "application/json"
+_PDF = "application/pdf"
+# Fields a document's result carries for writing its files, not part of its JSON.
+_INTERNAL = ("reuses_files", "sha256", "etag")
 _JOB_FILES = ("summary", "report")  # summary.json, report.json (and .html in the upload folder)
 # A file name holds at most 255 bytes: room for `.json`, a `-NN`, and the upload folder's
 # `.reason.txt`. An S3 key holds 1,024 bytes, but the same names go to local folders too.
@@ -67,6 +71,9 @@ class DocumentResult:
     # The earlier job wrote this document's files under this very name, from this very path:
     # a rerun may leave them as they are. Not part of its JSON.
     reuses_files: bool = False
+    # The original's identity, to read it again for its searchable PDF. Not part of its JSON.
+    sha256: str | None = None
+    etag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,7 @@ class JobResults:
     plan: str
     source: str
     documents: list[DocumentResult]
+    pdf: bool = False  # the job asked for a searchable PDF per document
 
     def page_counts(self) -> Counter[str]:
         return Counter(p.status for d in self.documents for p in d.pages)
@@ -116,7 +124,8 @@ def load_results(db: Database, job_id: str) -> JobResults:
             _document_result(d, earlier.get(d.id), totals, answers, file)
             for d, file in zip(found, files, strict=True)
         ]
-        return JobResults(job.id, job.status, job.plan_name, job.source, docs)
+        asked = bool((job.options or {}).get("pdf"))
+        return JobResults(job.id, job.status, job.plan_name, job.source, docs, pdf=asked)
 
 
 def result_files(names: list[str]) -> list[str]:
@@ -211,6 +220,8 @@ def _document_result(
         reuses_files=(
             earlier is not None and (earlier.name, earlier.path) == (document.name, document.path)
         ),
+        sha256=document.sha256,
+        etag=document.etag,
     )
 
 
@@ -227,52 +238,93 @@ def render_markdown(document: DocumentResult) -> str:
     return "\n".join(parts)
 
 
-def write_outputs(results: JobResults, out: Path | ResultTarget) -> None:
+def write_outputs(
+    results: JobResults, out: Path | ResultTarget, pdfs: SearchablePdfWriter | None = None
+) -> dict[str, str]:
     """`<name>.md` and `<name>.json` per document with pages, and `summary.json` for the job,
-    into a folder or any other target (a store's prefix, pre-signed URLs). Each file is
-    written whole (`ResultTarget.put`), and `summary.json`, written last, records each one's
-    size and SHA-256 (`result_files.py`).
+    into a folder or any other target (a store's prefix, pre-signed URLs); `<name>.pdf` too
+    where the job asked for searchable PDFs, written by `pdfs`. Each file is written whole
+    (`ResultTarget.put`), and `summary.json`, written last, records each one's size and
+    SHA-256 (`result_files.py`).
 
     A skipped document's files are written only where they are missing (e.g. `folio results`
     into a new folder), another document's, or no longer the bytes the earlier job recorded
     (cut short by a full disk, changed since): in the folder it was skipped for, under the
     same name from the same path, and whole, they are the earlier job's own.
+
+    Returns why a document asked for has no PDF, by document file (also in `summary.json`):
+    a PDF that could not be written costs no other file.
     """
     target = folder_target(out) if isinstance(out, Path) else out
     reusing = any(d.status == DocumentStatus.SKIPPED and d.reuses_files for d in results.documents)
     earlier = recorded_files(target) if reusing else {}
     files: dict[str, dict[str, FileDigest]] = {}
+    reasons: dict[str, str] = {}
     for document in results.documents:
         if document.status == DocumentStatus.FAILED or not document.pages:
+            if results.pdf:
+                reasons[document.file] = "the document has no pages read"
             continue
-        names = (f"{document.file}.md", f"{document.file}.json")
+        names = [f"{document.file}.md", f"{document.file}.json"]
+        names += [f"{document.file}.pdf"] if results.pdf else []
         reusable = document.status == DocumentStatus.SKIPPED and document.reuses_files
         if reusable and all(still_whole(target, n, earlier.get(n)) for n in names):
             files[document.file] = {n: earlier[n] for n in names}
             continue
-        fields = asdict(document)
-        del fields["reuses_files"]
+        fields = {k: v for k, v in asdict(document).items() if k not in _INTERNAL}
         markdown = render_markdown(document).encode()
         payload = json.dumps(fields, ensure_ascii=False, indent=2).encode()
         target.put(names[0], markdown, _MARKDOWN)
         target.put(names[1], payload, _JSON)
         files[document.file] = {names[0]: digest_of(markdown), names[1]: digest_of(payload)}
-    summary = json.dumps(summary_of(results, files), ensure_ascii=False, indent=2)
+        if results.pdf:
+            pdf, reason = _write_pdf(document, target, names[2], pdfs)
+            if reason:
+                reasons[document.file] = reason
+            if pdf is not None:
+                files[document.file][names[2]] = digest_of(pdf)
+    summary = json.dumps(summary_of(results, files, reasons), ensure_ascii=False, indent=2)
     target.put(SUMMARY, summary.encode(), _JSON)
+    return reasons
 
 
-def publish(results: JobResults, report_json: str, target: ResultTarget) -> None:
+def _write_pdf(
+    document: DocumentResult, target: ResultTarget, name: str, pdfs: SearchablePdfWriter | None
+) -> tuple[bytes | None, str | None]:
+    """The document's searchable PDF put in `target` (its bytes); why not, where it could not
+    be."""
+    if pdfs is None:
+        return None, "no PDF writer was given for this job's results"
+    pages = [PageText(p.number, p.engine, p.text, p.positions) for p in document.pages]
+    try:
+        data = pdfs.write(document.path, document.sha256, document.etag, pages)
+    except PdfNotWritten as exc:
+        return None, str(exc)
+    target.put(name, data, _PDF)
+    return data, None
+
+
+def publish(
+    results: JobResults,
+    report_json: str,
+    target: ResultTarget,
+    pdfs: SearchablePdfWriter | None = None,
+) -> None:
     """`write_outputs` plus the job's report (`report.json`), for a target elsewhere than a
     local folder: a downstream reader of a bucket gets the whole job there."""
-    write_outputs(results, target)
+    write_outputs(results, target, pdfs)
     target.put("report.json", report_json.encode(), _JSON)
 
 
 def summary_of(
-    results: JobResults, files: dict[str, dict[str, FileDigest]] | None = None
+    results: JobResults,
+    files: dict[str, dict[str, FileDigest]] | None = None,
+    pdf_reasons: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The job's state as `summary.json` holds it; skipped documents count as done earlier.
-    `files`: by document file, the size and SHA-256 of each result file written for it."""
+    `files`: by document file, the size and SHA-256 of each result file written for it.
+    Where the job asked for searchable PDFs, each document says its `.pdf` or why it has none
+    (`pdf_reasons`, by document file)."""
     pages, docs = results.page_counts(), results.document_counts()
     skipped = results.skipped
     summary: dict[str, Any] = {
@@ -299,6 +351,11 @@ def summary_of(
         )
     written = files or {}
     summary["documents"] = [_document_summary(d, written.get(d.file)) for d in results.documents]
+    if results.pdf:
+        for entry, document in zip(summary["documents"], results.documents, strict=True):
+            reason = (pdf_reasons or {}).get(document.file)
+            entry["pdf"] = None if reason else f"{document.file}.pdf"
+            entry["pdf_error"] = reason
     return summary
 
 

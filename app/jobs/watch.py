@@ -35,6 +35,7 @@ from app.pipeline.ingest_rows import sha256_of
 from app.pipeline.local import PageCallback
 from app.report.build import build_report
 from app.report.render import ReportFormat, render_report
+from app.searchable.factory import searchable_writer
 from app.settings import Settings
 
 PARTIAL_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial")
@@ -198,7 +199,8 @@ class Watcher:
         settle_job(self.db, job_id)
         results = load_results(self.db, job_id)
         outbox = self.outbox / batch.name
-        write_outputs(results, outbox)
+        with searchable_writer(self.settings, results.pdf) as pdfs:
+            write_outputs(results, outbox, pdfs)
         report = build_report(self.db, self.settings, job_id)
         for fmt in (ReportFormat.JSON, ReportFormat.HTML):
             (outbox / f"report.{fmt.value}").write_text(render_report(report, fmt), "utf-8")
@@ -217,7 +219,11 @@ class Watcher:
             self.db,
             zip(files, unique_names(files), strict=True),
             source,
-            JobFields(str(self.outbox.resolve() / batch.name), self.settings.plan_name()),
+            JobFields(
+                str(self.outbox.resolve() / batch.name),
+                self.settings.plan_name(),
+                {"options": {"pdf": True}} if self.settings.searchable_pdf else None,
+            ),
             limits=document_limits(self.settings),
         )
         return ingested.job_id

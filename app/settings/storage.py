@@ -42,6 +42,13 @@ class StorageFields(BaseModel):
         "and other non-global addresses (off: a caller could make the server write to its "
         "own host or network).",
     )
+    searchable_pdf: bool = Field(
+        default=False,
+        description="Write each document back as a searchable PDF too (`<document>.pdf` "
+        "beside its .md and .json): the original with the kept text as an invisible layer "
+        "on the pages that have none of their own. A job's `pdf` option (`folio run --pdf`, "
+        "the API's and submit's `pdf`) overrides it.",
+    )
     delivery_retries: int = Field(
         default=4,
         ge=0,

@@ -35,6 +35,13 @@ class JobOptionsIn(BaseModel):
         max_length=1,
         description="Also send these events to callback_url (opt-in: one per page).",
     )
+    pdf: bool | None = Field(
+        default=None,
+        description="Also write each document as a searchable PDF (`<document>.pdf` beside its "
+        ".md and .json, in the results zip, the results_uri prefix and result_urls): the "
+        "original with the kept text as an invisible layer. Default: the server's "
+        "searchable_pdf setting.",
+    )
     repeat_loop_cap: int | None = Field(
         default=None,
         ge=0,
@@ -69,12 +76,12 @@ class ObjectJob(JobOptionsIn):
         max_length=2048,
         pattern=r"^s3://[^/]+(/.*)?$",
         description="An s3:// prefix the results go to when the job ends (per-document .md "
-        "and .json, summary.json, report.json), under an allowed URI.",
+        "and .json, and .pdf where asked, summary.json, report.json), under an allowed URI.",
     )
     result_urls: dict[str, str] = Field(
         default_factory=dict,
         max_length=10_000,
         description="Pre-signed PUT URLs the results are sent to when the job ends, by file "
-        "name (`<document>.md`, `<document>.json`, `summary.json`, `report.json`); a file "
-        "without a URL is not sent.",
+        "name (`<document>.md`, `<document>.json`, `<document>.pdf` where asked, "
+        "`summary.json`, `report.json`); a file without a URL is not sent.",
     )
