@@ -79,7 +79,7 @@ def installed_pins() -> dict[str, str]:
 
 
 def read_pins(path: Path = CONSTRAINTS) -> dict[str, str]:
-    pins = {}
+    pins: dict[str, str] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
