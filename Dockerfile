@@ -16,10 +16,12 @@ COPY workers ./workers
 COPY migrations ./migrations
 RUN pip install --no-deps -c constraints.txt ".[s3]" && pip check
 
-RUN useradd --create-home --uid 1000 folio
+# A fixed, numeric non-root user: Kubernetes' runAsNonRoot checks the image's user by number
+# (deploy/k8s runs the pods as 10001).
+RUN useradd --create-home --uid 10001 folio
 COPY deploy/docker/entrypoint.sh /usr/local/bin/folio-entrypoint
-USER folio
+USER 10001:10001
 # Compose starts Folio's services as root for the entrypoint alone: it gives a data folder the
-# Docker daemon made (as root) to folio, then runs `folio ...` as folio (uid 1000).
+# Docker daemon made (as root) to folio, then runs `folio ...` as folio.
 ENTRYPOINT ["folio-entrypoint", "folio"]
 CMD ["--help"]

@@ -91,5 +91,5 @@ def test_the_image_and_compose_run_folio_through_it() -> None:
     assert 'ENTRYPOINT ["folio-entrypoint", "folio"]' in dockerfile
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     for name in ("api", "worker-cpu", "worker-gpu", "submit"):
-        assert services[name]["user"] == "root", name  # the entrypoint drops to uid 1000
+        assert services[name]["user"] == "root", name  # the entrypoint drops to folio
         assert "./data:/data" in services[name]["volumes"], name

@@ -1,12 +1,12 @@
 #!/bin/sh
 # Folio image's entrypoint: `folio-entrypoint COMMAND...` readies the data folder, then runs
-# COMMAND as the image's user (folio, uid 1000).
+# COMMAND as the image's user (folio).
 #
 # docker-compose.yml bind-mounts ./data at /data. Where ./data did not exist before `up` (the
 # README's order), the daemon made it, owned by root, and the API's first upload failed with
 # PermissionError on /data/uploads (issue 66). Compose starts Folio's services as root for this
 # script alone: it gives the data folder (the folder itself, not what a user put in it) and the
-# upload folder to uid 1000 where root owns them, then drops to that user. Started as any other
+# upload folder to that user where root owns them, then drops to that user. Started as any other
 # user (Kubernetes' runAsUser), it prepares nothing and runs COMMAND as that user.
 set -eu
 data="${FOLIO_DATA_DIR:-/data}"
