@@ -4,16 +4,24 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /opt/folio
 
-COPY pyproject.toml README.md alembic.ini ./
+# Dependencies first, at the versions the tests ran (deploy/docker/constraints.txt, checked
+# against pyproject by tests/test_image_lock.py): a layer that a change to Folio's code alone
+# does not rebuild. The s3 extra: workers and the API read documents from, and write results
+# to, a bucket.
+COPY pyproject.toml README.md deploy/docker/constraints.txt ./
+RUN pip install -r constraints.txt
+COPY alembic.ini ./
 COPY app ./app
 COPY workers ./workers
 COPY migrations ./migrations
-# The s3 extra: workers and the API read documents from, and write results to, a bucket.
-RUN pip install ".[s3]"
+RUN pip install --no-deps -c constraints.txt ".[s3]" && pip check
 
 # A fixed, numeric non-root user: Kubernetes' runAsNonRoot checks the image's user by number
 # (deploy/k8s runs the pods as 10001).
 RUN useradd --create-home --uid 10001 folio
+COPY deploy/docker/entrypoint.sh /usr/local/bin/folio-entrypoint
 USER 10001:10001
-ENTRYPOINT ["folio"]
+# Compose starts Folio's services as root for the entrypoint alone: it gives a data folder the
+# Docker daemon made (as root) to folio, then runs `folio ...` as folio.
+ENTRYPOINT ["folio-entrypoint", "folio"]
 CMD ["--help"]

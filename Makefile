@@ -1,4 +1,6 @@
 # Folio developer commands. `make test` is the README's test command and what CI runs.
+# The venvs install with the image's pins (deploy/docker/constraints.txt): the tests run the
+# versions the image ships.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 VLLM_VENV ?= $(or $(FOLIO_VLLM_VENV),$(HOME)/.cache/folio/vllm-venv)
@@ -10,7 +12,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,docs]'
+	$(PY) -m pip install -q -c deploy/docker/constraints.txt -e '.[dev,docs]'
 	touch $@
 
 # The `folio[train]` extra (torch, TRL, PEFT) for `folio train-dpo` and its tests, and
@@ -23,7 +25,7 @@ train-env: $(VENV)/.train-installed
 $(VENV)/.train-installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,docs,train,scan]'
+	$(PY) -m pip install -q -c deploy/docker/constraints.txt -e '.[dev,docs,train,scan]'
 	$(PY) tests/vllm_cpu/patch_torchvision.py
 	touch $(VENV)/.installed $@
 

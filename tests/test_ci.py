@@ -21,6 +21,8 @@ def checkout(tmp_path: Path) -> Path:
     shutil.copy(SCRIPT, clone / ".ci")
     shutil.copy(ROOT / "pyproject.toml", clone)
     shutil.copy(ROOT / "Makefile", clone)
+    (clone / "deploy" / "docker").mkdir(parents=True)
+    shutil.copy(ROOT / "deploy/docker/constraints.txt", clone / "deploy/docker")
     shutil.copy(ROOT / "tests/vllm_cpu/patch_torchvision.py", clone / "tests/vllm_cpu")
     return clone
 

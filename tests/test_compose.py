@@ -77,3 +77,27 @@ def test_the_workers_environment_is_valid_settings() -> None:
     assert profile.id == "olmocr2" and profile.status == "official"
     # No server-side stop on the engine thread: the client closes looping streams.
     assert (primary.engine_plugin, primary.server_repetition_detection) == (False, False)
+
+
+def test_the_smoke_tests_variant_changes_only_vllm_the_gpu_and_the_port() -> None:
+    """.ci/compose_smoke.sh brings up the shipped file, not a copy that drifted from it."""
+    from tests.compose_stack import STANDIN_IMAGE, variant
+
+    shipped = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    changed = variant(shipped, 18080, Path("/repo"))["services"]
+
+    assert changed["vllm"]["image"] == STANDIN_IMAGE
+    assert changed["vllm"]["healthcheck"] == shipped["services"]["vllm"]["healthcheck"]
+    assert changed["api"]["ports"] == ["127.0.0.1:18080:8080"]
+
+    def as_shipped(service: dict[str, Any]) -> dict[str, Any]:
+        service = json.loads(json.dumps(service))
+        service.get("deploy", {}).get("resources", {}).get("reservations", {}).pop("devices", 0)
+        return {k: v for k, v in service.items() if k not in ("ports", "build")}
+
+    assert set(changed) == set(shipped["services"])
+    for name, service in changed.items():
+        assert "devices" not in json.dumps(service), name
+        assert service.get("build", "/repo") == "/repo", name
+        if name != "vllm":
+            assert as_shipped(service) == as_shipped(shipped["services"][name]), name
