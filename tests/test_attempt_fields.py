@@ -45,5 +45,11 @@ def test_the_report_reads_its_attempt_fields_from_the_table_by_name() -> None:
     assert read - COLUMNS == set(PARAM_COLUMNS)
 
 
+# What the API derives from an attempt's columns rather than shows as one: the step's name, the
+# verdict as one object, and what the console shows (issue 63): the decoding from its params,
+# the loop's unit read from its output, the grounding check and the report's cost.
+DERIVED = {"step", "verdict", "decoding", "loop_unit", "grounding", "cost_usd"}
+
+
 def test_the_api_shows_attempt_columns_by_their_own_names() -> None:
-    assert set(AttemptOut.model_fields) - COLUMNS == {"step", "verdict"}
+    assert set(AttemptOut.model_fields) - COLUMNS == DERIVED
