@@ -145,8 +145,8 @@ def sweep(
     count = max(truth)
     candidates = {}
     for spec in study.sweep:
-        lr, beta, epochs = (float(x) for x in spec.split(":"))
-        label = f"hp-{lr:g}-{beta:g}-{epochs:g}"
+        lr, beta, epochs = candidate(spec)
+        label = sweep_label(spec)
         tried = replace(study, learning_rate=lr, beta=beta, epochs=epochs)
         if label not in readings:
             training[label] = stages.run(
@@ -169,6 +169,17 @@ def sweep(
     fit = [s for s, c in candidates.items() if c["cer_rise"] <= dose_report.CER_TOLERANCE]
     chosen = min(fit or candidates, key=lambda s: (candidates[s]["rate"], candidates[s]["cer"]))
     return {"chosen": chosen, "dose": count, "candidates": candidates}
+
+
+def candidate(spec: str) -> tuple[float, float, float]:
+    """A sweep candidate "LEARNING_RATE:BETA:EPOCHS" as numbers."""
+    lr, beta, epochs = (float(x) for x in spec.split(":"))
+    return lr, beta, epochs
+
+
+def sweep_label(spec: str) -> str:
+    """The model a sweep candidate trains, served and read under this label."""
+    return "hp-" + "-".join(f"{x:g}" for x in candidate(spec))
 
 
 def validation_figures(readings: dict[str, Any], label: str) -> dict[str, Any]:
@@ -354,14 +365,14 @@ def run(
         if server is not None:
             server.stop()
     result["pairs"] = stages.run("export pairs", pool.export_pairs, work, job)
-    labels = [f"hp-{'-'.join(f'{float(x):g}' for x in spec.split(':'))}" for spec in study.sweep]
+    labels = [sweep_label(spec) for spec in study.sweep]
     planned = plan_arms(work, study)
     arms.write_settings(
         work, ["base", *labels, *(a.label for a in planned)], _size(study), base_url
     )
     result["sweep"] = sweep(work, study, stages, readings, training, checkpoint)
     if result["sweep"]["chosen"]:
-        lr, beta, epochs = (float(x) for x in result["sweep"]["chosen"].split(":"))
+        lr, beta, epochs = candidate(result["sweep"]["chosen"])
         study = replace(study, learning_rate=lr, beta=beta, epochs=epochs)
     result["arms_planned"] = [a.label for a in planned]
     for arm in planned:
