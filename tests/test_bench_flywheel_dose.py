@@ -54,7 +54,7 @@ def test_a_seventh_of_the_pool_is_validation_and_its_pairs_are_never_trained_on(
     assert not any(pool.is_validation(Path(name).stem) for name in trained)
 
 
-def test_the_arms_run_the_top_dose_and_its_recipes_before_the_smaller_doses(
+def test_the_arms_run_the_dose_curve_from_the_top_before_the_recipes(
     tmp_path: Path,
 ) -> None:
     for kind, count in (("truth", 120), ("own", 30)):
@@ -64,8 +64,8 @@ def test_the_arms_run_the_top_dose_and_its_recipes_before_the_smaller_doses(
         (tmp_path / "pairs" / kind / "images").mkdir(parents=True)
     study = replace(dose.Study(), doses=(36, 100, 300), seeds=(0, 1), recipes=("own", "sft"))
     labels = [arm.label for arm in dose.plan_arms(tmp_path, study)]
-    assert labels == ["dpo-120s0", "dpo-120s1", "own-30s0", "own-30s1", "sft-120s0",
-                      "sft-120s1", "dpo-100s0", "dpo-100s1", "dpo-36s0", "dpo-36s1"]  # fmt: skip
+    assert labels == ["dpo-120s0", "dpo-120s1", "dpo-100s0", "dpo-100s1", "dpo-36s0", "dpo-36s1",
+                      "own-30s0", "own-30s1", "sft-120s0", "sft-120s1"]  # fmt: skip
 
 
 def _arm(label: str, loops: int, pages: int = 100, cer: float = 0.1) -> dict[str, Any]:

@@ -57,7 +57,7 @@ class Study:
     eval_pages: int = 1200  # the first N of the reference run's held-out pages
     doses: tuple[int, ...] = (36, 100, 300)
     seeds: tuple[int, ...] = (0, 1, 2)
-    recipes: tuple[str, ...] = ("own", "dposft", "two", "sft")  # at the top dose, beside dpo
+    recipes: tuple[str, ...] = ("two", "own", "dposft", "sft")  # at the top dose, beside dpo
     epochs: float = 2.0
     min_steps: int = 8
     batch: int = 4
@@ -111,21 +111,20 @@ class Arm:
 
 
 def plan_arms(work: Path, study: Study) -> list[Arm]:
-    """Plain DPO at the top dose, then the other recipes there, then the smaller doses (the
-    curve), each over every seed."""
+    """Plain DPO at each dose from the top down (the curve), then the other recipes at the top
+    dose, each over every seed: a run stopped early has the curve before the recipes."""
     truth = pool.nested(work, "truth", study.doses, 0)
     if not truth:
         raise SystemExit("the base looped on no training page of the pool: no pairs")
     top = max(truth)
-    out = [Arm("dpo", top, s, truth[top]) for s in study.seeds]
+    out = [Arm("dpo", n, s, truth[n]) for n in sorted(truth, reverse=True) for s in study.seeds]
     own = pool.nested(work, "own", (top,), 0)
     for recipe in study.recipes:
         if recipe == "own" and not own:
             continue
         count, folder = (max(own), own[max(own)]) if recipe == "own" else (top, truth[top])
         out += [Arm(recipe, count, s, folder) for s in study.seeds]
-    smaller = sorted((n for n in truth if n != top), reverse=True)
-    return out + [Arm("dpo", n, s, truth[n]) for n in smaller for s in study.seeds]
+    return out
 
 
 def sweep(
