@@ -23,7 +23,10 @@ from bench.scale.run import ARMS, RESUMING, tax_arms
 from bench.vllm_standin.scripted import ScriptedAnswer, serving
 from tests.distributed_support import ROOT
 
-CAP = 600  # tokens: ~50 copies of the row, far past where Folio's detector calls the loop
+# tokens: ~100 copies of the row, far past where Folio's detector calls the loop and the
+# stream it lets run while the blank page's scan is read at the verdict (issue 65's hold,
+# detector_grounding_read_hold_chars: 384 characters, ~8 rows): ~350 tokens in all
+CAP = 1200
 LOOP = ScriptedAnswer(
     "---\nprimary_language: en\nis_rotation_valid: true\n---\nStatement of account\n\n",
     loop="| 2024-03-01 | Transfer to savings | 100.00 |\n",
