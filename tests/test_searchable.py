@@ -215,3 +215,20 @@ def test_a_pdf_that_must_not_be_touched_is_refused_with_its_reason(
     data = make(page_text(1))  # type: ignore[operator]
     with pytest.raises(PdfNotWritten, match=reason):
         write(tmp_path, data, [PageText(1, "tesseract", "Section 1")], GivenWords([]))
+
+
+def test_words_read_before_the_first_word_found_stay_on_the_page(
+    tmp_path: Path, tesseract: TesseractWords
+) -> None:
+    """The model reads a line Tesseract misses before everything Tesseract finds (a cover's
+    faint web address): its words go left of the first found word, and past the page's edge
+    they would be lost to a copy (a reader keeps only the text on the page)."""
+    text = page_text(2, paragraphs=1)
+    unseen = " ".join(f"faint{n}" for n in range(40))
+    kept = [PageText(1, "vlm", unseen + "\n\n" + text)]
+    doc = write(tmp_path, scanned_pdf([text]), kept, tesseract)
+    page = doc[0]
+    assert word_f1(page.get_text(), unseen + " " + text) >= 0.99
+    inside = page.rect
+    for word in page.get_text("words"):
+        assert inside.contains(pymupdf.Rect(word[:4])), word

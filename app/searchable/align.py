@@ -13,7 +13,7 @@ in the room on the line after the word before them. Pure: boxes in, boxes out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
 from app.positions.model import Box
@@ -206,3 +206,23 @@ def place(tokens: Sequence[Token], found: Sequence[FoundWord]) -> list[PlacedWor
     _elsewhere(tokens, slots, found, spare)
     _fill_rooms(tokens, slots, line_boxes(found))
     return [slot for slot in slots if slot is not None]
+
+
+def _inside(low: float, high: float, limit: float) -> tuple[float, float]:
+    """`low`..`high` moved (and cut, where longer) to lie within 0..`limit`."""
+    width = min(high - low, limit)
+    low = min(max(low, 0.0), limit - width)
+    return low, low + width
+
+
+def on_page(placed: Sequence[PlacedWord], size: tuple[float, float]) -> list[PlacedWord]:
+    """Each placed word moved onto the page where its room ran past an edge (a kept word with
+    no found word before it, spread left of the page's first found word): a reader keeps only
+    the text it finds on the page, so a word off it would be lost to a copy."""
+    width, height = size
+    moved = []
+    for word in placed:
+        x0, x1 = _inside(word.box[0], word.box[2], width)
+        y0, y1 = _inside(word.box[1], word.box[3], height)
+        moved.append(replace(word, box=(x0, y0, x1, y1)))
+    return moved

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from app.errors import FolioError
 from app.pdf.textlayer import text_layer_is_usable
-from app.searchable.align import FoundWord, line_boxes, place, split_found
+from app.searchable.align import FoundWord, line_boxes, on_page, place, split_found
 from app.searchable.document import LayeredPdf, PdfNotWritten
 from app.searchable.layer import content_stream
 from app.searchable.words import layer_text, tokens
@@ -120,7 +120,7 @@ class SearchablePdfWriter:
             found = self.words.read(layered.path, page.number, size)
         if not found:
             found = model_blocks(page.positions)
-        placed = place(kept, found)
+        placed = on_page(place(kept, found), size)
         if placed:
             lines = line_boxes(split_found(found))
             layered.add_layer(page.number, content_stream(placed, lines, to_user, layered.codes))
