@@ -15,6 +15,7 @@ from app.jobs.results import DocumentResult, load_results
 from app.pdf import samples
 from app.settings import Settings
 from app.textlayer import GateConfig, page_markdown, rejection
+from app.textlayer.edges import running_lines
 from app.textlayer.model import Box, PageLayout, TextLine
 from app.textlayer.paragraphs import join_lines
 from app.textlayer.unicode import normalize
@@ -182,6 +183,24 @@ def test_a_single_page_loses_its_running_lines_and_keeps_its_title() -> None:
     assert markdown.startswith("# A Survey of Northern Rivers\n\nthe river rises")
     for running in ("JOURNAL", "12", "Downloaded", "Stamped"):
         assert running not in markdown
+
+
+def test_two_columns_starting_at_the_top_edge_keep_their_first_lines() -> None:
+    """A scan's two columns whose text begins in the top band (the AMT handbook's page read by
+    Tesseract, line sizes unknown): each row holds two short pieces set left and right, as a
+    footer does, but they fill the width; the footer's pieces below leave it mostly empty."""
+    column = "the inner race of the bearing is clamped to the structure"
+    lines = [
+        TextLine(column, Box(x, 47 + 13 * i, x + 245, 58 + 13 * i), 11.0, False, side)
+        for i in range(40)
+        for side, x in enumerate((73, 330))
+    ]
+    lines += [
+        TextLine("7-33", Box(73, 757, 97, 766), 9.0, False, 2),
+        TextLine("Aviation Maintenance Technician Handbook", Box(330, 757, 540, 766), 9.0, False, 3),
+    ]
+    dropped = running_lines(PageLayout(612, 792, lines), sizes_known=False)
+    assert dropped == {80, 81}
 
 
 def test_the_text_layer_room_is_pure() -> None:

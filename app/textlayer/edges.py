@@ -110,7 +110,13 @@ def _is_running(
     small = not body or size <= 1.3 * body  # sizes unknown: shape and place decide
     spread = len(row) >= 2 and small and all(len(t) <= 60 for t in texts)
     spread = spread and (outermost or gap >= 0.3 * height) and _spans_page(row, lines, width)
-    return set_apart or spread
+    return set_apart or (spread and _mostly_empty(row, lines, width))
+
+
+def _mostly_empty(row: list[int], lines: Sequence[TextLine], width: float) -> bool:
+    """A running row's pieces leave most of the page's width empty ("7-33 ... AMT Handbook");
+    the first lines of two columns of body text fill it."""
+    return sum(lines[i].box.width for i in row) <= width / 2
 
 
 def _numbered_at_an_end(row: list[int], lines: Sequence[TextLine]) -> bool:
