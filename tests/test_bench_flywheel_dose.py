@@ -111,10 +111,14 @@ def test_the_dose_curve_shows_each_doses_spread_between_seeds() -> None:
     assert "| 300 | 0.050 / 0.060 / 0.070 |" in dose_report.markdown(summary)
 
 
-def test_a_stopped_study_resumes_with_its_own_options_and_refuses_others(tmp_path: Path) -> None:
+def test_a_stopped_study_resumes_on_its_own_pages_with_other_arms(tmp_path: Path) -> None:
     study = replace(dose.Study(), seeds=(0, 1, 2, 3))
     (tmp_path / "pages.json").write_text(json.dumps({"study": asdict(study), "hashes": {"a": 1}}))
     assert dose._pages(tmp_path, study, resume=True) == {"a": 1}
+    fewer = replace(study, seeds=(0, 1), sweep=())
+    assert dose._pages(tmp_path, fewer, resume=True) == {"a": 1}
+    kept = json.loads((tmp_path / "pages.json").read_text())["study"]
+    assert kept["seeds"] == [0, 1] and kept["sweep"] == []  # the record says what ran last
     with pytest.raises(SystemExit, match="another size"):
         dose._pages(tmp_path, replace(study, pool_pages=9), resume=True)
 

@@ -70,6 +70,10 @@ class Study:
     sweep_dose: int = 100
 
 
+# what the pages (pool and held-out) depend on: a resumed study keeps them, and may change the
+# rest (doses, seeds, recipes, the sweep: arms already read are kept under their labels)
+PAGE_OPTIONS = ("pool_pages", "eval_pages", "max_tokens")
+
 SMOKE = Study(
     pool_pages=14,
     eval_pages=4,
@@ -89,8 +93,12 @@ def _pages(work: Path, study: Study, resume: bool) -> dict[str, Any]:
     record = work / "pages.json"
     if resume and record.is_file():
         kept = json.loads(record.read_text())
+        pages_of = {k: kept["study"][k] for k in PAGE_OPTIONS}
+        if pages_of != {k: getattr(study, k) for k in PAGE_OPTIONS}:
+            raise SystemExit(f"{work} holds pages of another size: resume it with {pages_of}")
         if kept["study"] != json.loads(json.dumps(asdict(study))):
-            raise SystemExit(f"{work} holds a study of another size: resume it with its options")
+            kept["study"] = asdict(study)  # the arms' options may change; the pages may not
+            record.write_text(json.dumps(kept, indent=1))
         return dict(kept["hashes"])
     fresh_folder(work)
     hashes = pool.make_pages(work, study.pool_pages, study.eval_pages)
@@ -426,7 +434,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="hyperparameter candidates chosen on the validation pages (none: no sweep)",
     )
     parser.add_argument(
-        "--resume", action="store_true", help="go on with a stopped study in --out (same options)"
+        "--resume",
+        action="store_true",
+        help="go on with a stopped study in --out (its pages' options; the arms' may change)",
     )
     parser.add_argument(
         "--finish",
