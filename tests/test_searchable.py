@@ -232,3 +232,20 @@ def test_words_read_before_the_first_word_found_stay_on_the_page(
     inside = page.rect
     for word in page.get_text("words"):
         assert inside.contains(pymupdf.Rect(word[:4])), word
+
+
+def test_words_read_after_the_last_word_found_get_a_strip_of_their_own(
+    tmp_path: Path, tesseract: TesseractWords
+) -> None:
+    """Words the model reads after everything Tesseract finds would go after the last found
+    word up to the page's edge: eighty words squeezed there overlap, and a reader copies them
+    out as one; laid in a strip under the line instead, each copies out as itself."""
+    text = page_text(2, paragraphs=1)
+    unseen = " ".join(f"faint{n}" for n in range(80))
+    doc = write(
+        tmp_path, scanned_pdf([text]), [PageText(1, "vlm", text + "\n\n" + unseen)], tesseract
+    )
+    page = doc[0]
+    assert word_f1(page.get_text(), text + " " + unseen) >= 0.99
+    for word in page.get_text("words"):
+        assert page.rect.contains(pymupdf.Rect(word[:4])), word

@@ -19,6 +19,11 @@ from difflib import SequenceMatcher
 from app.positions.model import Box
 from app.searchable.words import Token, is_unspaced, matching_key, split_unspaced
 
+# the lines of words laid in strips of their own, on no found line: below the line before
+# them, or above the line after them
+_BELOW, _ABOVE = -1, -2
+_CHAR = 0.5  # a character's width in a strip, in the strip's heights
+
 
 @dataclass(frozen=True)
 class FoundWord:
@@ -120,26 +125,37 @@ def _over(tokens: Sequence[Token], found: Sequence[FoundWord]) -> list[PlacedWor
 
 
 def _room_after(
-    last: PlacedWord | None, following: PlacedWord | None, lines: dict[int, Box], count: int
+    last: PlacedWord | None,
+    following: PlacedWord | None,
+    lines: dict[int, Box],
+    count: int,
+    width: float | None = None,
 ) -> tuple[Box, int] | None:
     """Where kept words with no found word facing them go: after the word before them, up to
     the next placed word on that line (never over it) or the line's end (at least a strip
-    half the line's height a word wide)."""
+    half the line's height a word wide). Where that strip would run past the page's edge
+    (`width`), a strip as wide as the line under it (over it, for words before the page's
+    first found word): squeezed at the edge, their glyphs would overlap and a reader would
+    copy them out as one word."""
     if last is None and following is None:
         return None
     if last is None:
         assert following is not None
-        line, (lx0, y0, _, y1) = following.line, lines.get(following.line, following.box)
+        line, (lx0, y0, lx1, y1) = following.line, lines.get(following.line, following.box)
         x1 = following.box[0]
         x0 = lx0 if following.box[0] - lx0 > 0 else x1 - (y1 - y0) * 0.5 * count
+        if width is not None and x0 < 0:
+            return (lx0, y0 - 1.2 * (y1 - y0), max(lx1, width - lx0), y0 - 0.2 * (y1 - y0)), _ABOVE
         return (min(x0, x1 - 1.0), y0, x1, y1), line
-    line, (_, y0, lx1, y1) = last.line, lines.get(last.line, last.box)
+    line, (lx0, y0, lx1, y1) = last.line, lines.get(last.line, last.box)
     x0 = last.box[2]
     beside = following is not None and following.line == line and following.box[0] > x0
     x1 = following.box[0] if following is not None and beside else lx1
     narrow = (y1 - y0) * 0.5 * count
     if x1 - x0 < (1.0 if beside else narrow):  # a gap before the next word is kept to
         x1 = x0 + narrow
+    if width is not None and x1 > width:
+        return (lx0, y1 + 0.2 * (y1 - y0), max(lx1, width - lx0), y1 + 1.2 * (y1 - y0)), _BELOW
     return (x0, y0, x1, y1), line
 
 
@@ -165,7 +181,10 @@ def _elsewhere(
 
 
 def _fill_rooms(
-    tokens: Sequence[Token], slots: list[PlacedWord | None], lines: dict[int, Box]
+    tokens: Sequence[Token],
+    slots: list[PlacedWord | None],
+    lines: dict[int, Box],
+    width: float | None,
 ) -> None:
     """Each run of kept words still unplaced spread after the word before it."""
     index = 0
@@ -178,15 +197,48 @@ def _fill_rooms(
             end += 1
         last = slots[index - 1] if index else None
         following = slots[end] if end < len(slots) else None
-        room = _room_after(last, following, lines, end - index)
+        room = _room_after(last, following, lines, end - index, width)
         if room is not None:
-            for k, word in enumerate(spread(tokens[index:end], room[0], room[1])):
-                slots[index + k] = word
+            laid = (
+                spread(tokens[index:end], *room)
+                if room[1] >= 0
+                else _strips(tokens[index:end], room[0], upward=room[1] == _ABOVE)
+            )
+            slots[index:end] = laid
         index = end
 
 
-def place(tokens: Sequence[Token], found: Sequence[FoundWord]) -> list[PlacedWord]:
-    """Every kept token with a box, in the kept order; none where nothing was found."""
+def _strips(tokens: Sequence[Token], first: Box, upward: bool) -> list[PlacedWord]:
+    """`tokens` across strips as wide and tall as `first`, each after the one before it
+    (below, or above where `upward`), a character `_CHAR` strip heights wide."""
+    x0, y0, x1, y1 = first
+    height = y1 - y0
+    fits = max(int((x1 - x0) / (_CHAR * height)), 1)  # characters a strip holds
+    placed: list[PlacedWord] = []
+    chunks: list[list[Token]] = [[]]
+    used = 0
+    for token in tokens:
+        size = len(token.text) + 1
+        if chunks[-1] and used + size > fits:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(token)
+        used += size
+    step = -1.2 * height if upward else 1.2 * height
+    if upward:  # the last strip nearest the line: the first strip highest
+        y0 += step * (len(chunks) - 1)
+    for chunk in chunks:
+        width = min(x1 - x0, sum(len(t.text) + 1 for t in chunk) * _CHAR * height)
+        placed += spread(chunk, (x0, y0, x0 + width, y0 + height), _BELOW)
+        y0 -= step if upward else -step
+    return placed
+
+
+def place(
+    tokens: Sequence[Token], found: Sequence[FoundWord], width: float | None = None
+) -> list[PlacedWord]:
+    """Every kept token with a box, in the kept order; none where nothing was found; `width`:
+    the page's, which no room for unfound words runs past."""
     found = split_found(found)
     if not found:
         return []
@@ -204,7 +256,7 @@ def place(tokens: Sequence[Token], found: Sequence[FoundWord]) -> list[PlacedWor
         else:  # words one reader has and the other has not here: perhaps elsewhere
             spare += range(j1, j2)
     _elsewhere(tokens, slots, found, spare)
-    _fill_rooms(tokens, slots, line_boxes(found))
+    _fill_rooms(tokens, slots, line_boxes(found), width)
     return [slot for slot in slots if slot is not None]
 
 

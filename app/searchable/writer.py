@@ -120,7 +120,7 @@ class SearchablePdfWriter:
             found = self.words.read(layered.path, page.number, size)
         if not found:
             found = model_blocks(page.positions)
-        placed = on_page(place(kept, found), size)
+        placed = on_page(place(kept, found, size[0]), size)
         if placed:
             lines = line_boxes(split_found(found))
             layered.add_layer(page.number, content_stream(placed, lines, to_user, layered.codes))
