@@ -68,6 +68,9 @@ class Study:
     # chosen on the validation pages (`sweep`); () keeps the values above
     sweep: tuple[str, ...] = ("1e-4:0.1:2", "3e-4:0.1:2", "3e-5:0.1:2")
     sweep_dose: int = 100
+    # each arm read on the validation pages too (where a gate over seeds would choose), or on
+    # the held-out pages only (a quarter less reading)
+    arm_validation: bool = True
 
 
 # what the pages (pool and held-out) depend on: a resumed study keeps them, and may change the
@@ -386,8 +389,9 @@ def run(
         if arm.label in readings:
             continue
         training[arm.label] = stages.run(f"train {arm.label}", train_arm, work, arm, study)
+        splits = ("validation", "held_out") if study.arm_validation else ("held_out",)
         readings[arm.label] = stages.run(
-            f"serve + read {arm.label}", serve_and_read, work, arm.label, "greedy"
+            f"serve + read {arm.label}", serve_and_read, work, arm.label, "greedy", splits
         )
         diagnostics[arm.label] = stages.run(
             f"diagnose {arm.label}", onset.diagnose, work, arm.label, study.beta
@@ -434,6 +438,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="hyperparameter candidates chosen on the validation pages (none: no sweep)",
     )
     parser.add_argument(
+        "--held-out-only",
+        action="store_true",
+        help="read each arm on the held-out pages only (not the validation pages)",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="go on with a stopped study in --out (its pages' options; the arms' may change)",
@@ -459,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "beta": args.beta,
         "epochs": args.epochs,
         "sweep": tuple(args.sweep) if args.sweep is not None else None,
+        "arm_validation": False if args.held_out_only else None,
     }
     study = Study(**{**asdict(study), **{k: v for k, v in overrides.items() if v is not None}})
     if args.finish:
