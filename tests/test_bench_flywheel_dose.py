@@ -4,13 +4,14 @@ plans and the figures it reports (its runs on real vLLM CPU servers are the benc
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.flywheel import dose, dose_report, pool
+from bench.flywheel import dose, dose_report, pool, pool_pack
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 
@@ -129,3 +130,66 @@ def test_the_validation_figures_compare_cer_on_the_pages_the_base_read_cleanly()
     readings = {"base": {"validation": base}, "hp": {"validation": tuned}}
     figures = dose.validation_figures(readings, "hp")
     assert figures == {"rate": 0.1, "cer": 0.15, "cer_rise": 0.05}
+
+
+def _read_pool(work: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A work folder as a pool reading leaves it: a page, its pair and healthy record with the
+    page's image as the model saw it, and the job's first attempt in the database."""
+    import sqlite3
+
+    from app.pdf.samples import born_digital_pdf
+    from app.settings import Settings
+    from app.train.page_image import profile_of, write_page_image
+    from bench.flywheel import arms
+
+    (work / "pages" / "pool").mkdir(parents=True)
+    pdf = work / "pages" / "pool" / "pool-form-0003.pdf"
+    pdf.write_bytes(born_digital_pdf([text]))
+    arms.write_settings(work, ["base"], arms.FULL, "http://127.0.0.1:9/v1")
+    with monkeypatch.context() as env:
+        env.setenv("FOLIO_CONFIG", str(work / "folio.toml"))
+        settings = Settings()
+    metadata = {"document": pdf.name, "page": 1}
+    rows = {}
+    for kind, name in pool_pack.KINDS.items():
+        folder = work / "pairs" / kind
+        (folder / "images").mkdir(parents=True)
+        image = folder / "images" / "j-1.png"
+        write_page_image(settings, profile_of(settings, "base"), pdf, 1, "base", image)
+        rows[kind] = {"images": ["images/j-1.png"], "metadata": metadata, "kind": kind}
+        (folder / name).write_text(json.dumps(rows[kind]) + "\n")
+    with sqlite3.connect(work / "folio.db") as db:
+        db.execute("CREATE TABLE attempts (job_id TEXT, step_index INT, endpoint TEXT)")
+        db.execute("INSERT INTO attempts VALUES ('j', 0, 'base')")
+    return rows
+
+
+def test_a_kept_pool_reading_starts_a_study_elsewhere_on_the_same_pixels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.pdf.samples import page_text
+
+    hashes = {"pool": "abc"}
+    rows = _read_pool(tmp_path / "read", page_text(1), monkeypatch)
+    pool_pack.pack(tmp_path / "read", "j", hashes, tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    _read_pool(elsewhere, page_text(1), monkeypatch)  # the same pages, made anew
+    for kind in pool_pack.KINDS:
+        shutil.rmtree(elsewhere / "pairs" / kind)
+    assert pool_pack.unpack(elsewhere, {"pool": "other"}, tmp_path) is None  # other pages
+    assert pool_pack.unpack(elsewhere, hashes, tmp_path) == "j"
+    for kind, name in pool_pack.KINDS.items():
+        kept = elsewhere / "pairs" / kind
+        assert json.loads((kept / name).read_text()) == rows[kind]
+        assert (kept / "images" / "j-1.png").read_bytes() == (
+            tmp_path / "read" / "pairs" / kind / "images" / "j-1.png"
+        ).read_bytes()
+    assert (elsewhere / "pool_job.txt").read_text() == "j"
+    assert pool_pack.unpack(elsewhere, hashes, tmp_path) is None  # a pool already there
+
+    other = tmp_path / "other"
+    _read_pool(other, page_text(2), monkeypatch)  # a page that renders otherwise
+    for kind in pool_pack.KINDS:
+        shutil.rmtree(other / "pairs" / kind)
+    with pytest.raises(SystemExit, match="renders otherwise"):
+        pool_pack.unpack(other, hashes, tmp_path)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.environment import describe, machine_info, write_compressed, write_results
-from bench.flywheel import arms, dose_report, onset, pages, pool
+from bench.flywheel import arms, dose_report, onset, pages, pool, pool_pack
 from bench.flywheel.model import COMMITTED, assemble
 from bench.flywheel.rows import greedy_of, per_page
 from bench.flywheel.run import Stages, folio, fresh_folder
@@ -334,6 +334,8 @@ def run(
     hashes = stages.run("pages", _pages, work, study, resume)
     card = stages.run("assemble", assemble, weights, work / "models" / "base")
     arms.write_settings(work, ["base"], _size(study), base_url)
+    if weights.resolve() == COMMITTED.resolve():  # the committed base's pool reading, kept
+        stages.run("pool kept", pool_pack.unpack, work, hashes)
     result: dict[str, Any] = {
         "study": asdict(study),
         "data": hashes,
@@ -491,6 +493,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     result["pages_file"] = pages_file.name
     where = write_results(args.name, result, folder)
+    if official and (job := args.out / "pool_job.txt").is_file():
+        pool_pack.pack(args.out, job.read_text().strip(), result["data"], None)
     print(f"Results written to {where}")
     shutil.rmtree(args.out / "tmp", ignore_errors=True)
     return result

@@ -1,0 +1,81 @@
+"""The dose study's pool reading, kept: the pairs and healthy pages the base's reading of the
+training pool gave (`pairs/truth`, `pairs/own`, `pairs/healthy`), packed into one committed
+file, so a later run on another machine starts from them instead of reading the pool again
+(an hour and more on 2 cores).
+
+Only text is packed: each record's image is the pool page rendered as the model saw it, made
+again here from the same generated page (`pages/pool/`, which the study makes anew from its
+seeds) and checked against the packed image's SHA-256, so a machine that renders otherwise
+reads the pool again rather than train on other pixels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from bench.environment import read_results, write_compressed
+
+KINDS = {"truth": "train.jsonl", "own": "train.jsonl", "healthy": "healthy.jsonl"}
+NAME = "flywheel_dose_pool"
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pack(work: Path, job: str, hashes: dict[str, Any], directory: Path | None) -> Path:
+    """`bench/results/flywheel_dose_pool.json.gz` (or in `directory`) from a read pool."""
+    with sqlite3.connect(work / "folio.db") as connection:
+        endpoint = connection.execute(
+            "SELECT endpoint FROM attempts WHERE job_id = ? AND step_index = 0 LIMIT 1", (job,)
+        ).fetchone()[0]
+    kinds: dict[str, Any] = {}
+    for kind, name in KINDS.items():
+        folder = work / "pairs" / kind
+        rows = [json.loads(r) for r in (folder / name).read_text("utf-8").splitlines()]
+        images = {i for row in rows for i in row["images"]}
+        kinds[kind] = {"rows": rows, "images": {i: _sha(folder / i) for i in sorted(images)}}
+    data = {"job": job, "endpoint": endpoint, "pages": hashes, "kinds": kinds}
+    return write_compressed(NAME, data, directory)
+
+
+def unpack(work: Path, hashes: dict[str, Any], directory: Path | None = None) -> str | None:
+    """The packed pool reading into `work` (its pages made already): the pool job's id, or
+    None where nothing is packed for these pages."""
+    packed = read_results(NAME, directory)
+    if (work / "pool_job.txt").is_file() or packed is None or packed["pages"] != hashes:
+        return None
+    from app.settings import Settings
+    from app.train.page_image import profile_of, write_page_image
+
+    os.environ["FOLIO_CONFIG"] = str(work / "folio.toml")
+    try:
+        settings = Settings()
+    finally:
+        del os.environ["FOLIO_CONFIG"]
+    profile = profile_of(settings, packed["endpoint"])
+    for kind, name in KINDS.items():
+        folder = work / "pairs" / kind
+        (folder / "images").mkdir(parents=True, exist_ok=True)
+        rows = packed["kinds"][kind]["rows"]
+        for image, sha in packed["kinds"][kind]["images"].items():
+            row = next(r for r in rows if image in r["images"])
+            page = work / "pages" / "pool" / Path(row["metadata"]["document"]).name
+            target = folder / image
+            write_page_image(
+                settings, profile, page, row["metadata"]["page"], packed["endpoint"], target
+            )
+            if _sha(target) != sha:
+                raise SystemExit(
+                    f"{target} renders otherwise on this machine than where the pool was read: "
+                    f"read the pool again (move {NAME}.json.gz aside)"
+                )
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        (folder / name).write_text(text, encoding="utf-8")
+    (work / "pool_job.txt").write_text(packed["job"])
+    return str(packed["job"])
