@@ -68,9 +68,7 @@ class Study:
     # chosen on the validation pages (`sweep`); () keeps the values above
     sweep: tuple[str, ...] = ("1e-4:0.1:2", "3e-4:0.1:2", "3e-5:0.1:2")
     sweep_dose: int = 100
-    # each arm read on the validation pages too (where a gate over seeds would choose), or on
-    # the held-out pages only (a quarter less reading)
-    arm_validation: bool = True
+    arm_validation: bool = True  # each arm read on the validation pages too, not only held-out
 
 
 # what the pages (pool and held-out) depend on: a resumed study keeps them, and may change the
@@ -327,14 +325,15 @@ def serve_and_read(
 
 
 def run(
-    study: Study, work: Path, weights: Path, resume: bool, base_url: str | None = None
+    study: Study, work: Path, weights: Path, resume: bool, base_url: str | None, keep: bool
 ) -> dict[str, Any]:
-    """`base_url`: the weights already served there as the base (no server of its own)."""
+    """`base_url`: the weights already served there as the base (no server of its own);
+    `keep`: the pool's reading kept in bench/results (`pool_pack`), used where it is there."""
     stages = Stages()
     hashes = stages.run("pages", _pages, work, study, resume)
     card = stages.run("assemble", assemble, weights, work / "models" / "base")
     arms.write_settings(work, ["base"], _size(study), base_url)
-    if weights.resolve() == COMMITTED.resolve():  # the committed base's pool reading, kept
+    if keep:
         stages.run("pool kept", pool_pack.unpack, work, hashes)
     result: dict[str, Any] = {
         "study": asdict(study),
@@ -370,13 +369,15 @@ def run(
     )
     try:
         job = stages.run("folio run --plan ladder (pool)", pool.read_pool, work)
+        result["pairs"] = stages.run("export pairs", pool.export_pairs, work, job)
+        if keep:
+            stages.run("keep the pool's reading", pool_pack.pack, work, job, hashes, None)
         if "base" not in readings:
             readings["base"] = stages.run("base: validation and held-out", read_base, work)
             checkpoint()
     finally:
         if server is not None:
             server.stop()
-    result["pairs"] = stages.run("export pairs", pool.export_pairs, work, job)
     labels = [sweep_label(spec) for spec in study.sweep]
     planned = plan_arms(work, study)
     arms.write_settings(
@@ -473,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "arm_validation": False if args.held_out_only else None,
     }
     study = Study(**{**asdict(study), **{k: v for k, v in overrides.items() if v is not None}})
+    official = args.weights.resolve() == COMMITTED.resolve() and not args.smoke
     if args.finish:
         _pages(args.out, study, resume=True)
         result = json.loads((args.out / "partial.json").read_text())
@@ -480,21 +482,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             result["readings"], result["training"], result["diagnostics"]
         )
     else:
-        result = run(study, args.out, args.weights, args.resume, args.base_url)
+        result = run(study, args.out, args.weights, args.resume, args.base_url, official)
     from tests.vllm_cpu.server import default_venv
 
     result["machine"] = machine_info(default_venv(), ("torch", "transformers", "trl", "peft"))
     print(f"Machine: {describe(result['machine'])}")
     print(dose_report.markdown(result["summary"]))
-    official = args.weights.resolve() == COMMITTED.resolve() and not args.smoke
     folder = None if official else args.out
     pages_file = write_compressed(
         f"{args.name}_pages", {"readings": result.pop("readings")}, folder
     )
     result["pages_file"] = pages_file.name
     where = write_results(args.name, result, folder)
-    if official and (job := args.out / "pool_job.txt").is_file():
-        pool_pack.pack(args.out, job.read_text().strip(), result["data"], None)
     print(f"Results written to {where}")
     shutil.rmtree(args.out / "tmp", ignore_errors=True)
     return result
