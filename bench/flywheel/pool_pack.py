@@ -20,7 +20,8 @@ from typing import Any
 
 from bench.environment import read_results, write_compressed
 
-KINDS = {"truth": "train.jsonl", "own": "train.jsonl", "healthy": "healthy.jsonl"}
+# each folder's records as training reads them (`healthy`: the SFT records `pool.healthy_sft` made)
+KINDS = {"truth": "train.jsonl", "own": "train.jsonl", "healthy": "train.jsonl"}
 NAME = "flywheel_dose_pool"
 
 
