@@ -149,7 +149,7 @@ def _read_pool(work: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> dict[s
     with monkeypatch.context() as env:
         env.setenv("FOLIO_CONFIG", str(work / "folio.toml"))
         settings = Settings()
-    metadata = {"document": pdf.name, "page": 1}
+    metadata = {"document": pdf.stem, "page": 1}  # a document's name, as export-dpo writes it
     rows = {}
     for kind, name in pool_pack.KINDS.items():
         folder = work / "pairs" / kind

@@ -66,7 +66,7 @@ def unpack(work: Path, hashes: dict[str, Any], directory: Path | None = None) ->
         rows = packed["kinds"][kind]["rows"]
         for image, sha in packed["kinds"][kind]["images"].items():
             row = next(r for r in rows if image in r["images"])
-            page = work / "pages" / "pool" / Path(row["metadata"]["document"]).name
+            page = work / "pages" / "pool" / f"{row['metadata']['document']}.pdf"  # its name
             target = folder / image
             write_page_image(
                 settings, profile, page, row["metadata"]["page"], packed["endpoint"], target
