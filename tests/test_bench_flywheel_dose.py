@@ -132,13 +132,12 @@ def test_the_validation_figures_compare_cer_on_the_pages_the_base_read_cleanly()
     assert figures == {"rate": 0.1, "cer": 0.15, "cer_rise": 0.05}
 
 
-def _read_pool(work: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def _read_pool(work: Path, text: str) -> dict[str, Any]:
     """A work folder as a pool reading leaves it: a page, its pair and healthy record with the
     page's image as the model saw it, and the job's first attempt in the database."""
     import sqlite3
 
     from app.pdf.samples import born_digital_pdf
-    from app.settings import Settings
     from app.train.page_image import profile_of, write_page_image
     from bench.flywheel import arms
 
@@ -146,18 +145,16 @@ def _read_pool(work: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> dict[s
     pdf = work / "pages" / "pool" / "pool-form-0003.pdf"
     pdf.write_bytes(born_digital_pdf([text]))
     arms.write_settings(work, ["base"], arms.FULL, "http://127.0.0.1:9/v1")
-    with monkeypatch.context() as env:
-        env.setenv("FOLIO_CONFIG", str(work / "folio.toml"))
-        settings = Settings()
+    settings = pool.settings_of(work)
     metadata = {"document": pdf.stem, "page": 1}  # a document's name, as export-dpo writes it
     rows = {}
-    for kind, name in pool_pack.KINDS.items():
+    for kind in pool_pack.KINDS:
         folder = work / "pairs" / kind
         (folder / "images").mkdir(parents=True)
         image = folder / "images" / "j-1.png"
         write_page_image(settings, profile_of(settings, "base"), pdf, 1, "base", image)
         rows[kind] = {"images": ["images/j-1.png"], "metadata": metadata, "kind": kind}
-        (folder / name).write_text(json.dumps(rows[kind]) + "\n")
+        (folder / pool_pack.RECORDS).write_text(json.dumps(rows[kind]) + "\n")
     with sqlite3.connect(work / "folio.db") as db:
         db.execute("CREATE TABLE attempts (job_id TEXT, step_index INT, endpoint TEXT)")
         db.execute("INSERT INTO attempts VALUES ('j', 0, 'base')")
@@ -165,22 +162,22 @@ def _read_pool(work: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> dict[s
 
 
 def test_a_kept_pool_reading_starts_a_study_elsewhere_on_the_same_pixels(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     from app.pdf.samples import page_text
 
     hashes = {"pool": "abc"}
-    rows = _read_pool(tmp_path / "read", page_text(1), monkeypatch)
+    rows = _read_pool(tmp_path / "read", page_text(1))
     pool_pack.pack(tmp_path / "read", "j", hashes, tmp_path)
     elsewhere = tmp_path / "elsewhere"
-    _read_pool(elsewhere, page_text(1), monkeypatch)  # the same pages, made anew
+    _read_pool(elsewhere, page_text(1))  # the same pages, made anew
     for kind in pool_pack.KINDS:
         shutil.rmtree(elsewhere / "pairs" / kind)
     assert pool_pack.unpack(elsewhere, {"pool": "other"}, tmp_path) is None  # other pages
     assert pool_pack.unpack(elsewhere, hashes, tmp_path) == "j"
-    for kind, name in pool_pack.KINDS.items():
+    for kind in pool_pack.KINDS:
         kept = elsewhere / "pairs" / kind
-        assert json.loads((kept / name).read_text()) == rows[kind]
+        assert json.loads((kept / pool_pack.RECORDS).read_text()) == rows[kind]
         assert (kept / "images" / "j-1.png").read_bytes() == (
             tmp_path / "read" / "pairs" / kind / "images" / "j-1.png"
         ).read_bytes()
@@ -188,7 +185,7 @@ def test_a_kept_pool_reading_starts_a_study_elsewhere_on_the_same_pixels(
     assert pool_pack.unpack(elsewhere, hashes, tmp_path) is None  # a pool already there
 
     other = tmp_path / "other"
-    _read_pool(other, page_text(2), monkeypatch)  # a page that renders otherwise
+    _read_pool(other, page_text(2))  # a page that renders otherwise
     for kind in pool_pack.KINDS:
         shutil.rmtree(other / "pairs" / kind)
     with pytest.raises(SystemExit, match="renders otherwise"):

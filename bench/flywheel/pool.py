@@ -12,12 +12,15 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bench.flywheel import arms, data, families, pages
 from bench.flywheel.run import folio, last_job
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 # The 6,000-page run's pages (`bench/results/flywheel_arms_6000.json`): its 160 training pages
 # are drawn first from the same generator, so its held-out pages come out the same.
@@ -145,22 +148,28 @@ def _write_split(work: Path, source: Path, name: str, rows: Sequence[str]) -> in
     return len(rows)
 
 
+def settings_of(work: Path) -> Settings:
+    """Folio's settings as the work folder's `folio` commands read them (its folio.toml)."""
+    from app.settings import Settings
+
+    os.environ["FOLIO_CONFIG"] = str(work / "folio.toml")
+    try:
+        return Settings()
+    finally:
+        del os.environ["FOLIO_CONFIG"]
+
+
 def healthy_sft(work: Path, job: str) -> int:
     """Training pool pages whose first attempt was healthy, as SFT records (chosen: the page's
     truth; the rejected side is required by the format and unused at DPO weight 0)."""
     from app.db.engine import Database
-    from app.settings import Settings
     from app.train.healthy import export_healthy
 
     out = work / "pairs" / "healthy"
     if (out / "train.jsonl").is_file():
         return len((out / "train.jsonl").read_text().splitlines())
     (out / "images").mkdir(parents=True, exist_ok=True)
-    os.environ["FOLIO_CONFIG"] = str(work / "folio.toml")
-    try:
-        settings = Settings()
-    finally:
-        del os.environ["FOLIO_CONFIG"]
+    settings = settings_of(work)
     export_healthy(
         settings, Database(settings.database_url), [job], out, 100_000, work / "truth" / "pool"
     )

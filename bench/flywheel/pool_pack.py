@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from bench.environment import read_results, write_compressed
+from bench.flywheel import pool
 
-# each folder's records as training reads them (`healthy`: the SFT records `pool.healthy_sft` made)
-KINDS = {"truth": "train.jsonl", "own": "train.jsonl", "healthy": "train.jsonl"}
+# the folders packed, each with its records as training reads them, in RECORDS (`healthy`: the
+# SFT records `pool.healthy_sft` made)
+KINDS = ("truth", "own", "healthy")
+RECORDS = "train.jsonl"
 NAME = "flywheel_dose_pool"
 
 
@@ -36,9 +38,9 @@ def pack(work: Path, job: str, hashes: dict[str, Any], directory: Path | None) -
             "SELECT endpoint FROM attempts WHERE job_id = ? AND step_index = 0 LIMIT 1", (job,)
         ).fetchone()[0]
     kinds: dict[str, Any] = {}
-    for kind, name in KINDS.items():
+    for kind in KINDS:
         folder = work / "pairs" / kind
-        rows = [json.loads(r) for r in (folder / name).read_text("utf-8").splitlines()]
+        rows = [json.loads(r) for r in (folder / RECORDS).read_text("utf-8").splitlines()]
         images = {i for row in rows for i in row["images"]}
         kinds[kind] = {"rows": rows, "images": {i: _sha(folder / i) for i in sorted(images)}}
     data = {"job": job, "endpoint": endpoint, "pages": hashes, "kinds": kinds}
@@ -48,24 +50,22 @@ def pack(work: Path, job: str, hashes: dict[str, Any], directory: Path | None) -
 def unpack(work: Path, hashes: dict[str, Any], directory: Path | None = None) -> str | None:
     """The packed pool reading into `work` (its pages made already): the pool job's id, or
     None where nothing is packed for these pages."""
-    packed = read_results(NAME, directory)
-    if (work / "pool_job.txt").is_file() or packed is None or packed["pages"] != hashes:
+    if (work / "pool_job.txt").is_file():  # a pool read (or unpacked) here already
         return None
-    from app.settings import Settings
+    packed = read_results(NAME, directory)
+    if packed is None or packed["pages"] != hashes:
+        return None
     from app.train.page_image import profile_of, write_page_image
 
-    os.environ["FOLIO_CONFIG"] = str(work / "folio.toml")
-    try:
-        settings = Settings()
-    finally:
-        del os.environ["FOLIO_CONFIG"]
+    settings = pool.settings_of(work)
     profile = profile_of(settings, packed["endpoint"])
-    for kind, name in KINDS.items():
+    for kind in KINDS:
         folder = work / "pairs" / kind
         (folder / "images").mkdir(parents=True, exist_ok=True)
         rows = packed["kinds"][kind]["rows"]
+        row_of = {image: row for row in rows for image in row["images"]}
         for image, sha in packed["kinds"][kind]["images"].items():
-            row = next(r for r in rows if image in r["images"])
+            row = row_of[image]
             page = work / "pages" / "pool" / f"{row['metadata']['document']}.pdf"  # its name
             target = folder / image
             write_page_image(
@@ -77,6 +77,6 @@ def unpack(work: Path, hashes: dict[str, Any], directory: Path | None = None) ->
                     f"read the pool again (move {NAME}.json.gz aside)"
                 )
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        (folder / name).write_text(text, encoding="utf-8")
+        (folder / RECORDS).write_text(text, encoding="utf-8")
     (work / "pool_job.txt").write_text(packed["job"])
     return str(packed["job"])
