@@ -183,6 +183,8 @@ def test_a_kept_pool_reading_starts_a_study_elsewhere_on_the_same_pixels(
         ).read_bytes()
     assert (elsewhere / "pool_job.txt").read_text() == "j"
     assert pool_pack.unpack(elsewhere, hashes, tmp_path) is None  # a pool already there
+    (elsewhere / "folio.db").unlink()  # an unpacked pool was never read into this database
+    assert pool_pack.pack(elsewhere, "j", hashes, tmp_path) is None  # kept already: no-op
 
     other = tmp_path / "other"
     _read_pool(other, page_text(2))  # a page that renders otherwise
@@ -190,3 +192,11 @@ def test_a_kept_pool_reading_starts_a_study_elsewhere_on_the_same_pixels(
         shutil.rmtree(other / "pairs" / kind)
     with pytest.raises(SystemExit, match="renders otherwise"):
         pool_pack.unpack(other, hashes, tmp_path)
+
+
+def test_a_kept_checkpoint_goes_on_only_with_its_own_pages(tmp_path: Path) -> None:
+    result = {"data": {"pool": "abc"}, "readings": {"base": {"held_out": {}}}, "training": {}}
+    assert pool_pack.kept_partial({"pool": "abc"}, tmp_path) == {}  # nothing kept yet
+    pool_pack.keep_partial(result, tmp_path)
+    assert pool_pack.kept_partial({"pool": "abc"}, tmp_path) == result
+    assert pool_pack.kept_partial({"pool": "other"}, tmp_path) == {}

@@ -83,23 +83,30 @@ def test_pages_of_several_lengths_pad_their_answers(base: Path) -> None:
 
 
 def test_a_few_steps_on_one_batch_lower_the_loss(base: Path) -> None:
-    """The labels line up with the answer: the model can fit one batch."""
+    """The labels line up with the answer: the model can fit one batch. The vision tower is
+    frozen, as `folio train-dpo` keeps it: on this CPU build the patch embedding's Conv3d weight
+    gradient came back non-finite now and then (4 of 8 runs here, from the 9th step), which
+    made this test a coin flip."""
     import torch
     from transformers import AutoConfig, Qwen2VLForConditionalGeneration
+
+    from app.train.trainer import freeze_vision
 
     torch.manual_seed(0)
     made = batches(base)
     model = Qwen2VLForConditionalGeneration(AutoConfig.from_pretrained(base))
+    assert freeze_vision(model) > 0
     drawn = made.draw(2, 1, torch.Generator().manual_seed(1))
     inputs = made.inputs(drawn["grid"], drawn["lengths"])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=2e-3)
     losses = []
     for _ in range(16):
         loss = model(**inputs).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     assert losses[-1] < 0.6 * losses[0]
 
 

@@ -300,13 +300,7 @@ def serve_and_read(
     work: Path, label: str, plan: str, splits: Sequence[str] = ("validation", "held_out")
 ) -> dict[str, Any]:
     """The model on its own server, read on the validation pages and the held-out pages."""
-    server = arms.serve(
-        work / "models" / label,
-        label,
-        arms.port_of(work, label),
-        work / f"vllm-{label}.log",
-        SERVER_ARGS,
-    )
+    server = _serve(work, label)
     try:
         rows = {
             split: read(
@@ -322,6 +316,11 @@ def serve_and_read(
     finally:
         server.stop()
     return {split: greedy_of({f"{label}.{plan}": arm}) for split, arm in rows.items()}
+
+
+def _serve(work: Path, label: str) -> Any:
+    log = work / f"vllm-{label}.log"
+    return arms.serve(work / "models" / label, label, arms.port_of(work, label), log, SERVER_ARGS)
 
 
 def run(
@@ -343,6 +342,8 @@ def run(
     }
     partial = work / "partial.json"
     kept = json.loads(partial.read_text()) if resume and partial.is_file() else {}
+    if keep and not kept:
+        kept = pool_pack.kept_partial(hashes)
     readings: dict[str, Any] = kept.get("readings", {})
     training: dict[str, Any] = kept.get("training", {})
     diagnostics: dict[str, Any] = kept.get("diagnostics", {})
@@ -355,18 +356,10 @@ def run(
             timings_s={**stages.seconds, "total": round(stages.elapsed(), 1)},
         )
         partial.write_text(json.dumps(result))
+        if keep:
+            pool_pack.keep_partial(result)
 
-    server = (
-        None
-        if base_url
-        else arms.serve(
-            work / "models" / "base",
-            "base",
-            arms.port_of(work, "base"),
-            work / "vllm-base.log",
-            SERVER_ARGS,
-        )
-    )
+    server = None if base_url else _serve(work, "base")
     try:
         job = stages.run("folio run --plan ladder (pool)", pool.read_pool, work)
         result["pairs"] = stages.run("export pairs", pool.export_pairs, work, job)

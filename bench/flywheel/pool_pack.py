@@ -7,6 +7,10 @@ Only text is packed: each record's image is the pool page rendered as the model 
 again here from the same generated page (`pages/pool/`, which the study makes anew from its
 seeds) and checked against the packed image's SHA-256, so a machine that renders otherwise
 reads the pool again rather than train on other pixels.
+
+The study's checkpoint (every reading, training card and diagnosis so far: `partial.json`) is
+kept the same way (`keep_partial`), so a later session goes on after the last arm read here
+instead of reading the base again.
 """
 
 from __future__ import annotations
@@ -25,14 +29,19 @@ from bench.flywheel import pool
 KINDS = ("truth", "own", "healthy")
 RECORDS = "train.jsonl"
 NAME = "flywheel_dose_pool"
+PARTIAL = "flywheel_dose_partial"
 
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def pack(work: Path, job: str, hashes: dict[str, Any], directory: Path | None) -> Path:
-    """`bench/results/flywheel_dose_pool.json.gz` (or in `directory`) from a read pool."""
+def pack(work: Path, job: str, hashes: dict[str, Any], directory: Path | None) -> Path | None:
+    """`bench/results/flywheel_dose_pool.json.gz` (or in `directory`) from a read pool; None
+    where that pool's reading is kept there already (the pool here was unpacked from it)."""
+    kept = read_results(NAME, directory)
+    if kept is not None and kept["job"] == job and kept["pages"] == hashes:
+        return None
     with sqlite3.connect(work / "folio.db") as connection:
         endpoint = connection.execute(
             "SELECT endpoint FROM attempts WHERE job_id = ? AND step_index = 0 LIMIT 1", (job,)
@@ -80,3 +89,14 @@ def unpack(work: Path, hashes: dict[str, Any], directory: Path | None = None) ->
         (folder / RECORDS).write_text(text, encoding="utf-8")
     (work / "pool_job.txt").write_text(packed["job"])
     return str(packed["job"])
+
+
+def keep_partial(result: dict[str, Any], directory: Path | None = None) -> Path:
+    """`bench/results/flywheel_dose_partial.json.gz` (or in `directory`): the study so far."""
+    return write_compressed(PARTIAL, result, directory)
+
+
+def kept_partial(hashes: dict[str, Any], directory: Path | None = None) -> dict[str, Any]:
+    """The kept checkpoint of a study on these pages; empty where none is kept for them."""
+    packed = read_results(PARTIAL, directory)
+    return packed if packed is not None and packed.get("data") == hashes else {}
