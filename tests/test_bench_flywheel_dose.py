@@ -132,6 +132,17 @@ def test_the_validation_figures_compare_cer_on_the_pages_the_base_read_cleanly()
     assert figures == {"rate": 0.1, "cer": 0.15, "cer_rise": 0.05}
 
 
+def test_a_page_counts_at_most_its_whole_text_wrong_when_a_candidate_is_chosen() -> None:
+    """The base runs rules past the truth on a few clean pages (CER 1.7); a candidate writing
+    garbage everywhere (0.75 a page) must not pass as no worse than the base."""
+    base = _arm("base.greedy", 0, pages=20, cer=0.3)
+    for row in list(base["base.greedy"]["pages"].values())[:10]:
+        row["cer"] = 1.7
+    garbage = _arm("hp.greedy", 0, pages=20, cer=0.75)
+    readings = {"base": {"validation": base}, "hp": {"validation": garbage}}
+    assert dose.validation_figures(readings, "hp")["cer_rise"] == 0.1  # 0.75 against 0.65
+
+
 def _read_pool(work: Path, text: str) -> dict[str, Any]:
     """A work folder as a pool reading leaves it: a page, its pair and healthy record with the
     page's image as the model saw it, and the job's first attempt in the database."""

@@ -146,7 +146,7 @@ def sweep(
 ) -> dict[str, Any]:
     """Plain DPO at the sweep dose (seed 0) with each candidate (learning rate, beta, epochs),
     read on the validation pages only; the chosen one loops least there, its CER on the pages
-    the base read without a loop within CER_TOLERANCE of the base's."""
+    the base read without a loop within CER_TOLERANCE of the base's (`validation_figures`)."""
     if not study.sweep:
         return {"chosen": None, "candidates": {}}
     truth = pool.nested(work, "truth", (study.sweep_dose,), 0)
@@ -191,11 +191,16 @@ def sweep_label(spec: str) -> str:
 
 
 def validation_figures(readings: dict[str, Any], label: str) -> dict[str, Any]:
+    """A candidate's loop rate on the validation pages, and its CER on the pages the base read
+    without a loop against the base's, each page's CER capped at 1: the base's answers on the
+    pool's forms run rules of underscores past the truth (CER up to 1.7 on a page it read
+    without a verdict), and uncapped they outweighed a model that wrote garbage on every page
+    (`locale; (_(_(_(`, CER 0.75 each: the first sweep chose it, docs/training.md)."""
     base = readings["base"]["validation"]["base.greedy"]["pages"]
     pages_ = readings[label]["validation"][f"{label}.greedy"]["pages"]
     healthy = [n for n, row in base.items() if row["first"] is None]
-    cer = [pages_[n]["cer"] or 0.0 for n in healthy if n in pages_]
-    cer_base = [base[n]["cer"] or 0.0 for n in healthy if n in pages_]
+    cer = [min(1.0, pages_[n]["cer"] or 0.0) for n in healthy if n in pages_]
+    cer_base = [min(1.0, base[n]["cer"] or 0.0) for n in healthy if n in pages_]
     rise = (sum(cer) - sum(cer_base)) / max(1, len(cer))
     return {
         "rate": round(sum(r["first"] is not None for r in pages_.values()) / len(pages_), 4),
