@@ -5,9 +5,9 @@ three training seeds each, on the committed flywheel base, and reads every tuned
 same 1,200 held-out pages (docs/training.md; the study so far in
 bench/results/flywheel_dose_partial.json.gz). Below the recommended dose the training seed moved
 the loop rate more than the method did (36 pairs: 11.5 / 8.7 / 3.6% by seed against the base's
-7.8%), and at it too (300 pairs at the learning rate the validation pages chose: 0.0% with one
-seed, 11.8% with another, against 7.7%), so one run is a draw: several seeds with the gate
-choosing is the way to train.
+7.8%), and at it too (300 pairs at the learning rate the validation pages chose: 0.0% with
+one seed, 11.8% and 12.3% with the other two, against 7.7%), so one run is a draw: several
+seeds with the gate choosing is the way to train.
 """
 
 from __future__ import annotations
@@ -29,6 +29,6 @@ def dose_warning(pairs: int) -> str | None:
     return (
         f"{pairs} training pairs, below the {RECOMMENDED_PAIRS} the flywheel bench's dose curve "
         "asks for: below it the training seed moved the loop rate more than training did (and "
-        "at it, one seed of two looped more than the base). Export more jobs' loops, and train "
+        "at it, two seeds of three looped more than the base). Export more jobs' loops, and train "
         "several seeds (--seeds 3) so the gate chooses."
     )
