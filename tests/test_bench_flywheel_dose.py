@@ -211,3 +211,43 @@ def test_a_kept_checkpoint_goes_on_only_with_its_own_pages(tmp_path: Path) -> No
     pool_pack.keep_partial(result, tmp_path)
     assert pool_pack.kept_partial({"pool": "abc"}, tmp_path) == result
     assert pool_pack.kept_partial({"pool": "other"}, tmp_path) == {}
+
+
+@pytest.mark.parametrize("ahead", [True, False])
+def test_the_next_arm_trains_while_this_one_is_read_and_every_arm_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: bool
+) -> None:
+    import threading
+
+    from bench.flywheel.run import Stages
+
+    todo = [dose.Arm("dpo", 100, seed, "pairs/x") for seed in range(3)]
+    events: list[str] = []
+    started = {arm.label: threading.Event() for arm in todo}
+
+    def train(work: Path, arm: dose.Arm, study: dose.Study) -> dict[str, Any]:
+        events.append(f"train {arm.label}")
+        started[arm.label].set()
+        return {"pairs": arm.pairs}
+
+    def read(work: Path, label: str, plan: str, splits: Any) -> dict[str, Any]:
+        following = [a.label for a in todo][[a.label for a in todo].index(label) + 1 :]
+        if following and ahead:  # bounded by an event, not a clock
+            assert started[following[0]].wait(60), f"{following[0]} did not train during {label}"
+        events.append(f"read {label}")
+        return {"held_out": label}
+
+    monkeypatch.setattr(dose, "train_arm", train)
+    monkeypatch.setattr(dose, "serve_and_read", read)
+    monkeypatch.setattr(dose.onset, "diagnose", lambda work, label, beta: {"label": label})
+    kept: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({}, {}, {})
+    checkpoints: list[int] = []
+    study = replace(dose.Study(), train_ahead=ahead)
+    dose.train_and_read(tmp_path, study, Stages(), todo, kept, lambda: checkpoints.append(1))
+    readings, training, diagnostics = kept
+    assert list(readings) == list(training) == list(diagnostics) == [a.label for a in todo]
+    assert len(checkpoints) == len(todo)
+    order = [events.index(f"train {a.label}") for a in todo]
+    reads = [events.index(f"read {a.label}") for a in todo]
+    for n in range(len(todo) - 1):
+        assert (order[n + 1] < reads[n]) == ahead  # one at a time: trained after the last read

@@ -27,12 +27,14 @@ import json
 import math
 import shutil
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bench.environment import describe, machine_info, write_compressed, write_results
 from bench.flywheel import arms, dose_report, onset, pages, pool, pool_pack
+from bench.flywheel.dose_sweep import candidate, sweep_label, validation_figures
 from bench.flywheel.model import COMMITTED, assemble
 from bench.flywheel.rows import greedy_of, per_page
 from bench.flywheel.run import Stages, folio, fresh_folder
@@ -69,6 +71,7 @@ class Study:
     sweep: tuple[str, ...] = ("1e-4:0.1:2", "3e-4:0.1:2", "3e-5:0.1:2")
     sweep_dose: int = 100
     arm_validation: bool = True  # each arm read on the validation pages too, not only held-out
+    train_ahead: bool = True  # the next arm trains while this one is read (its card is kept)
 
 
 # what the pages (pool and held-out) depend on: a resumed study keeps them, and may change the
@@ -177,36 +180,6 @@ def sweep(
     fit = [s for s, c in candidates.items() if c["cer_rise"] <= dose_report.CER_TOLERANCE]
     chosen = min(fit or candidates, key=lambda s: (candidates[s]["rate"], candidates[s]["cer"]))
     return {"chosen": chosen, "dose": count, "candidates": candidates}
-
-
-def candidate(spec: str) -> tuple[float, float, float]:
-    """A sweep candidate "LEARNING_RATE:BETA:EPOCHS" as numbers."""
-    lr, beta, epochs = (float(x) for x in spec.split(":"))
-    return lr, beta, epochs
-
-
-def sweep_label(spec: str) -> str:
-    """The model a sweep candidate trains, served and read under this label."""
-    return "hp-" + "-".join(f"{x:g}" for x in candidate(spec))
-
-
-def validation_figures(readings: dict[str, Any], label: str) -> dict[str, Any]:
-    """A candidate's loop rate on the validation pages, and its CER on the pages the base read
-    without a loop against the base's, each page's CER capped at 1: the base's answers on the
-    pool's forms run rules of underscores past the truth (CER up to 1.7 on a page it read
-    without a verdict), and uncapped they outweighed a model that wrote garbage on every page
-    (`locale; (_(_(_(`, CER 0.75 each: the first sweep chose it, docs/training.md)."""
-    base = readings["base"]["validation"]["base.greedy"]["pages"]
-    pages_ = readings[label]["validation"][f"{label}.greedy"]["pages"]
-    healthy = [n for n, row in base.items() if row["first"] is None]
-    cer = [min(1.0, pages_[n]["cer"] or 0.0) for n in healthy if n in pages_]
-    cer_base = [min(1.0, base[n]["cer"] or 0.0) for n in healthy if n in pages_]
-    rise = (sum(cer) - sum(cer_base)) / max(1, len(cer))
-    return {
-        "rate": round(sum(r["first"] is not None for r in pages_.values()) / len(pages_), 4),
-        "cer": round(sum(cer) / max(1, len(cer)), 4),
-        "cer_rise": round(rise, 4),
-    }
 
 
 def train_arm(work: Path, arm: Arm, study: Study) -> dict[str, Any]:
@@ -386,21 +359,41 @@ def run(
         lr, beta, epochs = candidate(result["sweep"]["chosen"])
         study = replace(study, learning_rate=lr, beta=beta, epochs=epochs)
     result["arms_planned"] = [a.label for a in planned]
-    for arm in planned:
-        if arm.label in readings:
-            continue
-        training[arm.label] = stages.run(f"train {arm.label}", train_arm, work, arm, study)
-        splits = ("validation", "held_out") if study.arm_validation else ("held_out",)
-        readings[arm.label] = stages.run(
-            f"serve + read {arm.label}", serve_and_read, work, arm.label, "greedy", splits
-        )
-        diagnostics[arm.label] = stages.run(
-            f"diagnose {arm.label}", onset.diagnose, work, arm.label, study.beta
-        )
-        checkpoint()
+    todo = [arm for arm in planned if arm.label not in readings]
+    train_and_read(work, study, stages, todo, (readings, training, diagnostics), checkpoint)
     checkpoint()
     result["summary"] = dose_report.summarize(readings, training, diagnostics)
     return result
+
+
+def train_and_read(
+    work: Path,
+    study: Study,
+    stages: Stages,
+    todo: Sequence[Arm],
+    kept: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
+    checkpoint: Any,
+) -> None:
+    """Each arm trained, read and diagnosed, into `kept` (readings, training, diagnostics) with a
+    checkpoint after each; with `study.train_ahead` the next arm trains while this one is read
+    (the trainer holds one core: its matrix products run on the main thread)."""
+    readings, training, diagnostics = kept
+    splits = ("validation", "held_out") if study.arm_validation else ("held_out",)
+    with ThreadPoolExecutor(max_workers=1) as ahead:
+        trained = {todo[0].label: ahead.submit(train_arm, work, todo[0], study)} if todo else {}
+        for arm, after in zip(todo, [*todo[1:], None], strict=True):
+            training[arm.label] = stages.run(f"train {arm.label}", trained[arm.label].result)
+            if after is not None and study.train_ahead:
+                trained[after.label] = ahead.submit(train_arm, work, after, study)
+            readings[arm.label] = stages.run(
+                f"serve + read {arm.label}", serve_and_read, work, arm.label, "greedy", splits
+            )
+            diagnostics[arm.label] = stages.run(
+                f"diagnose {arm.label}", onset.diagnose, work, arm.label, study.beta
+            )
+            checkpoint()
+            if after is not None and not study.train_ahead:
+                trained[after.label] = ahead.submit(train_arm, work, after, study)
 
 
 def _size(study: Study) -> arms.Size:
@@ -444,6 +437,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="read each arm on the held-out pages only (not the validation pages)",
     )
     parser.add_argument(
+        "--train-ahead",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="train the next arm while this one is read (default: on)",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="go on with a stopped study in --out (its pages' options; the arms' may change)",
@@ -470,6 +469,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "epochs": args.epochs,
         "sweep": tuple(args.sweep) if args.sweep is not None else None,
         "arm_validation": False if args.held_out_only else None,
+        "train_ahead": args.train_ahead,
     }
     study = Study(**{**asdict(study), **{k: v for k, v in overrides.items() if v is not None}})
     official = args.weights.resolve() == COMMITTED.resolve() and not args.smoke
