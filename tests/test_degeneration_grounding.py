@@ -17,10 +17,12 @@ from app.degeneration.grounding import (
     grounding_tokens,
     unit_readings,
 )
+from app.vllm_plugin.actions import NO_ACTION
 from app.vllm_plugin.behaviours import (
     LOOP_STOP_ARG,
     MARGIN_ARG,
     PAGE_TEXT_ARG,
+    SLACK_ARG,
     LoopStop,
     behaviours_for,
 )
@@ -170,3 +172,67 @@ def test_the_plugins_loop_stop_counts_near_copies_alike() -> None:
     assert not any(stop.step([1], DRIFTING[i : i + 4]).end for i in range(0, len(DRIFTING), 4))
     (alone,) = behaviours_for({LOOP_STOP_ARG: 1})
     assert any(alone.step([1], DRIFTING[i : i + 4]).end for i in range(0, len(DRIFTING), 4))
+
+
+# Rows of a pharmacy's price list (scribeocr/ocr-benchmark's table_12): three rows that differ
+# by a word (`MN`) and their numbers, each long enough as written to differ by a word (the
+# detector's `fuzzy_min_chars`), and as tokens (`0 glyburide tablets 0 mg 0 0 0 0 0 0`) not.
+PRICE_ROWS = [
+    "00093-8035-01 GLYBURIDE MICRONIZED TAB GL 3MG 100 $19.45 $19.06 $6.26 $0.00 $6.26",
+    "00093-9433-01 GLYBURIDE TABLETS 2.5MG 100 $20.65 $20.24 $11.64 $0.00 $11.64",
+    "00093-8342-01 GLYBURIDE TABLETS MN 1.25MG 100 $12.67 $12.42 $5.85 $0.00 $5.85",
+    "00093-8344-05 GLYBURIDE TABLETS MN 5MG 500 $135.67 $132.96 $60.97 $0.00 $60.97",
+    "00093-1234-01 GRANISETRON HCL TABLETS 1MG 20 $150.55 $147.54 $9.72 $0.00 $9.72",
+]
+PRICES = "NDC ITEM SIZE AWP WAC PRICE DISC NET\n" + "\n".join(PRICE_ROWS) + "\n"
+
+
+def test_rows_long_enough_as_written_to_differ_by_a_word_are_counted_so_on_the_page() -> None:
+    alone, _ = stream(LoopDetector(), PRICES)
+    grounded = GroundedDetector(None, PRICES.replace("$", ""))  # an OCR read drops some `$`
+    verdict, _ = stream(grounded, PRICES)
+
+    assert alone is not None and alone.near  # the verdict on the rows that differ by a word
+    assert verdict is None
+    assert [(g.page_copies, g.measure) for g in grounded.overruled] == [(3, "near")]
+
+
+def test_rows_that_differ_by_a_word_past_what_the_page_holds_are_still_cut() -> None:
+    answer = PRICES + "\n".join([PRICE_ROWS[2]] * 30) + "\n"
+    verdict, fed = stream(GroundedDetector(None, PRICES), answer)
+
+    assert verdict is not None and fed < len(answer)
+    assert answer[:fed].count("GLYBURIDE TABLETS MN") <= 2 + DEFAULT_MARGIN + 3 + 1
+
+
+def test_a_letter_beside_a_number_is_asked_as_the_pair() -> None:
+    column = ["13 A"] * 6 + ["13 A-14 A", "13 B-14 A"] + ["13 B"] * 14 + ["14 A"] * 5
+    answer = "WARD REGISTER\n" + "\n".join(column) + "\n"
+    read = "WARD REGISTER " + " ".join(column)  # an OCR read of the column: one line
+
+    assert unit_readings("13 B") == [("b", "0")]  # from its word starts
+    assert unit_readings("B") == [] and unit_readings("13 14") == []
+    alone, _ = stream(LoopDetector(), answer)
+    verdict, _ = stream(GroundedDetector(None, read), answer)
+    assert alone is not None and alone.unit == "13 B" and verdict is None
+    looped = answer + "13 B\n" * 40
+    cut, fed = stream(GroundedDetector(None, read), looped)
+    assert cut is not None and fed < len(looped)
+
+
+def test_a_scans_read_may_be_one_copy_short_a_text_layer_may_not() -> None:
+    head = "RECEIPT 0021\nCASHIER 3\n1/4 CHIC+ 1SD-T @ 17.90\nS\n"
+    tail = "3\nCOLES LAW(R)-TC\nS\nSUB TOTAL\n129.30\nAMT DUE\n129.30\n"
+    answer = head + "GRILLVEG-H\n" * 5 + tail
+    read = head + "GRILLVEG-H\nGRILIVEG-H\nGRILLVEG-H\nGRILLVEG-H\nGRILLVE6-H\n" + tail
+
+    alone, _ = stream(LoopDetector(), answer)
+    assert alone is not None and alone.repeats < 5  # three copies read, four at the verdict
+    as_layer, _ = stream(GroundedDetector(None, read), answer)
+    as_read, _ = stream(GroundedDetector(None, read, slack=1), answer)
+    assert as_layer is not None and as_read is None
+    stop = LoopStop.from_args({LOOP_STOP_ARG: 1, PAGE_TEXT_ARG: read, MARGIN_ARG: 2, SLACK_ARG: 1})
+    assert stop is not None
+    assert all(stop.step([1], answer[i : i + 4]) is NO_ACTION for i in range(0, len(answer), 4))
+    with pytest.raises(ValueError, match=SLACK_ARG):
+        LoopStop.from_args({LOOP_STOP_ARG: 1, PAGE_TEXT_ARG: read, SLACK_ARG: -1})

@@ -69,7 +69,10 @@ def _joined(tokens: list[str] | tuple[str, ...]) -> str:
 
 
 def _groundable(tokens: tuple[str, ...]) -> bool:
-    return sum(len(t) for t in tokens if not t.isdigit()) >= MIN_LETTERS
+    """Words enough to ask a page about: `MIN_LETTERS` letters, or a letter beside a number (a
+    table's `13 B` cells, asked as the pair, never as the letter)."""
+    letters = sum(len(t) for t in tokens if not t.isdigit())
+    return letters >= MIN_LETTERS or (letters > 0 and len(tokens) >= 2)
 
 
 def unit_readings(unit: str, whole: bool = True) -> list[tuple[str, ...]]:
@@ -181,21 +184,34 @@ def near_ground(
     bag = Counter(line for line in lines if _groundable(line))
     if not bag:
         return None
+    # The detector judged the lines as written, numbers and marks in: a line that was long
+    # enough there to differ by a word is so here, where `0` stands for `$11.64`.
+    raw = written_lines(output, verdict)
+    wide = {tuple(grounding_tokens(line)) for line in raw if len(line) >= min_chars}
+    gate = {line: 0 if line in wide else min_chars for line in bag}
     written = spaced(grounding_tokens(output))
-    held = min(near_copies(page.spaced, line, min_chars) // n for line, n in bag.items())
-    wrote = min(near_copies(written, line, min_chars) // n for line, n in bag.items())
+    held = min(near_copies(page.spaced, line, gate[line]) // n for line, n in bag.items())
+    wrote = min(near_copies(written, line, gate[line]) // n for line, n in bag.items())
     key = "near:" + "\n".join(sorted(_SEP.join(line) for line in bag))
     return Grounding(key, held, wrote, False, len(output), "near")
 
 
 def copy_lines(output: str, onset: int, period: int) -> list[tuple[str, ...]]:
     """The tokens of each whole line of the copy at `onset` (blank lines left out)."""
+    lines = [tuple(grounding_tokens(line)) for line in _whole_lines(output, onset, period)]
+    return [line for line in lines if line]
+
+
+def written_lines(output: str, verdict: LoopVerdict) -> list[str]:
+    """The whole lines of the verdict's copy as the output writes them (stripped)."""
+    lines = _whole_lines(output, verdict.onset, verdict.period)
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _whole_lines(output: str, onset: int, period: int) -> list[str]:
     start = output.find("\n", onset - 1) + 1 if onset and output[onset - 1] != "\n" else onset
     end = output.rfind("\n", start, onset + period + 1)
-    if end <= start:
-        return []
-    lines = [tuple(grounding_tokens(line)) for line in output[start:end].split("\n")]
-    return [line for line in lines if line]
+    return output[start:end].split("\n") if end > start else []
 
 
 def line_bag(output: str, onset: int, period: int) -> dict[tuple[str, ...], int] | None:

@@ -151,6 +151,26 @@ class TesseractEngine:
             positions=positions,
         )
 
+    def read_lines(self, image: Image.Image) -> tuple[str, str]:
+        """The page's every line as Tesseract lays it out (none dropped, none joined: a page
+        asked how often it holds a line is read as written), with the model that read it;
+        RapidOCR's second reading where Tesseract reads poorly and it is installed. What a loop
+        verdict asks of a scan (`app.engines.verdict_read`)."""
+        api = self._api()
+        try:
+            api.SetImage(image)
+            text, confidence = api.GetUTF8Text().strip(), api.MeanTextConf()
+        except RuntimeError as exc:
+            raise EngineError(f"tesseract failed: {exc}") from exc
+        finally:
+            api.Clear()
+        model = f"tesseract-{tesserocr.tesseract_version().split()[1]}:{self.lang}"
+        if self.second_reader is not None and text and needs_second_reading(confidence):
+            second = self.second_reader.read(image)
+            if keep_second(second.text, second.score):
+                return second.text, second.model
+        return text, model
+
     def words(self, image: Image.Image) -> list[Placed]:
         """Every word Tesseract finds on `image`, its box in the image's pixels, numbered by
         line: where another reader's words go on the page (app/searchable)."""

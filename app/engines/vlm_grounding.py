@@ -17,11 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 from app.degeneration import DetectorConfig
-from app.degeneration.grounded import GroundedDetector
+from app.degeneration.grounded import READ_SLACK, GroundedDetector
 from app.domain import GROUNDING_OVERRULED, VERDICT_READ_CPU_MS, PageInput
 from app.engines.verdict_read import ScanReads, VerdictRead
 from app.engines.vlm_stream import LoopDetecting, StreamOutcome, check_end
-from app.vllm_plugin.behaviours import MARGIN_ARG, PAGE_TEXT_ARG
+from app.vllm_plugin.behaviours import MARGIN_ARG, PAGE_TEXT_ARG, SLACK_ARG
 
 
 def page_text(page: PageInput) -> str:
@@ -29,6 +29,12 @@ def page_text(page: PageInput) -> str:
     if page.text_layer_usable and page.text_layer.strip():
         return page.text_layer
     return page.page_read or ""
+
+
+def page_slack(page: PageInput) -> int:
+    """Copies the page's text may miss: `READ_SLACK` where it is a scan's OCR read."""
+    layer = page.text_layer_usable and page.text_layer.strip()
+    return 0 if layer or not page.page_read else READ_SLACK
 
 
 def grounds(page: PageInput, margin: int | None) -> bool:
@@ -49,7 +55,8 @@ def grounded_factory(
     if margin is None:
         return factory
     if text := page_text(page):
-        return lambda: GroundedDetector(config, text, margin)
+        slack = page_slack(page)
+        return lambda: GroundedDetector(config, text, margin, slack=slack)
     if read is None:
         return factory
     return lambda: GroundedDetector(config, read, margin, hold_chars)
@@ -59,7 +66,8 @@ def grounding_xargs(page: PageInput, margin: int | None) -> dict[str, Any]:
     """What the plugin's loop stop needs to ask the same page (vLLM's args are flat)."""
     if not grounds(page, margin):
         return {}
-    return {PAGE_TEXT_ARG: page_text(page), MARGIN_ARG: margin}
+    slack = {SLACK_ARG: page_slack(page)} if page_slack(page) else {}
+    return {PAGE_TEXT_ARG: page_text(page), MARGIN_ARG: margin, **slack}
 
 
 def grounding_params(detector: LoopDetecting) -> dict[str, Any]:

@@ -30,6 +30,8 @@ DETECTOR_ARG = "folio_detector"
 # (`app.degeneration.grounding`): the plugin asks the same page before it ends the request.
 PAGE_TEXT_ARG = "folio_page_text"
 MARGIN_ARG = "folio_grounding_margin"
+# ... and the copies that text may miss: 1 where it is a scan's OCR read (`grounded.READ_SLACK`)
+SLACK_ARG = "folio_grounding_slack"
 # Per-request arg of the liveness probe: {"folio_stop_after": N} ends the request once the
 # plugin has seen N real output tokens (vllm_stops.probe_plugin_live).
 STOP_AFTER_ARG = "folio_stop_after"
@@ -40,12 +42,16 @@ class LoopStop:
     """Folio's online loop detector on the request's text; ends the request at the verdict."""
 
     def __init__(
-        self, config: DetectorConfig | None = None, page_text: str | None = None, margin: int = 0
+        self,
+        config: DetectorConfig | None = None,
+        page_text: str | None = None,
+        margin: int = 0,
+        slack: int = 0,
     ) -> None:
         self._detector: LoopDetector | GroundedDetector = (
             LoopDetector(config)
             if page_text is None
-            else GroundedDetector(config, page_text, margin)
+            else GroundedDetector(config, page_text, margin, slack=slack)
         )
 
     @property
@@ -67,9 +73,11 @@ class LoopStop:
         page_text, margin = args.get(PAGE_TEXT_ARG), args.get(MARGIN_ARG, 0)
         if page_text is not None and not isinstance(page_text, str):
             raise ValueError(f"{PAGE_TEXT_ARG} must be the page's text")
-        if type(margin) is not int or margin < 0:
-            raise ValueError(f"{MARGIN_ARG} must be a whole number of copies")
-        return cls(detector_config(args.get(DETECTOR_ARG)), page_text, margin)
+        slack = args.get(SLACK_ARG, 0)
+        for name, value in ((MARGIN_ARG, margin), (SLACK_ARG, slack)):
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{name} must be a whole number of copies")
+        return cls(detector_config(args.get(DETECTOR_ARG)), page_text, margin, slack)
 
 
 class StopAfter:
