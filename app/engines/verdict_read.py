@@ -3,7 +3,9 @@
 A page without a usable text layer has nothing for grounding to ask, and most of what a VLM
 reads is such pages. At the first verdict on one (`app.degeneration.grounded`), the page is
 read by the Tesseract engine Folio's fallback uses, in the job's languages (`tesseract_lang`),
-with RapidOCR's second reading where the [scan] extra is installed and Tesseract reads poorly.
+every line as Tesseract lays it out (`TesseractEngine.read_lines`: a page asked how often it
+holds a line is read as written), scaled to `READ_MAX_SIDE`, with RapidOCR's second reading
+where the [scan] extra is installed and Tesseract reads poorly.
 The read runs on a worker thread of its own, never on the engine's event loop (one loop serves
 every stream of a worker), while the stream goes on. Its text, the reader, and what it cost
 (CPU seconds on its thread, wall seconds) are kept on the attempt (`record`), for the report,

@@ -64,6 +64,10 @@ def _tuned_greedy(label: str, base: dict[str, Any]) -> bool:
     return bool(base) and label.endswith(".greedy") and not label.startswith("base")
 
 
+def _capped(value: float | None) -> float | None:
+    return None if value is None else min(1.0, value)
+
+
 def _mean(values: list[float | None]) -> float | None:
     kept = [v for v in values if v is not None]
     return round(fmean(kept), 4) if kept else None
@@ -91,6 +95,11 @@ def summarize(arms: dict[str, Any], training: dict[str, Any]) -> dict[str, Any]:
             "cer": _mean([row["cer"] for row in pages.values()]),
             "cer_base_never_looped": _mean(
                 [row["cer"] for name, row in pages.items() if name in healthy]
+            ),
+            # each page's CER at most 1, as the dose study's sweep reads it: a clean answer
+            # whose rules of underscores run past the truth scores up to 1.7 a page uncapped
+            "cer_base_never_looped_capped": _mean(
+                [_capped(row["cer"]) for name, row in pages.items() if name in healthy]
             ),
             "tokens_per_page": round(fmean(r["tokens"] for r in pages.values()), 1)
             if pages else None,

@@ -12,6 +12,7 @@ from bench.flywheel import arms_report
 SPLITS = ("held_out", "validation")
 TARGET_CUT = 0.5  # at least 50% fewer first-attempt loops than the base, in every seed
 CER_TOLERANCE = 0.02  # on the pages the base never looped on (the promotion gate's)
+CER = "cer_base_never_looped_capped"  # each page's CER at most 1 (`dose_sweep`)
 
 
 def flat(readings: dict[str, Any], split: str) -> dict[str, Any]:
@@ -81,9 +82,7 @@ def recipes(held: dict[str, Any]) -> dict[str, Any]:
         labels = [label for label in pooled["seeds"] if _group(label)]
         if not labels:
             continue
-        cer_rise = [
-            rows[label]["cer_base_never_looped"] - base["cer_base_never_looped"] for label in labels
-        ]
+        cer_rise = [rows[label][CER] - base[CER] for label in labels]
         every_seed = all(
             rows[label]["first_attempt"]["rate"] <= (1 - TARGET_CUT) * base["first_attempt"]["rate"]
             for label in labels
