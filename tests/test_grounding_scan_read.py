@@ -221,3 +221,33 @@ def test_a_photo_is_read_at_3000_px_with_every_line_as_laid_out() -> None:
     assert done.error is None and done.model.startswith("tesseract")
     lines = [line for line in done.text.splitlines() if "site were stored" in line]
     assert len(lines) == len(SITES), done.text  # one line each, not joined into a paragraph
+
+
+def test_a_verdict_waits_past_the_hold_while_the_stream_moves_on_from_its_unit() -> None:
+    """The page read right goes on to other lines while a long page is read: the verdict
+    waits for the read (past the hold, up to `moved_on_chars`) and the answer is kept; a
+    loop, which writes its unit again within every period, is still cut at the hold."""
+    notes = [
+        "Freezer B was defrosted on Monday and the alarm threshold was reset.",
+        "Two racks were relabelled after the audit found duplicate identifiers.",
+        "The courier collected the outbound parcels at noon on Tuesday.",
+        "Temperature logs for the week were countersigned by the supervisor.",
+        "The next inventory check is scheduled for the first of the month.",
+    ]
+    page = PAGE.replace("Signed by the lab manager.", "\n".join(notes) + "\nSigned.")
+    hold = 256
+    read = CountedRead(page, after=(hold + 96) // 4)  # done 96 characters past the hold
+    detector = GroundedDetector(None, read, hold_chars=hold, moved_on_chars=4096)
+    assert feed(detector, page) is None and detector.finish() is None
+    assert detector.overruled and detector.read_moved_on and not detector.read_missed
+    assert detector.read_waited is not None and detector.read_waited > hold
+
+    capped = GroundedDetector(
+        None, CountedRead(page, after=10_000), hold_chars=hold, moved_on_chars=200
+    )
+    assert feed(capped, page) is not None and capped.read_missed  # waited 200 characters, no more
+
+    slow = GroundedDetector(None, CountedRead(PAGE, after=10_000), hold_chars=hold)
+    at, alone_at = feed(slow, LOOPING), feed_alone(LoopDetector(), LOOPING)
+    assert at is not None and alone_at is not None and at <= alone_at + hold + 4
+    assert not slow.read_moved_on

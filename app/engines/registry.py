@@ -68,6 +68,7 @@ class EngineSet:
                 settings.detector_grounding_read_hold_chars,
                 settings.detector_grounding_read_workers,
                 settings.detector_grounding_read_wait_s,
+                settings.detector_grounding_read_moved_on_chars,
             )
         return self._reads
 

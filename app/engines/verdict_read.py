@@ -23,6 +23,7 @@ from typing import Any
 
 from PIL import Image
 
+from app.degeneration.grounded import DEFAULT_MOVED_ON_CHARS
 from app.domain import PageInput
 from app.errors import ConfigError, EngineError
 
@@ -60,9 +61,11 @@ class ScanReads:
         hold_chars: int,
         workers: int = 1,
         wait_s: float = 30.0,
+        moved_on_chars: int = DEFAULT_MOVED_ON_CHARS,
     ) -> None:
         self.lang, self.tessdata_dir = lang, tessdata_dir
         self.hold_chars = hold_chars  # characters a stream runs on while its page is read
+        self.moved_on_chars = moved_on_chars  # ... in all, where it moved on from the unit
         self.wait_s = wait_s  # seconds an attempt waits for a read still running at its end
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="folio-verdict-read"
@@ -112,6 +115,10 @@ class VerdictRead:
     def start(self) -> None:
         if self._future is None:
             self._future = self._reads.submit(self._page)
+
+    @property
+    def moved_on_chars(self) -> int:
+        return self._reads.moved_on_chars
 
     @property
     def started(self) -> bool:

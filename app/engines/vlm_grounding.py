@@ -59,7 +59,8 @@ def grounded_factory(
         return lambda: GroundedDetector(config, text, margin, slack=slack)
     if read is None:
         return factory
-    return lambda: GroundedDetector(config, read, margin, hold_chars)
+    moved_on = read.moved_on_chars if hold_chars else 0
+    return lambda: GroundedDetector(config, read, margin, hold_chars, moved_on_chars=moved_on)
 
 
 def grounding_xargs(page: PageInput, margin: int | None) -> dict[str, Any]:

@@ -189,6 +189,15 @@ class PlanFields(BaseModel):
         "past them the verdict stands unasked (about 110 tokens, 1.7 s of an H100's decode "
         "step at batch 256, past the slowest Tesseract read measured).",
     )
+    detector_grounding_read_moved_on_chars: int = Field(
+        default=4096,
+        ge=0,
+        description="Characters a verdict may wait for its page's read in all, past "
+        "`detector_grounding_read_hold_chars`, while the stream has moved on from the verdict's "
+        "unit (no copy of it in the last two copies' length): a loop writes its unit again "
+        "within every period and is cut at the hold; a page read right goes on to its next "
+        "rows while a long table is read (4-5 CPU-s).",
+    )
     detector_grounding_read_workers: int = Field(
         default=1,
         ge=1,

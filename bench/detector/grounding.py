@@ -84,8 +84,15 @@ def _feed(detector: LoopDetector | GroundedDetector, text: str) -> LoopVerdict |
 
 
 def stream(detector: LoopDetector | GroundedDetector, text: str) -> LoopVerdict | None:
-    """The verdict on a whole answer: the stream's, else the one its end gives."""
-    return _feed(detector, text) or detector.finish()
+    """The verdict on a whole answer: the stream's, else the one its end gives (an answer that
+    ends while a verdict waits for the page's read waits for the read, as the engine does:
+    `vlm_grounding.settle_hold`)."""
+    found = _feed(detector, text)
+    if found is None and isinstance(detector, GroundedDetector) and detector.holding:
+        read = detector.page_read
+        if isinstance(read, TimedRead):
+            read.settle()
+    return found or detector.finish()
 
 
 def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
@@ -109,6 +116,7 @@ def judge_pair(pair: dict[str, Any], margin: int) -> dict[str, Any]:
         if isinstance(page, TimedRead) and page.found is not None:
             read = {k: v for k, v in page.found.items() if k != "text"}
             read |= {"waited_chars": detector.read_waited, "missed": detector.read_missed}
+            read["moved_on"] = detector.read_moved_on
             # The page's next attempt asks the read's text (cut and confirmed): kept there?
             again = stream(GroundedDetector(None, page.found["text"], margin), text)
             read["retry"] = _row(again, text)
@@ -254,6 +262,7 @@ def judge_loop(
         "chars_past_page_count": past,
         "overruled": len(detector.overruled),
         "read_waited_chars": detector.read_waited,
+        "read_moved_on": detector.read_moved_on,
     }
 
 
@@ -276,6 +285,9 @@ def loop_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 [r["alone_chars"] for r in group if r["alone_chars"] is not None]
             ),
             "p90_chars_grounded": _p90([r["grounded_chars"] for r in caught]),
+            "max_chars_grounded": max((r["grounded_chars"] for r in caught), default=None),
+            # a held verdict waited past the hold (the stream seemed to move on from the unit)
+            "loops_waited_past_the_hold": sum(1 for r in group if r.get("read_moved_on")),
             "p90_chars_past_page_count": _p90(past),
             "max_chars_past_page_count": past[-1] if past else None,
             "loops_the_page_delayed": sum(1 for r in group if r["overruled"]),
@@ -398,11 +410,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for loop, layer, how in paired_loops(loops, layers)
     ]
     # Loops on scans: paired with the scans read here, the stream running on while it is read
+    # (each read as slow as the slowest: a verdict that waited past the hold would show)
     reads = read_cost(reader.reads)
     scans = [r["text"] for r in reader.reads if text_layer_is_usable(r["text"], MIN_CHARS)]
     if scans:
         loop_rows += [
-            judge_loop(loop, text, f"scan: {how}", args.margin, reads["cpu_s_median"])
+            judge_loop(loop, text, f"scan: {how}", args.margin, reads["cpu_s_max"])
             for loop, text, how in paired_loops(loops, scans)
         ]
     reader.close()

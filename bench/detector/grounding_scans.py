@@ -98,6 +98,10 @@ class TimedRead:
             cpu_s = self._cpu_s if self._cpu_s is not None else self.found["cpu_s"]
             self._left = pieces_meanwhile(cpu_s)
 
+    def settle(self) -> None:
+        """The answer ended with the read still running: the engine waits for it."""
+        self._left = 0
+
     def text(self) -> str | None:
         if self.found is None or self._left is None:
             return None
