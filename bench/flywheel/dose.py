@@ -374,17 +374,18 @@ def train_and_read(
     kept: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
     checkpoint: Any,
 ) -> None:
-    """Each arm trained, read and diagnosed, into `kept` (readings, training, diagnostics) with a
-    checkpoint after each; with `study.train_ahead` the next arm trains while this one is read
-    (the trainer holds one core: its matrix products run on the main thread)."""
+    """Each arm trained, read and diagnosed into `kept` (readings, training, diagnostics), then
+    a checkpoint; `study.train_ahead`: the arms train back to back from the start while the
+    trained ones are read (the trainer holds one core, and an arm trains longer than it reads)."""
     readings, training, diagnostics = kept
     splits = ("validation", "held_out") if study.arm_validation else ("held_out",)
-    with ThreadPoolExecutor(max_workers=1) as ahead:
-        trained = {todo[0].label: ahead.submit(train_arm, work, todo[0], study)} if todo else {}
+    ahead = ThreadPoolExecutor(max_workers=1)
+    try:
+        # ahead: every arm queued at once on the one trainer, which never waits for a reading
+        first = todo if study.train_ahead else todo[:1]
+        trained = {arm.label: ahead.submit(train_arm, work, arm, study) for arm in first}
         for arm, after in zip(todo, [*todo[1:], None], strict=True):
             training[arm.label] = stages.run(f"train {arm.label}", trained[arm.label].result)
-            if after is not None and study.train_ahead:
-                trained[after.label] = ahead.submit(train_arm, work, after, study)
             readings[arm.label] = stages.run(
                 f"serve + read {arm.label}", serve_and_read, work, arm.label, "greedy", splits
             )
@@ -394,6 +395,8 @@ def train_and_read(
             checkpoint()
             if after is not None and not study.train_ahead:
                 trained[after.label] = ahead.submit(train_arm, work, after, study)
+    finally:
+        ahead.shutdown(wait=True, cancel_futures=True)  # a stopped study trains no more arms
 
 
 def _size(study: Study) -> arms.Size:
