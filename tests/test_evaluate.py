@@ -258,3 +258,34 @@ def test_another_evaluation_into_the_same_folder_is_refused(
         tmp_path, sqlite_url, str(corpus), "-a", "layer=textlayer", "--pages", str(listed)
     )
     assert code == 5 and "holds the jobs of another evaluation" in output
+
+
+def test_an_evaluation_beside_a_run_still_reading_its_pages_is_refused(
+    corpus: Path, tmp_path: Path, sqlite_url: str
+) -> None:
+    """A run told to stop may still be reading (SIGTERM lands between pages): the same
+    evaluation again must not report the pages it holds with no answer, so it stops with
+    who holds them (before, it read the rest and reported the arm with those pages open)."""
+    import os
+    import socket
+
+    from app.db import page_path
+    from app.db.models import Page
+    from app.errors import ConfigError
+    from app.evaluate.run import EvalRequest, evaluate
+
+    work = tmp_path / "eval"
+    settings = Settings(database_url=sqlite_url, concurrency=1)
+    db = Database(sqlite_url)
+    arms = [parse_arm("layer=textlayer")]
+    (arm,) = evaluate(settings, db, EvalRequest(corpus, arms, work), lambda a, n: None).arms
+    owner = f"{socket.gethostname()}:{os.getppid()}"  # a live process, not this one
+    with db.session() as session:
+        held = session.query(Page).filter(Page.job_id == arm.job_id).order_by(Page.id).first()
+        assert held is not None
+        held.status, held.text = "pending", None
+        session.flush()
+        claimed = page_path.claim(session.connection(), held.id, owner, lease_s=600)
+        assert isinstance(claimed, page_path.ClaimedPage)
+    with pytest.raises(ConfigError, match=owner):
+        evaluate(settings, db, EvalRequest(corpus, arms, work), lambda a, n: None)

@@ -9,6 +9,8 @@ from statistics import fmean
 from typing import Any
 
 from app.db.engine import Database
+from app.db.pages import lease_owners
+from app.errors import ConfigError
 from app.evaluate.arms import Arm, settings_with_arms
 from app.evaluate.pages import PageSet, select_pages
 from app.evaluate.quality import find_truth, page_quality
@@ -124,12 +126,25 @@ def _job_and_pages(
     known = jobs.job_of(arm)
     if known:  # a killed run's pages in flight are leased to its dead process: free them
         release_dead_leases(db, known)
+        _refuse_held(db, known)
     left = pages_left(db, known) if known else None
     if known and left is not None:
         return known, left
     ingested = create_job(settings, db, JobRequest(source, None, arm.plan_key))
     jobs.remember(arm, ingested.job_id)
     return ingested.job_id, list(ingested.page_ids)
+
+
+def _refuse_held(db: Database, job_id: str) -> None:
+    """Stop where a live process still holds pages of the job (a run that was told to stop and
+    has not yet): read beside it, those pages would be reported with no answer."""
+    with db.session() as session:
+        held = sorted({owner or "" for _, owner in lease_owners(session, job_id)})
+    if held:
+        raise ConfigError(
+            f"job {job_id}: pages are still being read by {', '.join(held)}; wait for that "
+            "run to end (or stop it), then run this evaluation again"
+        )
 
 
 def _scores(
