@@ -218,8 +218,6 @@ def test_a_resumed_evaluation_takes_back_the_pages_a_killed_run_held(
     import subprocess
     import sys
 
-    from app.db import page_path
-    from app.db.models import Page
     from app.evaluate.run import EvalRequest, evaluate
 
     work = tmp_path / "eval"
@@ -231,13 +229,7 @@ def test_a_resumed_evaluation_takes_back_the_pages_a_killed_run_held(
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     owner = f"{socket.gethostname()}:{gone.stdout.strip()}"
-    with db.session() as session:  # the killed run's page in flight: running, leased, no answer
-        held = session.query(Page).filter(Page.job_id == arm.job_id).order_by(Page.id).first()
-        assert held is not None
-        held.status, held.text = "pending", None
-        session.flush()
-        claimed = page_path.claim(session.connection(), held.id, owner, lease_s=600)
-        assert isinstance(claimed, page_path.ClaimedPage)
+    lease_first_page(db, arm.job_id, owner)  # the killed run's page in flight, no answer
     told: list[tuple[str, int]] = []
     again = evaluate(settings, db, EvalRequest(corpus, arms, work),
                      lambda a, n: told.append((a.label, n)))  # fmt: skip
@@ -269,8 +261,6 @@ def test_an_evaluation_beside_a_run_still_reading_its_pages_is_refused(
     import os
     import socket
 
-    from app.db import page_path
-    from app.db.models import Page
     from app.errors import ConfigError
     from app.evaluate.run import EvalRequest, evaluate
 
@@ -280,12 +270,20 @@ def test_an_evaluation_beside_a_run_still_reading_its_pages_is_refused(
     arms = [parse_arm("layer=textlayer")]
     (arm,) = evaluate(settings, db, EvalRequest(corpus, arms, work), lambda a, n: None).arms
     owner = f"{socket.gethostname()}:{os.getppid()}"  # a live process, not this one
+    lease_first_page(db, arm.job_id, owner)
+    with pytest.raises(ConfigError, match=owner):
+        evaluate(settings, db, EvalRequest(corpus, arms, work), lambda a, n: None)
+
+
+def lease_first_page(db: Database, job_id: str, owner: str) -> None:
+    """The job's first page back in flight: running, leased to `owner`, with no answer."""
+    from app.db import page_path
+    from app.db.models import Page
+
     with db.session() as session:
-        held = session.query(Page).filter(Page.job_id == arm.job_id).order_by(Page.id).first()
+        held = session.query(Page).filter(Page.job_id == job_id).order_by(Page.id).first()
         assert held is not None
         held.status, held.text = "pending", None
         session.flush()
         claimed = page_path.claim(session.connection(), held.id, owner, lease_s=600)
         assert isinstance(claimed, page_path.ClaimedPage)
-    with pytest.raises(ConfigError, match=owner):
-        evaluate(settings, db, EvalRequest(corpus, arms, work), lambda a, n: None)
