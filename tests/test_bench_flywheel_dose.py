@@ -67,6 +67,10 @@ def test_the_arms_run_the_dose_curve_from_the_top_before_the_recipes(
     labels = [arm.label for arm in dose.plan_arms(tmp_path, study)]
     assert labels == ["dpo-120s0", "dpo-120s1", "dpo-100s0", "dpo-100s1", "dpo-36s0", "dpo-36s1",
                       "own-30s0", "own-30s1", "sft-120s0", "sft-120s1"]  # fmt: skip
+    # the curve in another recipe: plain DPO at the top dose only when asked as a recipe
+    study = replace(study, seeds=(0,), curve="dposft", recipes=("dposft", "dpo"))
+    labels = [arm.label for arm in dose.plan_arms(tmp_path, study)]
+    assert labels == ["dposft-120s0", "dposft-100s0", "dposft-36s0", "dpo-120s0"]
 
 
 def _arm(label: str, loops: int, pages: int = 100, cer: float = 0.1) -> dict[str, Any]:
@@ -104,12 +108,17 @@ def test_a_recipe_meets_the_target_only_when_every_seed_halves_the_loops() -> No
 
 def test_the_dose_curve_shows_each_doses_spread_between_seeds() -> None:
     summary = _study({"dpo-36s0": 30, "dpo-36s1": 2, "dpo-36s2": 15,
-                      "dpo-300s0": 5, "dpo-300s1": 6, "dpo-300s2": 7})  # fmt: skip
-    curve = {point["pairs"]: point for point in summary["dose_curve"]}
-    assert sorted(curve) == [0, 36, 300]
-    assert curve[36]["spread"] == pytest.approx(0.28)
-    assert curve[300]["spread"] == pytest.approx(0.02)
-    assert "| 300 | 0.050 / 0.060 / 0.070 |" in dose_report.markdown(summary)
+                      "dpo-300s0": 5, "dpo-300s1": 6, "dpo-300s2": 7,
+                      "dposft-36s0": 9, "dposft-36s1": 3, "dposft-300s0": 1, "dposft-300s1": 1,
+                      "sft-300s0": 4})  # fmt: skip
+    curve = {(p["recipe"], p["pairs"]): p for p in summary["dose_curve"]}
+    assert sorted(curve) == [("dpo", 0), ("dpo", 36), ("dpo", 300),
+                             ("dposft", 0), ("dposft", 36), ("dposft", 300)]  # fmt: skip
+    assert curve["dpo", 36]["spread"] == pytest.approx(0.28)
+    assert curve["dpo", 300]["spread"] == pytest.approx(0.02)
+    assert curve["dposft", 36]["spread"] == pytest.approx(0.06)
+    assert curve["dposft", 0]["rate"] == pytest.approx(0.20)  # every curve starts at the base
+    assert "| dpo | 300 | 0.050 / 0.060 / 0.070 |" in dose_report.markdown(summary)
 
 
 def test_a_stopped_study_resumes_on_its_own_pages_with_other_arms(tmp_path: Path) -> None:

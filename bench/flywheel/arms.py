@@ -245,7 +245,8 @@ def train(work: Path, folder: str, label: str, size: Size, pairs: int, sft_only:
                 "pairs_by_loop_kind": card["pairs"].get("by_loop_kind")}  # fmt: skip
     batch = min(size.batch, pairs)
     steps = max(size.min_steps, math.ceil(size.epochs * pairs / batch))
-    weights = ["--dpo-weight", "0", "--sft-weight", "1"] if sft_only else ["--beta", "0.1"]
+    weights = ["--dpo-weight", "0", "--sft-weight", "1"] if sft_only else [
+        "--beta", "0.1", "--sft-weight", "0"]  # fmt: skip
     folio(work, "train-dpo", folder, "--base-model", "models/base", "--out", f"models/{label}",
           "--method", "full", "--learning-rate", str(size.learning_rate),
           "--max-steps", str(steps), "--batch-size", str(batch), "--held-out", "0",

@@ -10,9 +10,9 @@ the doses a batch gives, against the same held-out pages as `flywheel-arms` (the
    retry where one came back (`pairs/own`). Every `VALIDATION_EVERY`-th pool page is a
    validation page: its pairs are never trained on, and the validation pages' reading by each
    candidate model is what any hyperparameter is chosen on. The held-out pages choose nothing.
-2. **A dose curve** (`dpo` at each `--doses`, every `--seeds`) and **recipes** at the top dose
-   (`RECIPES`), each a tuned model trained by `folio train-dpo`, served, and read greedily on the
-   validation pages and the held-out pages.
+2. **A dose curve** (`--curve`, plain DPO by default, at each `--doses`, every `--seeds`) and
+   **recipes** at the top dose (`RECIPES`), each a tuned model trained by `folio train-dpo`,
+   served, and read greedily on the validation pages and the held-out pages.
 3. **Per run** (`onset.py`): reward margin and accuracy on the validation pairs, and how the
    log-probability of the loop's continuation at its onset moved against the base.
 
@@ -51,6 +51,7 @@ RECIPES = {
     "two": "SFT on healthy pool pages' truth, then DPO (truth chosen) on pairs read from the base",
     "sft": "SFT only, on the truth pairs' chosen side",
 }
+CURVES = ("dpo", "dposft", "sft")  # truth chosen: one nested order of pairs at every dose
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ class Study:
     eval_pages: int = 1200  # the first N of the reference run's held-out pages
     doses: tuple[int, ...] = (36, 100, 300)
     seeds: tuple[int, ...] = (0, 1, 2)
-    recipes: tuple[str, ...] = ("two", "own", "dposft", "sft")  # at the top dose, beside dpo
+    recipes: tuple[str, ...] = ("two", "own", "dposft", "sft")  # at the top dose
+    curve: str = "dpo"  # the recipe trained at every dose (`CURVES`)
     epochs: float = 2.0
     min_steps: int = 8
     batch: int = 4
@@ -123,16 +125,18 @@ class Arm:
 
 
 def plan_arms(work: Path, study: Study) -> list[Arm]:
-    """Plain DPO at each dose from the top down (the curve), then the other recipes at the top
+    """The curve's recipe at each dose from the top down, then the other recipes at the top
     dose, each over every seed: a run stopped early has the curve before the recipes."""
     truth = pool.nested(work, "truth", study.doses, 0)
     if not truth:
         raise SystemExit("the base looped on no training page of the pool: no pairs")
     top = max(truth)
-    out = [Arm("dpo", n, s, truth[n]) for n in sorted(truth, reverse=True) for s in study.seeds]
+    out = [
+        Arm(study.curve, n, s, truth[n]) for n in sorted(truth, reverse=True) for s in study.seeds
+    ]
     own = pool.nested(work, "own", (top,), 0)
     for recipe in study.recipes:
-        if recipe == "own" and not own:
+        if recipe == study.curve or (recipe == "own" and not own):
             continue
         count, folder = (max(own), own[max(own)]) if recipe == "own" else (top, truth[top])
         out += [Arm(recipe, count, s, folder) for s in study.seeds]
@@ -204,38 +208,24 @@ def _train(
         batch = min(study.batch, pairs)
         steps = max(study.min_steps, math.ceil(study.epochs * pairs / batch))
         losses = {
-            "dpo": ["--beta", str(study.beta)],
+            "dpo": ["--beta", str(study.beta), "--sft-weight", "0"],
             "dposft": ["--beta", str(study.beta), "--sft-weight", "1"],
             "sft": ["--dpo-weight", "0", "--sft-weight", "1"],
         }[mode]
-        folio(
-            work,
-            "train-dpo",
-            folder,
-            "--base-model",
-            base,
-            "--out",
-            out,
-            "--method",
-            "full",
-            "--learning-rate",
-            str(study.learning_rate),
-            "--max-steps",
-            str(steps),
-            "--batch-size",
-            str(batch),
-            "--held-out",
-            "0",
-            "--seed",
-            str(seed),
-            "--device",
-            "cpu",
-            "--max-length",
-            "1024",
-            "--force",
-            "--no-gate",
-            *losses,
-        )
+        options = {
+            "--base-model": base,
+            "--out": out,
+            "--method": "full",
+            "--learning-rate": str(study.learning_rate),
+            "--max-steps": str(steps),
+            "--batch-size": str(batch),
+            "--held-out": "0",
+            "--seed": str(seed),
+            "--device": "cpu",
+            "--max-length": "1024",
+        }
+        flags = [part for pair in options.items() for part in pair]
+        folio(work, "train-dpo", folder, *flags, "--force", "--no-gate", *losses)
     card = json.loads(card_file.read_text())
     return {
         "pairs": pairs,
@@ -420,10 +410,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--recipes",
         nargs="*",
-        choices=[r for r in RECIPES if r != "dpo"],
+        choices=list(RECIPES),
         default=None,
-        help="recipes at the top dose beside DPO",
+        help="recipes at the top dose beside the curve's",
     )
+    parser.add_argument("--curve", choices=CURVES, default=None, help="the dose curve's recipe")
     parser.add_argument("--learning-rate", type=float, default=None)
     parser.add_argument("--beta", type=float, default=None)
     parser.add_argument("--epochs", type=float, default=None)
@@ -467,6 +458,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "doses": tuple(args.doses) if args.doses else None,
         "seeds": tuple(args.seeds) if args.seeds else None,
         "recipes": tuple(args.recipes) if args.recipes is not None else None,
+        "curve": args.curve,
         "learning_rate": args.learning_rate,
         "beta": args.beta,
         "epochs": args.epochs,

@@ -1,5 +1,5 @@
 """The dose study's figures (`dose.py`): each split's arms as `flywheel-arms` reports them,
-the dose curve of plain DPO over seeds, the recipes at the top dose against the issue's target,
+each recipe's dose curve over seeds, the recipes at the top dose against the issue's target,
 and each run's diagnostics."""
 
 from __future__ import annotations
@@ -45,31 +45,31 @@ def _group(label: str) -> tuple[str, int] | None:
 
 
 def dose_curve(held: dict[str, Any]) -> list[dict[str, Any]]:
-    """Plain DPO by pairs: the rate of each seed, pooled with its interval, and the spread."""
+    """Each recipe read at more than one dose, by pairs: the rate of each seed, pooled with its
+    interval, and the spread between seeds (the base, at 0 pairs, heads every recipe's curve)."""
     base = held["arms"][arms_report.BASE]["first_attempt"]
-    points = [
-        {
-            "pairs": 0,
-            "rate_by_seed": [base["rate"]],
-            "rate": base["rate"],
-            "ci95": base["ci95"],
-            "spread": 0.0,
-        }
-    ]
+    doses: dict[str, list[dict[str, Any]]] = {}
     for group, pooled in held["over_seeds"].items():
-        found = re.fullmatch(r"dpo-([0-9]+)\.greedy", group)
+        found = re.fullmatch(r"([a-z]+)-([0-9]+)\.greedy", group)
         if found:
             seeds = pooled["rate_by_seed"]
-            points.append(
+            doses.setdefault(found[1], []).append(
                 {
-                    "pairs": int(found[1]),
+                    "recipe": found[1],
+                    "pairs": int(found[2]),
                     "rate_by_seed": seeds,
                     "rate": pooled["rate"],
                     "ci95": pooled["ci95"],
                     "spread": round(max(seeds) - min(seeds), 4),
                 }
             )
-    return sorted(points, key=lambda p: p["pairs"])
+    points = []
+    for recipe, curve in sorted(doses.items()):
+        if len(curve) > 1:
+            start = {"recipe": recipe, "pairs": 0, "rate_by_seed": [base["rate"]]}
+            start |= {"rate": base["rate"], "ci95": base["ci95"], "spread": 0.0}
+            points += [start, *sorted(curve, key=lambda p: p["pairs"])]
+    return points
 
 
 def recipes(held: dict[str, Any]) -> dict[str, Any]:
@@ -109,15 +109,15 @@ def markdown(summary: dict[str, Any]) -> str:
     lines = [
         arms_report.markdown(held),
         "",
-        "| pairs | rate by seed | pooled (95%) | spread |",
-        "|---|---|---|---|",
+        "| recipe | pairs | rate by seed | pooled (95%) | spread |",
+        "|---|---|---|---|---|",
     ]
     for point in summary["dose_curve"]:
         seeds = " / ".join(f"{r:.3f}" for r in point["rate_by_seed"])
         low, high = point["ci95"]
         lines.append(
-            f"| {point['pairs']} | {seeds} | {point['rate']:.3f} ({low:.3f}-{high:.3f}) "
-            f"| {point['spread']:.3f} |"
+            f"| {point['recipe']} | {point['pairs']} | {seeds} "
+            f"| {point['rate']:.3f} ({low:.3f}-{high:.3f}) | {point['spread']:.3f} |"
         )
     lines += [
         "",
