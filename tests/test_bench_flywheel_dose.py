@@ -233,6 +233,7 @@ def test_the_next_arm_trains_while_this_one_is_read_and_every_arm_is_kept(
     todo = [dose.Arm("dpo", 100, seed, "pairs/x") for seed in range(3)]
     events: list[str] = []
     started = {arm.label: threading.Event() for arm in todo}
+    reading = {arm.label: threading.Event() for arm in todo}
 
     def train(work: Path, arm: dose.Arm, study: dose.Study) -> dict[str, Any]:
         events.append(f"train {arm.label}")
@@ -240,23 +241,54 @@ def test_the_next_arm_trains_while_this_one_is_read_and_every_arm_is_kept(
         return {"pairs": arm.pairs}
 
     def read(work: Path, label: str, plan: str, splits: Any) -> dict[str, Any]:
+        reading[label].set()
         following = [a.label for a in todo][[a.label for a in todo].index(label) + 1 :]
         if following and ahead:  # bounded by an event, not a clock
             assert started[following[0]].wait(60), f"{following[0]} did not train during {label}"
         events.append(f"read {label}")
         return {"held_out": label}
 
+    def diagnose(work: Path, label: str, beta: float) -> dict[str, Any]:
+        following = [a.label for a in todo][[a.label for a in todo].index(label) + 1 :]
+        if following:  # an arm's diagnosis waits for the next arm's reading to start
+            assert reading[following[0]].wait(60), f"{following[0]} waited for {label}'s check"
+        return {"label": label}
+
     monkeypatch.setattr(dose, "train_arm", train)
     monkeypatch.setattr(dose, "serve_and_read", read)
-    monkeypatch.setattr(dose.onset, "diagnose", lambda work, label, beta: {"label": label})
+    monkeypatch.setattr(dose.onset, "diagnose", diagnose)
     kept: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({}, {}, {})
     checkpoints: list[int] = []
     study = replace(dose.Study(), train_ahead=ahead)
     dose.train_and_read(tmp_path, study, Stages(), todo, kept, lambda: checkpoints.append(1))
     readings, training, diagnostics = kept
-    assert list(readings) == list(training) == list(diagnostics) == [a.label for a in todo]
-    assert len(checkpoints) == len(todo)
+    assert list(readings) == list(training) == [a.label for a in todo]
+    assert sorted(diagnostics) == sorted(a.label for a in todo)
+    assert diagnostics[todo[0].label] == {"label": todo[0].label}
+    assert len(checkpoints) == len(todo) + 1  # after each reading, and the last diagnosis
     order = [events.index(f"train {a.label}") for a in todo]
     reads = [events.index(f"read {a.label}") for a in todo]
     for n in range(len(todo) - 1):
         assert (order[n + 1] < reads[n]) == ahead  # one at a time: trained after the last read
+
+
+def test_an_arm_read_before_a_stop_is_diagnosed_and_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.flywheel.run import Stages
+
+    planned = [dose.Arm("dposft", 300, seed, "pairs/x") for seed in range(2)]
+    done: list[str] = []
+
+    def step(name: str) -> dict[str, Any]:
+        done.append(name)
+        return {}
+
+    monkeypatch.setattr(dose, "train_arm", lambda work, arm, study: step(arm.label))
+    monkeypatch.setattr(dose, "serve_and_read", lambda work, label, *a: step(f"read {label}"))
+    monkeypatch.setattr(dose.onset, "diagnose", lambda work, label, beta: {"label": label})
+    first = planned[0].label
+    kept: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({first: {}}, {first: {}}, {})
+    dose.train_and_read(tmp_path, dose.Study(), Stages(), planned, kept, lambda: None)
+    assert done == [planned[1].label, f"read {planned[1].label}"]
+    assert sorted(kept[2]) == sorted(a.label for a in planned)

@@ -27,7 +27,7 @@ import json
 import math
 import shutil
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -270,17 +270,8 @@ def serve_and_read(
     """The model on its own server, read on the validation pages and the held-out pages."""
     server = _serve(work, label)
     try:
-        rows = {
-            split: read(
-                work,
-                label,
-                plan,
-                f"pages/{split}",
-                f"truth/{split}",
-                label if split == "held_out" else f"{label}-{split}",
-            )
-            for split in splits
-        }
+        out = {split: label if split == "held_out" else f"{label}-{split}" for split in splits}
+        rows = {s: read(work, label, plan, f"pages/{s}", f"truth/{s}", out[s]) for s in splits}
     finally:
         server.stop()
     return {split: greedy_of({f"{label}.{plan}": arm}) for split, arm in rows.items()}
@@ -349,8 +340,7 @@ def run(
         lr, beta, epochs = candidate(result["sweep"]["chosen"])
         study = replace(study, learning_rate=lr, beta=beta, epochs=epochs)
     result["arms_planned"] = [a.label for a in planned]
-    todo = [arm for arm in planned if arm.label not in readings]
-    train_and_read(work, study, stages, todo, (readings, training, diagnostics), checkpoint)
+    train_and_read(work, study, stages, planned, (readings, training, diagnostics), checkpoint)
     checkpoint()
     result["summary"] = dose_report.summarize(readings, training, diagnostics)
     return result
@@ -360,17 +350,34 @@ def train_and_read(
     work: Path,
     study: Study,
     stages: Stages,
-    todo: Sequence[Arm],
+    planned: Sequence[Arm],
     kept: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
     checkpoint: Any,
 ) -> None:
-    """Each arm trained, read and diagnosed into `kept` (readings, training, diagnostics), then
-    a checkpoint; `study.train_ahead`: the arms train back to back from the start while the
-    trained ones are read (the trainer holds one core, and an arm trains longer than it reads)."""
+    """Each arm not yet read trained, read and diagnosed into `kept` (readings, training,
+    diagnostics), with a checkpoint after each step; `study.train_ahead`: the arms train back to
+    back from the start while the trained ones are read (the trainer holds one core, and an arm
+    trains longer than it reads). An arm's diagnosis runs beside the next arm's reading."""
     readings, training, diagnostics = kept
     splits = ("validation", "held_out") if study.arm_validation else ("held_out",)
-    ahead = ThreadPoolExecutor(max_workers=1)
+    todo = [arm for arm in planned if arm.label not in readings]
+    ahead, beside = ThreadPoolExecutor(max_workers=1), ThreadPoolExecutor(max_workers=1)
+    diagnosing: dict[str, Future[Any]] = {}
+
+    def diagnose(label: str) -> None:
+        run = (f"diagnose {label}", onset.diagnose, work, label, study.beta)
+        diagnosing[label] = beside.submit(stages.run, *run)
+
+    def settle(wait: bool) -> None:
+        for label, job in list(diagnosing.items()):
+            if wait or job.done():
+                diagnostics[label] = diagnosing.pop(label).result()
+        checkpoint()
+
     try:
+        for arm in planned:
+            if arm.label in readings and arm.label not in diagnostics:
+                diagnose(arm.label)  # read before a stop, not yet diagnosed
         # ahead: every arm queued at once on the one trainer, which never waits for a reading
         first = todo if study.train_ahead else todo[:1]
         trained = {arm.label: ahead.submit(train_arm, work, arm, study) for arm in first}
@@ -379,14 +386,14 @@ def train_and_read(
             readings[arm.label] = stages.run(
                 f"serve + read {arm.label}", serve_and_read, work, arm.label, "greedy", splits
             )
-            diagnostics[arm.label] = stages.run(
-                f"diagnose {arm.label}", onset.diagnose, work, arm.label, study.beta
-            )
-            checkpoint()
+            diagnose(arm.label)
+            settle(wait=False)
             if after is not None and not study.train_ahead:
                 trained[after.label] = ahead.submit(train_arm, work, after, study)
+        settle(wait=True)
     finally:
         ahead.shutdown(wait=True, cancel_futures=True)  # a stopped study trains no more arms
+        beside.shutdown(wait=True, cancel_futures=True)
 
 
 def _size(study: Study) -> arms.Size:
