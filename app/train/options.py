@@ -33,7 +33,9 @@ class TrainOptions:
     batch_size: int = 4
     grad_accum: int = 1
     beta: float = 0.1
-    sft_weight: float = 0.0  # > 0 adds an SFT term on the chosen side (TRL's "sft" loss)
+    # the SFT term on the chosen side (TRL's "sft" loss) beside sigmoid DPO: the flywheel bench's
+    # recipe (docs/training.md, `app/train/dose.py`); 0 is plain DPO
+    sft_weight: float = 1.0
     dpo_weight: float = 1.0  # 0 with sft_weight > 0: SFT on the chosen side only (a baseline)
     lora_rank: int = 16
     lora_alpha: int = 32
@@ -60,6 +62,12 @@ class TrainOptions:
         """TRL's loss terms and their weights: sigmoid DPO, the SFT term, or both."""
         terms = [("sigmoid", self.dpo_weight), ("sft", self.sft_weight)]
         return [(name, weight) for name, weight in terms if weight > 0]
+
+    def loss_text(self) -> str:
+        """The loss as a person reads it: `DPO beta 0.1 + SFT`, `DPO beta 0.1 only`."""
+        names = {"sigmoid": f"DPO beta {self.beta:g}", "sft": "SFT"}
+        terms = [names[n] + (f" x{w:g}" if w != 1 else "") for n, w in self.losses()]
+        return " + ".join(terms) if len(terms) > 1 else f"{terms[0]} only"
 
     def checkpointing_on(self, device: str) -> bool:
         if self.gradient_checkpointing is None:

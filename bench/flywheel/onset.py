@@ -27,10 +27,12 @@ def diagnose(work: Path, label: str, beta: float) -> dict[str, Any]:
         return {"pairs": 0}
     base = _Scorer(work / "models" / "base")
     tuned = _Scorer(work / "models" / label)
-    margins, onsets = [], []
+    margins, onsets, chosen, rejected = [], [], [], []
     for row in rows:
         (tc, bc), (tr, br) = [(tuned.score(row, s), base.score(row, s)) for s in SIDES]
         margins.append(beta * ((tc - bc) - (tr - br)))
+        chosen.append(tc - bc)
+        rejected.append(tr - br)
         at = onset_span(row)
         if at is not None:
             onsets.append((tuned.mean_logprob(row, *at), base.mean_logprob(row, *at)))
@@ -39,6 +41,10 @@ def diagnose(work: Path, label: str, beta: float) -> dict[str, Any]:
         "pairs": len(rows),
         "reward_margin_mean": round(fmean(margins), 4),
         "reward_accuracy": round(sum(m > 0 for m in margins) / len(margins), 4),
+        # each side's summed log-probability, tuned minus base: DPO may widen the gap by
+        # lowering both, which an SFT term on the chosen side is there to stop
+        "chosen_change_mean": round(fmean(chosen), 4),
+        "rejected_change_mean": round(fmean(rejected), 4),
         "onset_pairs": len(onsets),
         "onset_logprob_base": round(fmean(b for _, b in onsets), 4) if onsets else None,
         "onset_logprob_tuned": round(fmean(t for t, _ in onsets), 4) if onsets else None,
@@ -69,10 +75,12 @@ class _Scorer:
     """One model in float32 on the CPU, scoring completions of the pairs' prompts."""
 
     def __init__(self, folder: Path) -> None:
+        import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         self.processor = AutoProcessor.from_pretrained(folder)
-        self.model = AutoModelForImageTextToText.from_pretrained(folder).eval()
+        self.model = AutoModelForImageTextToText.from_pretrained(folder, dtype=torch.float32)
+        self.model.eval()
         self.folder = folder.parent.parent  # the work folder: images are relative to pairs/
 
     def _logprobs(self, row: dict[str, Any], prefix: str, span: str) -> list[float]:
