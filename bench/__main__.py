@@ -37,6 +37,7 @@ BENCHES: dict[str, str] = {
     "storage": "bench.storage",
     "flywheel-arms": "bench.flywheel.arms",
     "flywheel-dose": "bench.flywheel.dose",
+    "flywheel-dose-confirm": "bench.flywheel.dose_confirm",
     "flywheel-speed": "bench.flywheel.speed",
     "scale": "bench.scale.run",
     "scale-olmocr": "bench.scale.olmocr_pipeline",
@@ -46,14 +47,14 @@ BENCHES: dict[str, str] = {
 }
 
 # Left out of a plain `python -m bench`: tax-validate repeats tax several times (~40 min);
-# tax-reestimate redoes its estimate from the attempts it kept; gpu needs a GPU machine;
-# flywheel and flywheel-arms train and serve several models (~30-45 min) and need the taught
-# weights, flywheel-dose dozens of them (hours); healthy-corpus rebuilds the committed corpus
-# from git mirrors of its sources; scale runs the whole deployment against GPU stand-ins
-# (~15 min); scale-olmocr runs olmOCR's own pipeline from its venv
-# (bench/olmocr_pipeline_env.sh) beside it; textlayer-bomb is for a before/after pair of trees
-# (`--before`); searchable runs OCRmyPDF from its venv (bench/ocrmypdf_env.sh) beside Folio's
-# writer (~15 min on 2 busy cores).
+# tax-reestimate redoes its estimate from the attempts it kept; gpu needs a GPU machine; flywheel
+# and flywheel-arms train and serve several models (~30-45 min) and need the taught weights,
+# flywheel-dose dozens of them (hours), flywheel-dose-confirm reads one on 6,000 pages;
+# healthy-corpus rebuilds the committed corpus from git mirrors of its sources; scale runs the
+# whole deployment against GPU stand-ins (~15 min); scale-olmocr runs olmOCR's own pipeline from
+# its venv (bench/olmocr_pipeline_env.sh) beside it; textlayer-bomb is for a before/after pair of
+# trees (`--before`); searchable runs OCRmyPDF from its venv (bench/ocrmypdf_env.sh) beside
+# Folio's writer (~15 min on 2 busy cores).
 NOT_IN_ALL = frozenset(
     {
         "tax-validate",
@@ -62,6 +63,7 @@ NOT_IN_ALL = frozenset(
         "flywheel",
         "flywheel-arms",
         "flywheel-dose",
+        "flywheel-dose-confirm",
         "healthy-corpus",
         "scale",
         "scale-olmocr",

@@ -292,3 +292,26 @@ def test_an_arm_read_before_a_stop_is_diagnosed_and_not_read_again(
     dose.train_and_read(tmp_path, dose.Study(), Stages(), planned, kept, lambda: None)
     assert done == [planned[1].label, f"read {planned[1].label}"]
     assert sorted(kept[2]) == sorted(a.label for a in planned)
+
+
+def test_two_readings_agree_on_the_pages_both_hold() -> None:
+    from bench.flywheel import dose_confirm
+
+    one = {"a": {"first": None}, "b": {"first": "char_run"}, "c": {"first": None}}
+    other = {"a": {"first": None}, "b": {"first": None}, "d": {"first": "line"}}
+    assert dose_confirm.agreement(one, other) == {"pages": 2, "same_verdict": 1}
+
+
+def test_the_confirmation_sets_the_model_beside_the_committed_runs_base() -> None:
+    """The arms it reads beside the model are the 6,000-page run's, on its 6,000 pages, and the
+    study's kept readings give the 1,200 pages on which two readings of the base compare."""
+    from bench.flywheel import dose_confirm
+
+    beside = dose_confirm.committed_arms()
+    assert set(beside) == set(dose_confirm.BESIDE)
+    assert len(beside["base.greedy"]["pages"]) == 6000
+    earlier = dose_confirm.study_rows("dposft-300s0")
+    assert len(earlier["base"]) == len(earlier["model"]) == 1200
+    assert set(earlier["base"]) < set(beside["base.greedy"]["pages"])
+    agree = dose_confirm.agreement(earlier["base"], beside["base.greedy"]["pages"])
+    assert agree["pages"] == 1200 and agree["same_verdict"] > 1150
