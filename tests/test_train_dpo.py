@@ -224,8 +224,8 @@ def test_several_seeds_train_on_one_split_and_the_gate_keeps_one(tmp_path: Path)
     cards = [{"gate": {"decision": r["decision"], "tuned": r}} for r in card["seeds"]]
     best = min(range(2), key=lambda i: rank(cards[i]))
     assert card["chosen_seed"] == card["seeds"][best]["seed"]
-    assert card["dose"] == {"pairs": 8, "recommended": 300, "below": True}
-    assert "below the 300" in output
+    assert card["dose"] == {"pairs": 8, "recommended": 100, "below": True}
+    assert "below the 100" in output
     assert f"kept: seed {card['chosen_seed']}" in (out / "TRAINING_CARD.md").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs", "tuned"]
 
