@@ -16,37 +16,35 @@ clean), and the model's reading of those pages here against its reading in the s
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.environment import RESULTS_DIR, describe, machine_info, write_compressed, write_results
-from bench.flywheel import arms, arms_report, data, dose, pages, pool
+from bench.environment import (
+    describe,
+    machine_info,
+    read_results,
+    write_compressed,
+    write_results,
+)
+from bench.flywheel import arms, arms_report, dose, pool
 from bench.flywheel.run import Stages
 
 REFERENCE = "flywheel_arms_6000"
-STUDY_PAGES = "flywheel_dose_pages.json.gz"
+STUDY_PAGES = "flywheel_dose_pages"
 BESIDE = ("base.greedy", "base.ngram", "base.ladder")  # the committed run's arms set beside it
 
 
 def make_pages(work: Path) -> str:
-    """All the reference run's held-out pages, written once; their list's hash is checked."""
-    import numpy as np
-
-    committed = json.loads((RESULTS_DIR / f"{REFERENCE}.json").read_text())
-    expected = committed["data"]["page_list_sha256"]["held_out"]
+    """All the reference run's held-out pages (the study's pages with no pool), written once;
+    their list's hash is checked."""
+    expected = _read(REFERENCE)["data"]["page_list_sha256"]["held_out"]
     record = work / "pages.json"
     if record.is_file() and json.loads(record.read_text()).get("held_out") == expected:
         return str(expected)
-    data.prepare(work / "data")
-    text = json.loads((work / "data" / "text.json").read_text())
-    atlas = np.load(work / "data" / "atlas.npy")
-    chosen = pool.choose_pages(text, 0)["reference"]
-    written = pages.write_pages(
-        chosen, atlas, work / "pages" / "held_out", work / "truth" / "held_out"
-    )
+    made = pool.make_pages(work, 0, pool.REFERENCE.eval_pages)
+    written = made["page_list_sha256"]["held_out"]
     if written != expected:
         raise SystemExit(f"the pages came out otherwise ({written}, committed {expected})")
     record.write_text(json.dumps({"held_out": written}))
@@ -60,17 +58,24 @@ def agreement(one: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     return {"pages": len(shared), "same_verdict": same}
 
 
+def _read(name: str) -> dict[str, Any]:
+    found = read_results(name)
+    if found is None:
+        raise SystemExit(f"bench/results holds no {name}")
+    return found
+
+
 def committed_arms() -> dict[str, Any]:
-    kept = json.loads(gzip.decompress((RESULTS_DIR / f"{REFERENCE}_pages.json.gz").read_bytes()))
-    return {label: kept["arms"][label] for label in BESIDE if label in kept["arms"]}
+    kept = _read(f"{REFERENCE}_pages")["arms"]
+    return {label: kept[label] for label in BESIDE if label in kept}
 
 
 def study_rows(label: str) -> dict[str, Any]:
     """The study's held-out readings of the base and of `label` (first 1,200 pages), if kept."""
-    path = RESULTS_DIR / STUDY_PAGES
-    if not path.is_file():
+    study = read_results(STUDY_PAGES)
+    if study is None:
         return {}
-    readings = json.loads(gzip.decompress(path.read_bytes()))["readings"]
+    readings = study["readings"]
     out = {"base": readings.get("base", {}).get("held_out", {}).get("base.greedy")}
     out["model"] = readings.get(label, {}).get("held_out", {}).get(f"{label}.greedy")
     return {key: rows["pages"] for key, rows in out.items() if rows}

@@ -49,14 +49,14 @@ def dose_curve(held: dict[str, Any]) -> list[dict[str, Any]]:
     interval, and the spread between seeds (the base, at 0 pairs, heads every recipe's curve)."""
     base = held["arms"][arms_report.BASE]["first_attempt"]
     doses: dict[str, list[dict[str, Any]]] = {}
-    for group, pooled in held["over_seeds"].items():
-        found = re.fullmatch(r"([a-z]+)-([0-9]+)\.greedy", group)
+    for pooled in held["over_seeds"].values():
+        found = _group(pooled["seeds"][0])
         if found:
             seeds = pooled["rate_by_seed"]
-            doses.setdefault(found[1], []).append(
+            doses.setdefault(found[0], []).append(
                 {
-                    "recipe": found[1],
-                    "pairs": int(found[2]),
+                    "recipe": found[0],
+                    "pairs": found[1],
                     "rate_by_seed": seeds,
                     "rate": pooled["rate"],
                     "ci95": pooled["ci95"],
